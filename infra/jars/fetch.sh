@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Resolve the JVM jar sets declared in infra/jars/pom.xml into the local jar cache, once.
+# Later runs find a stamp per set and touch no network. Usage: infra/jars/fetch.sh [set ...]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+cache=${STREAMLAKE_JAR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/streaming-lakehouse/jars}
+sets=("$@"); [ ${#sets[@]} -gt 0 ] || sets=(kafka iceberg-rest spark)
+pom_hash=$(sha256sum "$here/pom.xml" | cut -c1-16)
+mkdir -p "$cache"
+for set in "${sets[@]}"; do
+  stamp="$cache/$set/.complete-$pom_hash"
+  if [ -f "$stamp" ]; then continue; fi
+  command -v mvn >/dev/null || { echo "fetch.sh: Maven (mvn) is required to fetch the '$set' jars once" >&2; exit 1; }
+  echo "fetching jar set '$set' into $cache/$set (once; later runs are offline)" >&2
+  rm -rf "$cache/$set.partial"
+  mvn -q -B -f "$here/pom.xml" -Dmaven.repo.local="$cache/m2" -P "$set" \
+      dependency:copy-dependencies -DoutputDirectory="$cache/$set.partial" -DincludeScope=runtime >&2
+  # Swap the finished set in whole, so a killed fetch never leaves a half set that looks complete.
+  rm -rf "$cache/$set"; mv "$cache/$set.partial" "$cache/$set"; touch "$stamp"
+done

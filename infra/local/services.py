@@ -1,0 +1,540 @@
+"""Local services for the demo and the tests: a real Kafka broker (KRaft), Apache Iceberg's REST
+catalog server, and an S3-compatible server (moto), each on loopback and a free port.
+
+One manager for people and for pytest, so both start services the same way::
+
+    python -m infra.local.services up        # idempotent: starts only what is not running
+    python -m infra.local.services status
+    python -m infra.local.services logs kafka
+    python -m infra.local.services down      # stops everything, no stray processes
+
+Addresses go to one env file (``.local/services.env`` by default) that every tool reads::
+
+    KAFKA_BOOTSTRAP=127.0.0.1:40123
+    ICEBERG_REST_URI=http://127.0.0.1:40125
+    S3_ENDPOINT=http://127.0.0.1:40127
+    ...
+
+The state directory is ``$STREAMLAKE_LOCAL_DIR`` or ``<repo>/.local``; the JVM jars come from the
+local jar cache filled by ``infra/jars/fetch.sh``. Only the standard library is used here, except
+for the Kafka readiness probe (confluent-kafka, installed with the ``edge`` extra).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def jar_cache() -> Path:
+    """Folder holding the jar sets fetched by ``infra/jars/fetch.sh``."""
+    env = os.environ.get("STREAMLAKE_JAR_CACHE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
+    return Path(base) / "streaming-lakehouse" / "jars"
+
+
+def local_dir() -> Path:
+    """State directory of the local services (data, logs, pid files, env file)."""
+    return Path(os.environ.get("STREAMLAKE_LOCAL_DIR") or REPO_ROOT / ".local").resolve()
+
+
+def env_file() -> Path:
+    return local_dir() / "services.env"
+
+
+class ServiceError(RuntimeError):
+    """A local service could not be started or is not answering."""
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as resp:
+            return 200 <= resp.status < 500
+    except urllib.error.HTTPError as exc:
+        return exc.code < 500
+    except OSError:
+        return False
+
+
+def _require_jars(set_name: str) -> Path:
+    folder = jar_cache() / set_name
+    if not any(folder.glob("*.jar")):
+        raise ServiceError(
+            f"jar set '{set_name}' is missing from {folder}; fetch it once with "
+            f"'infra/jars/fetch.sh {set_name}' (or './dev bootstrap')"
+        )
+    return folder
+
+
+@dataclass
+class Service:
+    """One background process with a pid file, a log file and a readiness probe."""
+
+    name: str
+
+    @property
+    def home(self) -> Path:
+        return local_dir() / self.name
+
+    @property
+    def pid_file(self) -> Path:
+        return self.home / "pid"
+
+    @property
+    def log_file(self) -> Path:
+        return self.home / f"{self.name}.log"
+
+    # -- to be provided by each service ------------------------------------------------------
+    def command(self) -> tuple[list[str], dict[str, str]]:  # pragma: no cover - abstract
+        raise ServiceError(f"{self.name}: no command defined")
+
+    def env_entries(self) -> dict[str, str]:  # pragma: no cover - abstract
+        return {}
+
+    def ready(self) -> bool:  # pragma: no cover - abstract
+        return False
+
+    def prepare(self) -> None:
+        """Write configuration and allocate ports before the first start."""
+
+    startup_timeout = 90.0
+
+    # -- shared mechanics --------------------------------------------------------------------
+    def pid(self) -> int | None:
+        try:
+            pid = int(self.pid_file.read_text().strip())
+        except (OSError, ValueError):
+            return None
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        except PermissionError:
+            return pid
+        # A reused pid of an unrelated process is not ours: check our marker in its environment.
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:
+            return pid
+        marker = f"STREAMLAKE_SERVICE={self.name}@{local_dir()}".encode()
+        return pid if marker in environ else None
+
+    def running(self) -> bool:
+        return self.pid() is not None
+
+    def start(self) -> bool:
+        """Start unless already running; wait until ready. Returns True if it started it."""
+        if self.running():
+            if not self.wait_ready(timeout=self.startup_timeout):
+                raise ServiceError(f"{self.name} is running but not answering; see {self.log_file}")
+            return False
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.prepare()
+        argv, extra_env = self.command()
+        env = dict(os.environ, **extra_env, STREAMLAKE_SERVICE=f"{self.name}@{local_dir()}")
+        with open(self.log_file, "ab") as log:
+            proc = subprocess.Popen(
+                argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env=env, cwd=self.home, start_new_session=True,
+            )
+        self.pid_file.write_text(str(proc.pid))
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise ServiceError(
+                    f"{self.name} exited with code {proc.returncode} during start-up; "
+                    f"last log lines:\n{self.tail(30)}"
+                )
+            if self.ready():
+                return True
+            time.sleep(0.3)
+        self.stop()
+        raise ServiceError(f"{self.name} not ready after {self.startup_timeout:.0f}s; log: {self.log_file}")
+
+    def wait_ready(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.ready():
+                return True
+            time.sleep(0.3)
+        return False
+
+    def stop(self, timeout: float = 20.0) -> bool:
+        """SIGTERM the whole process group, SIGKILL what is left after ``timeout``."""
+        pid = self.pid()
+        if pid is None:
+            self.pid_file.unlink(missing_ok=True)
+            return False
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and _alive(pid):
+            time.sleep(0.2)
+        if _alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+            while _alive(pid):
+                time.sleep(0.1)
+        self.pid_file.unlink(missing_ok=True)
+        return True
+
+    def tail(self, lines: int = 50) -> str:
+        try:
+            return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log yet)"
+
+    def _port(self, key: str) -> int:
+        """A port remembered across restarts, so the env file stays valid."""
+        path = self.home / f"{key}.port"
+        if path.exists():
+            port = int(path.read_text())
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                try:
+                    sock.bind(("127.0.0.1", port))
+                    return port
+                except OSError:
+                    pass  # taken by someone else meanwhile: pick a new one
+        port = free_port()
+        path.write_text(str(port))
+        return port
+
+    def _saved_port(self, key: str) -> int | None:
+        path = self.home / f"{key}.port"
+        return int(path.read_text()) if path.exists() else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie child of ours counts as gone.
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+        return state != "Z"
+    except OSError:
+        return False
+
+
+def _java() -> str:
+    home = os.environ.get("JAVA_HOME")
+    return str(Path(home) / "bin" / "java") if home else "java"
+
+
+class Kafka(Service):
+    """Apache Kafka, single node, KRaft (broker and controller in one process)."""
+
+    def __init__(self) -> None:
+        super().__init__("kafka")
+
+    def prepare(self) -> None:
+        jars = _require_jars("kafka")
+        port, cport = self._port("broker"), self._port("controller")
+        data = self.home / "data"
+        props = {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.voters": f"1@127.0.0.1:{cport}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{cport}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "log.dirs": str(data),
+            "num.partitions": "1",
+            "offsets.topic.replication.factor": "1",
+            "offsets.topic.num.partitions": "1",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "transaction.state.log.num.partitions": "1",
+            "share.coordinator.state.topic.replication.factor": "1",
+            "share.coordinator.state.topic.min.isr": "1",
+            "group.initial.rebalance.delay.ms": "0",
+            "auto.create.topics.enable": "false",
+            # Tests replay fixed, old event timestamps: never let retention delete them.
+            "log.retention.ms": "-1",
+            "message.max.bytes": str(8 * 1024 * 1024),
+        }
+        conf = self.home / "server.properties"
+        conf.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        (self.home / "log4j2.properties").write_text(
+            "status = warn\n"
+            "appender.file.type = File\n"
+            "appender.file.name = FILE\n"
+            f"appender.file.fileName = {self.home / 'server.log'}\n"
+            "appender.file.layout.type = PatternLayout\n"
+            "appender.file.layout.pattern = [%d] %p %m (%c)%n\n"
+            "rootLogger.level = INFO\n"
+            "rootLogger.appenderRef.file.ref = FILE\n"
+        )
+        cp = f"{jars}/*"
+        if not (data / "meta.properties").exists():
+            cluster_id = subprocess.run(
+                [_java(), "-cp", cp, "kafka.tools.StorageTool", "random-uuid"],
+                check=True, capture_output=True, text=True,
+            ).stdout.strip()
+            subprocess.run(
+                [_java(), "-cp", cp, "kafka.tools.StorageTool", "format", "-t", cluster_id,
+                 "-c", str(conf), "--ignore-formatted"],
+                check=True, capture_output=True, text=True,
+            )
+
+    def command(self) -> tuple[list[str], dict[str, str]]:
+        jars = _require_jars("kafka")
+        return [
+            _java(), "-Xmx512m", "-XX:+UseSerialGC",
+            f"-Dlog4j2.configurationFile={self.home / 'log4j2.properties'}",
+            "-Dlog4j2.shutdownHookEnabled=false", f"-Dkafka.logs.dir={self.home}",
+            "-cp", f"{jars}/*", "kafka.Kafka", str(self.home / "server.properties"),
+        ], {}
+
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self._saved_port('broker')}"
+
+    def env_entries(self) -> dict[str, str]:
+        return {"KAFKA_BOOTSTRAP": self.bootstrap()}
+
+    def ready(self) -> bool:
+        if self._saved_port("broker") is None:
+            return False
+        try:
+            from confluent_kafka.admin import AdminClient
+        except ImportError:  # fall back to a TCP probe outside the project venv
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self._saved_port("broker")), 1):
+                return True
+            return False
+        admin = AdminClient({"bootstrap.servers": self.bootstrap(), "log_level": 0,
+                             "logger": _SilentLogger()})
+        try:
+            md = admin.list_topics(timeout=2)
+            return bool(md.brokers)
+        except Exception:  # noqa: BLE001 - not ready yet is any failure
+            return False
+
+
+class _SilentLogger:
+    """librdkafka logs connection refusals loudly while the broker boots; keep them quiet."""
+
+    def log(self, *args, **kwargs) -> None:
+        return None
+
+    def __getattr__(self, name: str) -> Callable[..., None]:
+        return self.log
+
+
+class IcebergRest(Service):
+    """Apache Iceberg's REST catalog server with a SQLite catalog and a local warehouse."""
+
+    startup_timeout = 60.0
+
+    def __init__(self) -> None:
+        super().__init__("iceberg-rest")
+
+    def warehouse(self) -> Path:
+        return self.home / "warehouse"
+
+    def prepare(self) -> None:
+        _require_jars("iceberg-rest")
+        self._port("http")
+        self.warehouse().mkdir(parents=True, exist_ok=True)
+
+    def command(self) -> tuple[list[str], dict[str, str]]:
+        jars = _require_jars("iceberg-rest")
+        env = {
+            "CATALOG_WAREHOUSE": self.warehouse().as_uri(),
+            "CATALOG_URI": f"jdbc:sqlite:{self.home / 'catalog.db'}",
+            "CATALOG_JDBC_USER": "iceberg",
+            "CATALOG_JDBC_PASSWORD": "iceberg",
+            "CATALOG_REST_PORT": str(self._saved_port("http")),
+        }
+        return [_java(), "-Xmx384m", "-XX:+UseSerialGC", "-cp", f"{jars}/*",
+                "org.apache.iceberg.rest.RESTCatalogServer"], env
+
+    def uri(self) -> str:
+        return f"http://127.0.0.1:{self._saved_port('http')}"
+
+    def env_entries(self) -> dict[str, str]:
+        return {"ICEBERG_REST_URI": self.uri(), "ICEBERG_WAREHOUSE": self.warehouse().as_uri()}
+
+    def ready(self) -> bool:
+        return self._saved_port("http") is not None and _http_ok(self.uri() + "/v1/config")
+
+
+class S3(Service):
+    """moto's S3-compatible server (in memory; data lives as long as the process)."""
+
+    startup_timeout = 30.0
+
+    def __init__(self) -> None:
+        super().__init__("s3")
+
+    def prepare(self) -> None:
+        self._port("http")
+
+    def command(self) -> tuple[list[str], dict[str, str]]:
+        exe = Path(sys.executable).with_name("moto_server")
+        if not exe.exists():
+            raise ServiceError(f"moto_server not found next to {sys.executable}; install the 'dev' extra")
+        return [str(exe), "-H", "127.0.0.1", "-p", str(self._saved_port("http"))], {}
+
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self._saved_port('http')}"
+
+    def env_entries(self) -> dict[str, str]:
+        # moto accepts any credentials; these are test values, not secrets.
+        return {"S3_ENDPOINT": self.endpoint(), "AWS_ACCESS_KEY_ID": "testing",
+                "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": "us-east-1"}
+
+    def ready(self) -> bool:
+        return self._saved_port("http") is not None and _http_ok(self.endpoint() + "/")
+
+
+SERVICES: dict[str, Callable[[], Service]] = {"kafka": Kafka, "iceberg-rest": IcebergRest, "s3": S3}
+
+
+@contextlib.contextmanager
+def _locked() -> Iterator[None]:
+    """Serialise up/down across processes (pytest workers, a person's shell, the demo)."""
+    local_dir().mkdir(parents=True, exist_ok=True)
+    with open(local_dir() / "services.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _select(names: list[str] | None) -> list[Service]:
+    names = names or list(SERVICES)
+    unknown = [n for n in names if n not in SERVICES]
+    if unknown:
+        raise ServiceError(f"unknown service(s) {unknown}; known: {list(SERVICES)}")
+    return [SERVICES[n]() for n in names]
+
+
+def up(names: list[str] | None = None) -> dict[str, str]:
+    """Start the named services (all by default) unless running; write and return the env file.
+
+    Returns the names started by this call under the key ``_STARTED`` (comma-separated), so a
+    caller such as the test runner can stop exactly what it started.
+    """
+    with _locked():
+        started = [svc.name for svc in _select(names) if svc.start()]
+        env = _write_env()
+    env["_STARTED"] = ",".join(started)
+    return env
+
+
+def down(names: list[str] | None = None) -> list[str]:
+    """Stop the named services (all by default); returns the names that were running."""
+    with _locked():
+        stopped = [svc.name for svc in _select(names) if svc.stop()]
+        _write_env()
+    return stopped
+
+
+def _write_env() -> dict[str, str]:
+    env: dict[str, str] = {}
+    for svc in _select(None):
+        if svc.running():
+            env.update(svc.env_entries())
+    path = env_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(f"{k}={v}\n" for k, v in env.items()))
+    tmp.replace(path)
+    return env
+
+
+def read_env() -> dict[str, str]:
+    """The addresses of the running services, as written by :func:`up`."""
+    try:
+        lines = env_file().read_text().splitlines()
+    except OSError:
+        return {}
+    return dict(line.split("=", 1) for line in lines if "=" in line)
+
+
+def status() -> list[tuple[str, str, str]]:
+    rows = []
+    for svc in _select(None):
+        pid = svc.pid()
+        if pid is None:
+            rows.append((svc.name, "stopped", ""))
+        else:
+            state = "ready" if svc.ready() else "starting/unhealthy"
+            rows.append((svc.name, f"{state} (pid {pid})", " ".join(f"{k}={v}" for k, v in svc.env_entries().items()
+                                                                   if not k.startswith("AWS_"))))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="services", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    for cmd, help_ in (("up", "start services (idempotent) and wait until ready"),
+                       ("down", "stop services and their child processes"),
+                       ("status", "show each service and its address")):
+        p = sub.add_parser(cmd, help=help_)
+        p.add_argument("names", nargs="*", help=f"subset of {list(SERVICES)}")
+    p = sub.add_parser("logs", help="print the last lines of a service's log")
+    p.add_argument("name", choices=list(SERVICES))
+    p.add_argument("-n", type=int, default=60, help="number of lines")
+    sub.add_parser("env", help="print the env file path and contents")
+    args = parser.parse_args(argv)
+    try:
+        if args.cmd == "up":
+            t0 = time.monotonic()
+            env = up(args.names or None)
+            started = env.pop("_STARTED")
+            print(f"services up ({'started ' + started if started else 'already running'}; "
+                  f"{time.monotonic() - t0:.1f}s); env file: {env_file()}")
+            for name, state, addr in status():
+                print(f"  {name:13} {state:24} {addr}")
+        elif args.cmd == "down":
+            stopped = down(args.names or None)
+            print(f"stopped: {', '.join(stopped) if stopped else 'nothing was running'}")
+        elif args.cmd == "status":
+            for name, state, addr in status():
+                print(f"{name:13} {state:24} {addr}")
+        elif args.cmd == "logs":
+            svc = SERVICES[args.name]()
+            print(f"== {svc.log_file}")
+            print(svc.tail(args.n))
+            server_log = svc.home / "server.log"
+            if server_log.exists():
+                print(f"== {server_log}")
+                print("\n".join(server_log.read_text(errors="replace").splitlines()[-args.n:]))
+        elif args.cmd == "env":
+            print(f"# {env_file()}")
+            print(env_file().read_text() if env_file().exists() else "# (no services started)")
+    except ServiceError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
