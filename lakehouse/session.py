@@ -1,0 +1,173 @@
+"""Spark session builder: local mode by default, Iceberg and Delta configured, jars offline.
+
+Every Spark entry point (jobs, the ``lakehouse`` CLI, tests) builds its session here so that the
+catalogs, the extensions and the small-machine settings are the same everywhere.
+
+Example::
+
+    from lakehouse.session import SparkSettings, build_spark
+    spark = build_spark(SparkSettings.from_env())
+    spark.sql("SELECT count(*) FROM lake.db.sensor_readings").show()
+
+Catalogs:
+
+* ``lake`` (name configurable): an Iceberg catalog. With ``ICEBERG_REST_URI`` set it is a REST
+  catalog (optionally with a bearer token or an OAuth2 credential); otherwise it is the embedded
+  default, a Hadoop-type catalog in a local warehouse folder that needs no server.
+* ``spark_catalog``: Delta's catalog, so ``delta.`/path``` and Delta tables work.
+
+The jars (Iceberg and Delta runtimes, S3A) come from the local jar cache filled once by
+``infra/jars/fetch.sh``; nothing is downloaded when a session starts.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import SparkSession
+
+ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+DELTA_EXTENSIONS = "io.delta.sql.DeltaSparkSessionExtension"
+SPARK_JAR_SET = "spark"
+
+
+class SparkSetupError(RuntimeError):
+    """The Spark session cannot be configured (missing jars, bad settings)."""
+
+
+def jar_cache() -> Path:
+    """The local jar cache (``$STREAMLAKE_JAR_CACHE`` or ``~/.cache/streaming-lakehouse/jars``)."""
+    env = os.environ.get("STREAMLAKE_JAR_CACHE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "streaming-lakehouse" / "jars"
+
+
+def spark_jars() -> list[str]:
+    """Local paths of the Iceberg, Delta and S3A jars; a clear error if they were never fetched."""
+    folder = jar_cache() / SPARK_JAR_SET
+    jars = sorted(str(p) for p in folder.glob("*.jar"))
+    if not jars:
+        raise SparkSetupError(
+            f"no Spark runtime jars in {folder}; fetch them once with "
+            f"'infra/jars/fetch.sh {SPARK_JAR_SET}' (or './dev bootstrap')"
+        )
+    return jars
+
+
+@dataclass
+class SparkSettings:
+    """Everything that varies between a laptop and production, read from the environment.
+
+    ==========================  =============================================================
+    environment variable        meaning
+    ==========================  =============================================================
+    SPARK_MASTER                Spark master (default ``local[2]``)
+    LAKEHOUSE_CATALOG           name of the Iceberg catalog in SQL (default ``lake``)
+    ICEBERG_REST_URI            REST catalog URI; unset = embedded local catalog
+    ICEBERG_WAREHOUSE           warehouse location (REST: optional; embedded: local folder)
+    ICEBERG_TOKEN               bearer token for the REST catalog (never logged)
+    ICEBERG_CREDENTIAL          OAuth2 ``client_id:client_secret`` for the REST catalog
+    S3_ENDPOINT                 S3-compatible endpoint for ``s3a://`` (MinIO, moto, ...)
+    AWS_ACCESS_KEY_ID/...       S3 credentials (standard AWS variables)
+    LAKEHOUSE_LOCAL_DIR         where the embedded warehouse lives (default ``./.local/lakehouse``)
+    ==========================  =============================================================
+    """
+
+    master: str = "local[2]"
+    app_name: str = "lakehouse"
+    catalog_name: str = "lake"
+    rest_uri: str | None = None
+    warehouse: str | None = None
+    token: str | None = field(default=None, repr=False)
+    credential: str | None = field(default=None, repr=False)
+    s3_endpoint: str | None = None
+    s3_access_key: str | None = field(default=None, repr=False)
+    s3_secret_key: str | None = field(default=None, repr=False)
+    local_dir: str = ".local/lakehouse"
+    extra_conf: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None, **overrides: object) -> "SparkSettings":
+        env = dict(os.environ if env is None else env)
+        settings = cls(
+            master=env.get("SPARK_MASTER", "local[2]"),
+            catalog_name=env.get("LAKEHOUSE_CATALOG", "lake"),
+            rest_uri=env.get("ICEBERG_REST_URI") or None,
+            warehouse=env.get("ICEBERG_WAREHOUSE") or None,
+            token=env.get("ICEBERG_TOKEN") or None,
+            credential=env.get("ICEBERG_CREDENTIAL") or None,
+            s3_endpoint=env.get("S3_ENDPOINT") or None,
+            s3_access_key=env.get("AWS_ACCESS_KEY_ID") or None,
+            s3_secret_key=env.get("AWS_SECRET_ACCESS_KEY") or None,
+            local_dir=env.get("LAKEHOUSE_LOCAL_DIR", ".local/lakehouse"),
+        )
+        for key, value in overrides.items():
+            if not hasattr(settings, key):
+                raise SparkSetupError(f"unknown Spark setting {key!r}")
+            setattr(settings, key, value)
+        return settings
+
+    def conf(self) -> dict[str, str]:
+        """The Spark configuration these settings stand for (contains secrets: never log it)."""
+        cat = f"spark.sql.catalog.{self.catalog_name}"
+        conf = {
+            "spark.jars": ",".join(spark_jars()),
+            "spark.sql.extensions": f"{ICEBERG_EXTENSIONS},{DELTA_EXTENSIONS}",
+            "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+            cat: "org.apache.iceberg.spark.SparkCatalog",
+            # Small-machine settings (RECIPES.md): 2 cores, no UI, few partitions.
+            "spark.sql.shuffle.partitions": "2",
+            "spark.default.parallelism": "2",
+            "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
+            "spark.databricks.delta.snapshotPartitions": "2",
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+            "spark.driver.memory": "2g",
+            "spark.sql.session.timeZone": "UTC",
+            "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
+            "spark.sql.warehouse.dir": str(Path(self.local_dir, "spark-warehouse").resolve()),
+        }
+        if self.rest_uri:
+            conf[f"{cat}.type"] = "rest"
+            conf[f"{cat}.uri"] = self.rest_uri
+            if self.warehouse:
+                conf[f"{cat}.warehouse"] = self.warehouse
+            if self.token:
+                conf[f"{cat}.token"] = self.token
+            if self.credential:
+                conf[f"{cat}.credential"] = self.credential
+        else:
+            conf[f"{cat}.type"] = "hadoop"
+            conf[f"{cat}.warehouse"] = self.warehouse or Path(self.local_dir, "warehouse").resolve().as_uri()
+        if self.s3_endpoint:
+            conf.update({
+                "spark.hadoop.fs.s3a.endpoint": self.s3_endpoint,
+                "spark.hadoop.fs.s3a.path.style.access": "true",
+                "spark.hadoop.fs.s3a.connection.ssl.enabled": str(self.s3_endpoint.startswith("https")).lower(),
+                "spark.hadoop.fs.s3a.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+            })
+        if self.s3_access_key and self.s3_secret_key:
+            conf["spark.hadoop.fs.s3a.access.key"] = self.s3_access_key
+            conf["spark.hadoop.fs.s3a.secret.key"] = self.s3_secret_key
+        conf.update(self.extra_conf)
+        return conf
+
+
+def build_spark(settings: SparkSettings | None = None) -> "SparkSession":
+    """Create (or return the active) Spark session configured by ``settings``."""
+    from pyspark.sql import SparkSession
+
+    settings = settings or SparkSettings.from_env()
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = SparkSession.builder.master(settings.master).appName(settings.app_name)
+    for key, value in settings.conf().items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("SPARK_LOG_LEVEL", "WARN"))
+    return spark

@@ -1,0 +1,104 @@
+"""Session fixtures shared by every test: the real local services and one Spark session.
+
+Services are started through the same manager people use (``./dev services up``); a service that
+cannot start is a test failure with the reason and the command to investigate, never a skip.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+
+from infra.local import services
+
+
+@pytest.fixture(scope="session")
+def services_env() -> dict[str, str]:
+    """Addresses of the running local services (starts them if needed; idempotent).
+
+    Keys: KAFKA_BOOTSTRAP, ICEBERG_REST_URI, ICEBERG_WAREHOUSE, S3_ENDPOINT, AWS_ACCESS_KEY_ID,
+    AWS_SECRET_ACCESS_KEY, AWS_REGION. Services started here stay up for other test runs; the
+    README's test command (``./dev test``) stops what it started when the run ends.
+    """
+    try:
+        env = services.up()
+    except services.ServiceError as exc:
+        pytest.fail(
+            f"local services could not start: {exc}\n"
+            "Start them by hand with './dev services up' and inspect './dev services logs <name>'.",
+            pytrace=False,
+        )
+    env.pop("_STARTED", None)
+    return env
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(services_env: dict[str, str]) -> str:
+    """``host:port`` of the real local Kafka broker (KRaft)."""
+    return services_env["KAFKA_BOOTSTRAP"]
+
+
+@pytest.fixture(scope="session")
+def kafka_admin(kafka_bootstrap: str):
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": kafka_bootstrap})
+
+
+@pytest.fixture()
+def make_topic(kafka_admin) -> Callable[..., str]:
+    """Factory: ``make_topic(partitions=1, prefix="t", config=None)`` creates a unique topic."""
+    from confluent_kafka.admin import NewTopic
+
+    def create(partitions: int = 1, prefix: str = "t", config: dict[str, str] | None = None) -> str:
+        name = f"{prefix}-{uuid.uuid4().hex[:10]}"
+        futures = kafka_admin.create_topics(
+            [NewTopic(name, num_partitions=partitions, replication_factor=1, config=config or {})]
+        )
+        futures[name].result(timeout=30)
+        return name
+
+    return create
+
+
+@pytest.fixture(scope="session")
+def spark_local_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("spark")
+
+
+@pytest.fixture(scope="session")
+def spark(services_env: dict[str, str], spark_local_dir: Path) -> Iterator["object"]:
+    """One local SparkSession for the whole test run (a session costs 5-9 s to start).
+
+    Catalogs: ``rest`` is Iceberg through the real REST catalog server; ``embedded`` is the
+    embedded Iceberg catalog (no server, warehouse in a temp folder); ``spark_catalog`` is Delta.
+    ``s3a://`` reaches the local S3 server.
+    """
+    from lakehouse.session import SparkSettings, build_spark
+
+    settings = SparkSettings.from_env(
+        env=services_env, catalog_name="rest", local_dir=str(spark_local_dir), app_name="tests"
+    )
+    settings.extra_conf.update({
+        "spark.sql.catalog.embedded": "org.apache.iceberg.spark.SparkCatalog",
+        "spark.sql.catalog.embedded.type": "hadoop",
+        "spark.sql.catalog.embedded.warehouse": (spark_local_dir / "embedded-warehouse").as_uri(),
+    })
+    session = build_spark(settings)
+    yield session
+    session.stop()
+
+
+@pytest.fixture()
+def unique_name() -> Callable[[str], str]:
+    """Factory for unique identifiers (namespaces, tables, consumer groups)."""
+    return lambda prefix="x": f"{prefix}_{uuid.uuid4().hex[:10]}"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Spark and the tests share UTC so hour partitions and timestamps agree everywhere.
+    os.environ.setdefault("TZ", "UTC")
