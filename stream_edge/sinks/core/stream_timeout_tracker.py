@@ -1,0 +1,273 @@
+"""Per-key silence detection for sinks: fire a callback once when a Kafka message key goes quiet.
+
+One *stream* is one Kafka message key. A sink calls :meth:`StreamTimeoutTracker.touch` for every
+record it receives; a daemon thread (and the sink's ``flush()``) call :meth:`check_now`, which
+fires ``on_stream_timeout(key)`` once for every key silent for at least ``stream_timeout_ms``.
+
+Contract (``ts-datalake-sink`` spec, word for word where it matters):
+
+- Enabled only when ``stream_timeout_ms`` is a positive ``int`` and ``on_stream_timeout`` is
+  callable. Otherwise the tracker is disabled with zero overhead: no per-key dict, no thread.
+- The key is passed to the callback raw (bytes, str, int, ...). ``None`` keys are ignored.
+- When a key has been silent for at least the threshold: (1) its entry is evicted, (2) the
+  callback runs, (3) an INFO line ``Stream 'sensor-a' timed out (silence N ms >= threshold M ms)``
+  is logged. A raising callback is logged and swallowed; it still counts as fired, so the key
+  fires again only after it publishes again (a fresh stream with a new baseline).
+- A TTL safety sweep evicts entries older than ``3 x stream_timeout_ms`` without firing, with a
+  WARNING.
+- Checks run on a daemon thread every ``max(100, min(1000, stream_timeout_ms // 5))`` ms (see
+  :meth:`start`) and whenever the owner calls :meth:`check_now` (the sink does at every flush).
+
+Cost model (why it stays cheap at 1M keys): entries live in an ``OrderedDict`` kept in last-touch
+order (``touch`` re-inserts the key at the end, O(1)). The oldest entry is therefore always first,
+so a check only looks at the head and stops at the first entry that is not yet due: a check with
+nothing to expire is O(1) whatever the number of keys. The lock is held for one entry at a time,
+never for a scan, and callbacks run outside it, so ``touch()`` is never blocked behind a check.
+
+Example::
+
+    tracker = StreamTimeoutTracker(60_000, lambda key: print("silent:", key))
+    tracker.start()            # background checks
+    tracker.touch(b"sensor-a") # per record
+    tracker.check_now()        # e.g. at the end of a flush
+    tracker.stop()
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from typing import Any, Callable, Optional
+
+__all__ = ("StreamTimeoutTracker", "default_check_interval_ms")
+
+TTL_FACTOR = 3
+# How many keys one TTL WARNING names; the rest is counted (a stalled process can drop 1M keys).
+_TTL_KEYS_NAMED = 10
+
+_default_logger = logging.getLogger(__name__)
+
+
+def default_check_interval_ms(stream_timeout_ms: int) -> int:
+    """The background check period: ``max(100, min(1000, stream_timeout_ms // 5))`` ms.
+
+    >>> default_check_interval_ms(60_000), default_check_interval_ms(2_000), default_check_interval_ms(100)
+    (1000, 400, 100)
+    """
+    return max(100, min(1000, stream_timeout_ms // 5))
+
+
+def _monotonic_ms() -> float:
+    return time.monotonic() * 1000.0
+
+
+def _stream_name(key: Any) -> str:
+    """How a key appears in log lines: bytes are decoded (the raw key still goes to the callback)."""
+    if isinstance(key, (bytes, bytearray)):
+        return bytes(key).decode("utf-8", errors="replace")
+    return str(key)
+
+
+class StreamTimeoutTracker:
+    """Tracks the last time each key was seen and fires a callback once per silence period.
+
+    :param stream_timeout_ms: per-key silence threshold in ms; must be a positive ``int`` to enable.
+    :param on_stream_timeout: ``callback(raw_key)``; must be callable to enable. Exceptions are
+        logged and swallowed. It must not block (it may run on the consumer's thread).
+    :param check_interval_ms: period of the background thread; default
+        ``max(100, min(1000, stream_timeout_ms // 5))``.
+    :param clock: returns the current time in milliseconds (default: a monotonic clock). Tests
+        pass a controllable clock.
+    :param logger: where the INFO/WARNING/ERROR lines go (default: this module's logger).
+    """
+
+    __slots__ = (
+        "_timeout_ms", "_ttl_ms", "_callback", "_interval_ms", "_clock", "_logger",
+        "_entries", "_lock", "_thread", "_stop_event", "_unhashable_warned",
+    )
+
+    def __init__(
+        self,
+        stream_timeout_ms: Optional[int],
+        on_stream_timeout: Optional[Callable[[Any], None]],
+        *,
+        check_interval_ms: Optional[int] = None,
+        clock: Optional[Callable[[], float]] = None,
+        logger: Optional[logging.Logger] = None,
+    ) -> None:
+        enabled = (
+            isinstance(stream_timeout_ms, int)
+            and not isinstance(stream_timeout_ms, bool)
+            and stream_timeout_ms > 0
+            and callable(on_stream_timeout)
+        )
+        self._logger = logger if logger is not None else _default_logger
+        self._clock = clock if clock is not None else _monotonic_ms
+        self._thread: Optional[threading.Thread] = None
+        self._stop_event: Optional[threading.Event] = None
+        self._unhashable_warned = False
+        if not enabled:
+            # Disabled: nothing allocated per key, no lock, no thread.
+            self._timeout_ms = None
+            self._ttl_ms = None
+            self._callback = None
+            self._interval_ms = None
+            self._entries: Optional[OrderedDict] = None
+            self._lock = None
+            return
+        if check_interval_ms is not None and (
+            not isinstance(check_interval_ms, (int, float)) or check_interval_ms <= 0
+        ):
+            raise ValueError(f"check_interval_ms must be a positive number of ms, got {check_interval_ms!r}")
+        self._timeout_ms = stream_timeout_ms
+        self._ttl_ms = TTL_FACTOR * stream_timeout_ms
+        self._callback = on_stream_timeout
+        self._interval_ms = (
+            check_interval_ms if check_interval_ms is not None
+            else default_check_interval_ms(stream_timeout_ms)
+        )
+        # key -> last-touch time (ms); insertion order == last-touch order (oldest first).
+        self._entries = OrderedDict()
+        self._lock = threading.Lock()
+
+    # -- introspection ------------------------------------------------------------------------
+    @property
+    def enabled(self) -> bool:
+        """True when both the threshold and the callback are usable."""
+        return self._entries is not None
+
+    @property
+    def stream_timeout_ms(self) -> Optional[int]:
+        return self._timeout_ms
+
+    @property
+    def check_interval_ms(self) -> Optional[float]:
+        """Background check period in ms (None when disabled)."""
+        return self._interval_ms
+
+    @property
+    def running(self) -> bool:
+        """True while the background thread is alive."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def __len__(self) -> int:
+        """Number of keys currently tracked (0 when disabled)."""
+        return 0 if self._entries is None else len(self._entries)
+
+    def __contains__(self, key: Any) -> bool:
+        return self._entries is not None and key in self._entries
+
+    # -- hot path -----------------------------------------------------------------------------
+    def touch(self, key: Any, **context: Any) -> None:
+        """Record that ``key`` published now. O(1); ``None`` keys and a disabled tracker do nothing.
+
+        ``context`` (e.g. ``topic=..., partition=...``) is accepted so callers can pass record
+        coordinates; the tracker keeps only the time, to stay small at millions of keys.
+        """
+        entries = self._entries
+        if entries is None or key is None:
+            return
+        try:
+            with self._lock:
+                entries[key] = self._clock()
+                entries.move_to_end(key)
+        except TypeError:
+            # An unhashable key (e.g. a dict from a JSON key deserializer) cannot be tracked.
+            if not self._unhashable_warned:
+                self._unhashable_warned = True
+                self._logger.warning(
+                    "Stream timeout tracking skips unhashable message keys of type %s "
+                    "(use bytes/str/int keys to track them)", type(key).__name__,
+                )
+
+    # -- checks -------------------------------------------------------------------------------
+    def check_now(self) -> int:
+        """Fire every key silent for at least the threshold; sweep entries past 3x the threshold.
+
+        Returns the number of callbacks fired. Looks only at the oldest entries: with nothing due
+        it costs one lock round-trip and one comparison.
+        """
+        entries = self._entries
+        if entries is None:
+            return 0
+        now = self._clock()
+        timeout_ms, ttl_ms, lock = self._timeout_ms, self._ttl_ms, self._lock
+        fired = 0
+        swept: list = []
+        swept_count = 0
+        while True:
+            with lock:
+                if not entries:
+                    break
+                key = next(iter(entries))
+                silence = now - entries[key]
+                if silence < timeout_ms:
+                    break  # every later entry was touched even more recently
+                # 1. evict first, so a raising callback still counts as fired.
+                del entries[key]
+            if silence >= ttl_ms:
+                # TTL safety sweep: too old to be a meaningful timeout; drop without firing.
+                swept_count += 1
+                if len(swept) < _TTL_KEYS_NAMED:
+                    swept.append(key)
+                continue
+            # 2. the callback, outside the lock; 3. the INFO line.
+            try:
+                self._callback(key)
+            except Exception:  # noqa: BLE001 - a user callback must never break the sink
+                self._logger.exception("on_stream_timeout callback failed for stream '%s'", _stream_name(key))
+            fired += 1
+            self._logger.info(
+                "Stream '%s' timed out (silence %d ms >= threshold %d ms)",
+                _stream_name(key), int(silence), timeout_ms,
+            )
+        if swept_count:
+            named = ", ".join(f"'{_stream_name(k)}'" for k in swept)
+            more = f" and {swept_count - len(swept)} more" if swept_count > len(swept) else ""
+            self._logger.warning(
+                "TTL sweep evicted %d stream(s) without firing: tracking entries older than "
+                "%d ms (3 x stream_timeout_ms); checks did not run in time: %s%s",
+                swept_count, ttl_ms, named, more,
+            )
+        return fired
+
+    # -- background thread --------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the daemon thread that calls :meth:`check_now` every ``check_interval_ms``.
+
+        Idempotent; does nothing when disabled.
+        """
+        if self._entries is None or self.running:
+            return
+        stop_event = threading.Event()
+        self._stop_event = stop_event
+        self._thread = threading.Thread(
+            target=self._run, args=(stop_event,), name="stream-timeout-tracker", daemon=True,
+        )
+        self._thread.start()
+
+    def _run(self, stop_event: threading.Event) -> None:
+        interval_s = self._interval_ms / 1000.0
+        while not stop_event.wait(interval_s):
+            try:
+                self.check_now()
+            except Exception:  # noqa: BLE001 - keep checking; a broken clock/logger is reported
+                self._logger.exception("Stream timeout check failed")
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the background thread (idempotent). Tracked keys are kept."""
+        thread, stop_event = self._thread, self._stop_event
+        if stop_event is not None:
+            stop_event.set()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+        self._thread = None
+        self._stop_event = None
+
+    def clear(self) -> None:
+        """Forget every tracked key (e.g. after a rebalance, when desired)."""
+        if self._entries is not None:
+            with self._lock:
+                self._entries.clear()
