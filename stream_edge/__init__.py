@@ -1,0 +1,50 @@
+"""stream_edge: a light stream processor with the Quix Streams 3.x API.
+
+Replace ``quixstreams`` with ``stream_edge`` in a Quix Streams 3.x program's imports::
+
+    from stream_edge import Application
+
+    app = Application(broker_address="localhost:9092", consumer_group="demo")
+    sdf = app.dataframe(app.topic("input"))
+    sdf = sdf.filter(lambda v: v["temperature"] > 20)
+    sdf.to_topic(app.topic("output"))
+    app.run()
+
+Heavy or independently owned parts (``State`` lives in ``stream_edge.state``) resolve lazily, so
+importing the package never fails because one of them is missing or still being written.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from .context import message_context, set_message_context
+from .models.messagecontext import MessageContext
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "Application": ("stream_edge.app", "Application"),
+    "ApplicationConfig": ("stream_edge.app", "ApplicationConfig"),
+    "State": ("stream_edge.state", "State"),
+    "StreamingDataFrame": ("stream_edge.dataframe", "StreamingDataFrame"),
+    "StreamingSeries": ("stream_edge.dataframe", "StreamingSeries"),
+}
+
+__all__ = ("Application", "ApplicationConfig", "MessageContext", "State", "StreamingDataFrame",
+           "StreamingSeries", "message_context", "set_message_context", "__version__")
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module_name, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'stream_edge' has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module_name), attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(_LAZY))

@@ -1,0 +1,1 @@
+"""Core building blocks of the edge runtime."""

@@ -1,0 +1,179 @@
+"""Stream: a tree of stream functions, composed ahead of time into one closure.
+
+Each :class:`Stream` node holds one function and a parent; adding a function returns a new
+child node. Two children of the same node are two branches. :meth:`Stream.compose` walks the
+whole tree from its root once and returns a single executor for it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, List, Optional
+
+from .functions import (
+    ApplyFunction,
+    ApplyWithMetadataFunction,
+    FilterFunction,
+    FilterWithMetadataFunction,
+    StreamFunction,
+    TransformFunction,
+    UpdateFunction,
+    UpdateWithMetadataFunction,
+    VoidExecutor,
+)
+
+__all__ = ("Stream",)
+
+
+class Stream:
+    """A node of a processing tree.
+
+    >>> s = Stream().add_apply(lambda v: v + 1).add_filter(lambda v: v > 1)
+    >>> out = []
+    >>> s.compose(sink=lambda v, k, t, h: out.append(v))(1, None, 0, None); out
+    [2]
+    """
+
+    def __init__(self, func: Optional[StreamFunction] = None, parent: Optional["Stream"] = None) -> None:
+        self.func = func
+        self.parent = parent
+        self.children: List[Stream] = []
+        if parent is not None:
+            parent.children.append(self)
+
+    # -- building ---------------------------------------------------------------------------
+    def _add(self, func: StreamFunction) -> "Stream":
+        return Stream(func, parent=self)
+
+    def add_apply(self, func: Callable[..., Any], *, expand: bool = False, metadata: bool = False) -> "Stream":
+        """Add a function whose result becomes the value downstream."""
+        cls = ApplyWithMetadataFunction if metadata else ApplyFunction
+        return self._add(cls(func, expand=expand))
+
+    def add_update(self, func: Callable[..., Any], *, metadata: bool = False) -> "Stream":
+        """Add a function that mutates the value in place (its result is ignored)."""
+        return self._add((UpdateWithMetadataFunction if metadata else UpdateFunction)(func))
+
+    def add_filter(self, func: Callable[..., Any], *, metadata: bool = False) -> "Stream":
+        """Add a predicate; false-like results drop the record."""
+        return self._add((FilterWithMetadataFunction if metadata else FilterFunction)(func))
+
+    def add_transform(self, func: Callable[..., Any], *, expand: bool = False) -> "Stream":
+        """Add a function returning ``(value, key, timestamp, headers)`` (or an iterable of them)."""
+        return self._add(TransformFunction(func, expand=expand))
+
+    # -- navigation -------------------------------------------------------------------------
+    def root_path(self, allow_splits: bool = True) -> List["Stream"]:
+        """This node and its ancestors, ordered root first."""
+        path: List[Stream] = []
+        node: Optional[Stream] = self
+        while node is not None:
+            path.append(node)
+            if not allow_splits and node.parent is not None and len(node.parent.children) > 1:
+                break
+            node = node.parent
+        path.reverse()
+        return path
+
+    def root(self) -> "Stream":
+        node = self
+        while node.parent is not None:
+            node = node.parent
+        return node
+
+    def full_tree(self) -> List["Stream"]:
+        """Every node of the tree this node belongs to, parents before children."""
+        out: List[Stream] = []
+        pending = [self.root()]
+        while pending:
+            node = pending.pop(0)
+            out.append(node)
+            pending.extend(node.children)
+        return out
+
+    def diff(self, other: "Stream") -> "Stream":
+        """A new, parentless stream with the nodes of ``other`` after its last node shared with self."""
+        mine = set(map(id, self.root_path()))
+        theirs = other.root_path()
+        start = None
+        for i, node in enumerate(theirs):
+            if id(node) in mine:
+                start = i
+        if start is None:
+            raise ValueError("the streams have no common parent")
+        rest = theirs[start + 1:]
+        if not rest:
+            raise ValueError("the diff is empty")
+        new = Stream()
+        for node in rest:
+            if node.func is not None:
+                new = new._add(node.func)
+        return new
+
+    # -- composition ------------------------------------------------------------------------
+    def compose(
+        self,
+        allow_filters: bool = True,
+        allow_expands: bool = True,
+        allow_updates: bool = True,
+        allow_transforms: bool = True,
+        sink: Optional[Callable[[Any, Any, int, Any], None]] = None,
+    ) -> VoidExecutor:
+        """Compose the whole tree of this stream into one executor ``(value, key, timestamp, headers)``.
+
+        ``sink`` is called with every record that reaches a leaf of the tree.
+        """
+        for node in self.full_tree():
+            func = node.func
+            if func is None:
+                continue
+            if not allow_filters and isinstance(func, (FilterFunction, FilterWithMetadataFunction)):
+                raise ValueError("filter functions are not allowed in this stream")
+            if not allow_updates and isinstance(func, (UpdateFunction, UpdateWithMetadataFunction)):
+                raise ValueError("update functions are not allowed in this stream")
+            if not allow_expands and func.expand:
+                raise ValueError("expanding functions are not allowed in this stream")
+            if not allow_transforms and isinstance(func, TransformFunction):
+                raise ValueError("transform functions are not allowed in this stream")
+        executor = _build(self.root(), sink)
+        if executor is None:
+            return _noop
+        return executor
+
+    def compose_returning(self) -> Callable[[Any, Any, int, Any], Any]:
+        """Compose this node's path (apply/transform only) into a function returning the result.
+
+        Used by column expressions, which must produce exactly one value per input.
+        """
+        funcs = [n.func for n in self.root_path() if n.func is not None]
+        for func in funcs:
+            if func.expand or not isinstance(func, (ApplyFunction, ApplyWithMetadataFunction)):
+                raise ValueError(f"only plain apply functions can be composed into a returning function: {func}")
+        calls = [(f.func, isinstance(f, ApplyWithMetadataFunction)) for f in funcs]
+        if len(calls) == 1:
+            func, meta = calls[0]
+            if meta:
+                return func
+            return lambda value, key, timestamp, headers: func(value)
+
+        def returning(value, key, timestamp, headers):
+            for func, meta in calls:
+                value = func(value, key, timestamp, headers) if meta else func(value)
+            return value
+        return returning
+
+
+def _noop(value, key, timestamp, headers):
+    return None
+
+
+def _build(node: Stream, sink: Optional[VoidExecutor]) -> Optional[VoidExecutor]:
+    """Build the executor of ``node`` and its subtree, leaves first."""
+    from .functions import fan_out
+
+    if node.children:
+        child = fan_out([c for c in (_build(c, sink) for c in node.children) if c is not None])
+    else:
+        child = sink
+    if node.func is None:
+        return child
+    return node.func.build(child)

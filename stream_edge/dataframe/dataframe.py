@@ -1,0 +1,382 @@
+"""StreamingDataFrame: records operations lazily; the Application composes them per topic.
+
+Operations are nodes of a :class:`~stream_edge.core.stream.Stream` tree rooted at the input topic.
+``apply``/``filter``/``set_timestamp``... return a new StreamingDataFrame on a child node;
+in-place operations (``update``, ``to_topic``, column assignment, ``drop``, ``print``) move this
+dataframe to the new node and return it. Two operations on the same node make two branches.
+"""
+
+from __future__ import annotations
+
+import operator
+import pprint
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Literal, Optional, Union
+
+import orjson
+
+from stream_edge.core.stream import Stream, StreamFunction, VoidExecutor
+
+from .base import BaseStreaming
+from .exceptions import GroupByLimitExceeded, InvalidOperation
+from .series import StreamingSeries
+
+if TYPE_CHECKING:  # pragma: no cover
+    from stream_edge.models.topics import Topic, TopicManager
+    from stream_edge.processing.context import ProcessingContext
+
+    from .registry import DataframeRegistry
+
+__all__ = ("StreamingDataFrame",)
+
+
+def _ms(value: Union[int, float, timedelta]) -> int:
+    if isinstance(value, timedelta):
+        return int(value.total_seconds() * 1000 + 0.5)
+    return int(value)
+
+
+def state_prefix(key: Any) -> bytes:
+    """The state prefix of a message key: raw bytes as they are, others encoded."""
+    if type(key) is bytes:
+        return key
+    if type(key) is str:
+        return key.encode()
+    return orjson.dumps(key)
+
+
+class _ToTopic(StreamFunction):
+    """Produce the record; the writer is taken from the producer when the tree is composed."""
+
+    def __init__(self, ctx: "ProcessingContext", topic: "Topic", key: Optional[Callable[[Any], Any]]) -> None:
+        super().__init__(key)
+        self._ctx, self._topic, self._key = ctx, topic, key
+
+    def build(self, child: Optional[VoidExecutor]) -> VoidExecutor:
+        producer = self._ctx.producer
+        if producer is None:
+            raise InvalidOperation("to_topic() needs the Application's producer (use app.dataframe())")
+        write = producer.topic_writer(self._topic, self._key)
+        if child is None:
+            return write
+
+        def to_topic(value, key, timestamp, headers):
+            write(value, key, timestamp, headers)
+            child(value, key, timestamp, headers)
+        return to_topic
+
+    def __repr__(self) -> str:
+        return f"to_topic({self._topic.name!r})"
+
+
+class _TestMessage:
+    """Stands in for a Kafka message during :meth:`StreamingDataFrame.test`."""
+
+    __slots__ = ("_topic", "_partition", "_offset", "_key")
+
+    def __init__(self, topic: str, partition: int, offset: int, key: Any) -> None:
+        self._topic, self._partition, self._offset, self._key = topic, partition, offset, key
+
+    def topic(self): return self._topic
+    def partition(self): return self._partition
+    def offset(self): return self._offset
+    def key(self): return self._key
+    def value(self): return None
+    def leader_epoch(self): return None
+
+
+class StreamingDataFrame(BaseStreaming):
+    """A lazily built processing pipeline over one input topic.
+
+    Example::
+
+        app = Application(broker_address="localhost:9092", consumer_group="g")
+        sdf = app.dataframe(app.topic("input"))
+        sdf = sdf.apply(lambda v: {**v, "x": 1}).filter(lambda v: v["x"] > 0)
+        sdf["y"] = sdf["x"] * 2
+        sdf.to_topic(app.topic("output"))
+        app.run()
+    """
+
+    def __init__(self, *topics: "Topic", topic_manager: "TopicManager", registry: "DataframeRegistry",
+                 processing_context: "ProcessingContext", stream: Optional[Stream] = None,
+                 stream_id: Optional[str] = None) -> None:
+        if not topics:
+            raise ValueError("a StreamingDataFrame needs an input topic")
+        self._topics = tuple(topics)
+        self._topic_manager = topic_manager
+        self._registry = registry
+        self._processing_context = processing_context
+        self._stream = stream if stream is not None else Stream()
+        self._stream_id = stream_id or topics[0].name
+        self._grouped = False
+
+    # -- properties -------------------------------------------------------------------------
+    @property
+    def topics(self) -> tuple:
+        return self._topics
+
+    @property
+    def topic(self) -> "Topic":
+        return self._topics[0]
+
+    @property
+    def stream_id(self) -> str:
+        """Identifies the state of this dataframe (its input topic name)."""
+        return self._stream_id
+
+    @property
+    def processing_context(self) -> "ProcessingContext":
+        return self._processing_context
+
+    @property
+    def registry(self) -> "DataframeRegistry":
+        return self._registry
+
+    def _clone(self, stream: Stream) -> "StreamingDataFrame":
+        return StreamingDataFrame(*self._topics, topic_manager=self._topic_manager, registry=self._registry,
+                                  processing_context=self._processing_context, stream=stream,
+                                  stream_id=self._stream_id)
+
+    __dataframe_clone__ = _clone
+
+    # -- stateful wrapping ------------------------------------------------------------------
+    def _register_store(self, store_name: str = "default") -> None:
+        self._processing_context.state_manager.register_store(self._stream_id, store_name)
+
+    def _stateful(self, func: Callable[..., Any], metadata: bool) -> Callable[[Any, Any, int, Any], Any]:
+        """Wrap ``func`` so it gets the State of the current key as its last argument."""
+        self._register_store()
+        get_transaction = self._processing_context.get_transaction
+        prefix = state_prefix
+        if metadata:
+            def stateful(value, key, timestamp, headers):
+                return func(value, key, timestamp, headers, get_transaction().as_state(prefix=prefix(key)))
+        else:
+            def stateful(value, key, timestamp, headers):
+                return func(value, get_transaction().as_state(prefix=prefix(key)))
+        return stateful
+
+    # -- operations ---------------------------------------------------------------------------
+    def apply(self, func: Callable[..., Any], *, stateful: bool = False, expand: bool = False,
+              metadata: bool = False) -> "StreamingDataFrame":
+        """Replace the value with ``func(value)``; ``expand=True`` emits each item of the result.
+
+        Example: ``sdf = sdf.apply(lambda v: v["temperature"])``
+        """
+        if stateful:
+            func, metadata = self._stateful(func, metadata), True
+        return self._clone(self._stream.add_apply(func, expand=expand, metadata=metadata))
+
+    def update(self, func: Callable[..., Any], *, stateful: bool = False, metadata: bool = False) -> "StreamingDataFrame":
+        """Mutate the value in place or run a side effect (in place; returns this dataframe).
+
+        Example: ``sdf.update(lambda v: v.pop("debug", None))``
+        """
+        if stateful:
+            func, metadata = self._stateful(func, metadata), True
+        self._stream = self._stream.add_update(func, metadata=metadata)
+        return self
+
+    def filter(self, func: Callable[..., Any], *, stateful: bool = False, metadata: bool = False) -> "StreamingDataFrame":
+        """Keep the records for which ``func`` returns a true-like value.
+
+        Example: ``sdf = sdf.filter(lambda v: v["level"] > 3)``
+        """
+        if stateful:
+            func, metadata = self._stateful(func, metadata), True
+        return self._clone(self._stream.add_filter(func, metadata=metadata))
+
+    def _add_expanding_op(self, func: Callable[[Any, Any, int, Any], Any]) -> "StreamingDataFrame":
+        """Internal seam for windows: ``func(value, key, ts, headers) -> [(value, key, ts, headers), ...]``."""
+        return self._clone(self._stream.add_transform(func, expand=True))
+
+    def _add_transform(self, func: Callable[[Any, Any, int, Any], Any], expand: bool = False) -> "StreamingDataFrame":
+        return self._clone(self._stream.add_transform(func, expand=expand))
+
+    def set_timestamp(self, func: Callable[[Any, Any, int, Any], int]) -> "StreamingDataFrame":
+        """Set the record's timestamp (ms) from ``func(value, key, timestamp, headers)``."""
+        return self._add_transform(lambda v, k, t, h: (v, k, func(v, k, t, h), h))
+
+    def set_headers(self, func: Callable[[Any, Any, int, Any], Any]) -> "StreamingDataFrame":
+        """Set the record's headers from ``func(value, key, timestamp, headers)``."""
+        return self._add_transform(lambda v, k, t, h: (v, k, t, func(v, k, t, h)))
+
+    def to_topic(self, topic: "Topic", key: Optional[Callable[[Any], Any]] = None) -> "StreamingDataFrame":
+        """Produce the value to ``topic`` (in place); ``key(value)`` sets a new message key.
+
+        Example: ``sdf.to_topic(app.topic("out"), key=lambda v: v["id"])``
+        """
+        self._stream = self._stream._add(_ToTopic(self._processing_context, topic, key))
+        return self
+
+    def print(self, pretty: bool = True, metadata: bool = False) -> "StreamingDataFrame":
+        """Print the value (and key, timestamp, headers with ``metadata=True``) to stdout."""
+        show = pprint.pprint if pretty else print
+
+        def _print(value, key, timestamp, headers):
+            show({"value": value, "key": key, "timestamp": timestamp, "headers": headers} if metadata else {"value": value})
+        return self.update(_print, metadata=True)
+
+    def drop(self, columns: Union[str, List[str]], errors: Literal["ignore", "raise"] = "raise") -> "StreamingDataFrame":
+        """Remove column(s) from the value (in place).
+
+        Example: ``sdf.drop(["x", "y"])``
+        """
+        cols = [columns] if isinstance(columns, str) else list(columns)
+        if not cols:
+            return self
+        if not all(isinstance(c, str) for c in cols):
+            raise TypeError(f"column names must be strings, got {cols!r}")
+        if errors == "ignore":
+            def _drop(value):
+                for col in cols:
+                    value.pop(col, None)
+        else:
+            def _drop(value):
+                for col in cols:
+                    del value[col]
+        return self.update(_drop)
+
+    def contains(self, key: str) -> StreamingSeries:
+        """A boolean series: is ``key`` a column of the value?"""
+        return StreamingSeries(stream=Stream().add_apply(lambda value: key in value), sdf_id=id(self))
+
+    def group_by(self, key: Union[str, Callable[[Any], Any]], name: Optional[str] = None,
+                 value_deserializer: Any = "json", key_deserializer: Any = "json",
+                 value_serializer: Any = "json", key_serializer: Any = "json") -> "StreamingDataFrame":
+        """Re-key the records by a column or ``key(value)``, through an internal repartition topic.
+
+        Example: ``sdf = sdf.group_by("customer_id")``
+        """
+        if self._grouped:
+            raise GroupByLimitExceeded("group_by() can be applied only once per StreamingDataFrame")
+        if isinstance(key, str):
+            name = name or key
+            key_func = operator.itemgetter(key)
+        elif callable(key):
+            if not name:
+                raise ValueError("group_by() with a callable key needs a name")
+            key_func = key
+        else:
+            raise TypeError(f"group_by() key must be a column name or a callable, got {type(key).__name__}")
+        topic = self._topic_manager.repartition_topic(
+            operation=name, topic_name=self.topic.name, value_deserializer=value_deserializer,
+            key_deserializer=key_deserializer, value_serializer=value_serializer, key_serializer=key_serializer)
+        self.to_topic(topic, key=key_func)
+        grouped = StreamingDataFrame(topic, topic_manager=self._topic_manager, registry=self._registry,
+                                     processing_context=self._processing_context)
+        grouped._grouped = True
+        self._registry.register_groupby(source_sdf=self, new_sdf=grouped)
+        return grouped
+
+    def sink(self, sink: Any) -> None:
+        """Send every record to ``sink`` (a BaseSink); flushed at each checkpoint. Terminal."""
+        ctx = self._processing_context
+        ctx.register_sink(sink)
+
+        def _sink(value, key, timestamp, headers):
+            msg = ctx.current_message
+            sink.add(value=value, key=key, timestamp=timestamp, headers=headers,
+                     topic=msg.topic(), partition=msg.partition(), offset=msg.offset())
+        # A sink is a branch of its own: operations added later to this dataframe are siblings.
+        self._stream.add_update(_sink, metadata=True)
+
+    # -- windows (implemented in stream_edge.dataframe.windows) -------------------------------
+    def _window_definition(self, *names: str):
+        from stream_edge.dataframe.windows import definitions
+        for name in names:
+            cls = getattr(definitions, name, None)
+            if cls is not None:
+                return cls
+        raise ImportError(f"stream_edge.dataframe.windows.definitions has none of {names}")
+
+    def tumbling_window(self, duration_ms: Union[int, timedelta], grace_ms: Union[int, timedelta] = 0,
+                        name: Optional[str] = None):
+        """Tumbling (fixed, non-overlapping) windows per message key."""
+        cls = self._window_definition("TumblingTimeWindowDefinition", "TumblingWindowDefinition")
+        return cls(duration_ms=_ms(duration_ms), grace_ms=_ms(grace_ms), dataframe=self, name=name)
+
+    def hopping_window(self, duration_ms: Union[int, timedelta], step_ms: Union[int, timedelta],
+                       grace_ms: Union[int, timedelta] = 0, name: Optional[str] = None):
+        """Hopping (overlapping, fixed step) windows per message key."""
+        cls = self._window_definition("HoppingTimeWindowDefinition", "HoppingWindowDefinition")
+        return cls(duration_ms=_ms(duration_ms), grace_ms=_ms(grace_ms), dataframe=self, name=name,
+                   step_ms=_ms(step_ms))
+
+    def sliding_window(self, duration_ms: Union[int, timedelta], grace_ms: Union[int, timedelta] = 0,
+                       name: Optional[str] = None):
+        """Sliding windows (both ends inclusive) per message key."""
+        cls = self._window_definition("SlidingTimeWindowDefinition", "SlidingWindowDefinition")
+        return cls(duration_ms=_ms(duration_ms), grace_ms=_ms(grace_ms), dataframe=self, name=name)
+
+    # -- columns ------------------------------------------------------------------------------
+    def __getitem__(self, item: Any) -> Any:
+        if isinstance(item, str):
+            return StreamingSeries(name=item, sdf_id=id(self))
+        if isinstance(item, StreamingSeries):
+            simple = item._compose_simple()
+            if simple is not None:
+                return self.filter(simple)
+            return self.filter(item.compose_returning(), metadata=True)
+        if isinstance(item, (list, tuple)):
+            cols = list(item)
+            return self.apply(lambda value: {col: value[col] for col in cols})
+        if isinstance(item, StreamingDataFrame):
+            raise InvalidOperation("a StreamingDataFrame cannot be used as a column filter; use a StreamingSeries")
+        raise TypeError(f"unsupported column reference {item!r}")
+
+    def __setitem__(self, column: str, item: Any) -> None:
+        if isinstance(item, StreamingSeries):
+            simple = item._compose_simple()
+            if simple is not None:
+                def assign(value):
+                    value[column] = simple(value)
+                self.update(assign)
+            else:
+                returning = item.compose_returning()
+
+                def assign_meta(value, key, timestamp, headers):
+                    value[column] = returning(value, key, timestamp, headers)
+                self.update(assign_meta, metadata=True)
+        elif isinstance(item, StreamingDataFrame):
+            raise InvalidOperation("assign a StreamingSeries (sdf['col'] ...) or a constant, not a StreamingDataFrame")
+        else:
+            def assign_const(value):
+                value[column] = item
+            self.update(assign_const)
+
+    def __bool__(self) -> bool:
+        raise TypeError("a StreamingDataFrame has no truth value; did you mean & or | between series?")
+
+    # -- execution ----------------------------------------------------------------------------
+    def compose(self, sink: Optional[Callable[[Any, Any, int, Any], None]] = None) -> Dict[str, VoidExecutor]:
+        """Compose every registered topic's operations into one closure each: ``{topic: executor}``."""
+        return self._registry.compose_all(sink=sink)
+
+    def test(self, value: Any, key: Any = b"key", timestamp: int = 0, headers: Optional[Any] = None,
+             ctx: Any = None, topic: Optional["Topic"] = None) -> List[Any]:
+        """Run one record through the pipeline; return ``[(value, key, timestamp, headers), ...]``.
+
+        >>> # sdf.test({"x": 1}, key=b"k", timestamp=0) -> [({"x": 1}, b"k", 0, None)]
+        """
+        topic = topic or self.topic
+        results: List[Any] = []
+        executors = self._registry.compose_all(
+            sink=lambda v, k, t, h: results.append((v, k, t, h))) if self._registry else {}
+        if topic.name not in executors:
+            executors[topic.name] = self._stream.compose(sink=lambda v, k, t, h: results.append((v, k, t, h)))
+        pctx = self._processing_context
+        previous = pctx.current_message
+        if ctx is not None:
+            pctx.current_message = _TestMessage(ctx.topic, ctx.partition, ctx.offset, key)
+        else:
+            pctx.current_message = _TestMessage(topic.name, 0, 0, key)
+        try:
+            executors[topic.name](value, key, timestamp, headers)
+        finally:
+            pctx.current_message = previous
+        return results
+
+    def __repr__(self) -> str:
+        return f"StreamingDataFrame(topic={self.topic.name!r})"

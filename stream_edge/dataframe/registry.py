@@ -1,0 +1,52 @@
+"""DataframeRegistry: the StreamingDataFrames of one Application, by input topic."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
+
+from .exceptions import DuplicateStreamingDataFrame, GroupByDuplicate
+
+if TYPE_CHECKING:  # pragma: no cover
+    from stream_edge.models.topics import Topic
+
+    from .dataframe import StreamingDataFrame
+
+__all__ = ("DataframeRegistry",)
+
+
+class DataframeRegistry:
+    """Keeps each topic's root StreamingDataFrame and the repartition topics of group_by()."""
+
+    def __init__(self) -> None:
+        self._roots: Dict[str, "StreamingDataFrame"] = {}
+        self._topics: Dict[str, "Topic"] = {}
+        self._groupby_names: set = set()
+
+    @property
+    def consumer_topics(self) -> List["Topic"]:
+        """The topics a consumer subscribes to (inputs and repartition topics)."""
+        return list(self._topics.values())
+
+    def register_root(self, new_sdf: "StreamingDataFrame") -> None:
+        """Register the first StreamingDataFrame of a topic."""
+        for topic in new_sdf.topics:
+            if topic.name in self._roots:
+                raise DuplicateStreamingDataFrame(
+                    f"topic '{topic.name}' already has a StreamingDataFrame; reuse it or branch from it")
+            self._roots[topic.name] = new_sdf
+            self._topics[topic.name] = topic
+
+    def register_groupby(self, source_sdf: "StreamingDataFrame", new_sdf: "StreamingDataFrame") -> None:
+        """Register the StreamingDataFrame reading a group_by() repartition topic."""
+        name = new_sdf.topics[0].name
+        if name in self._groupby_names:
+            raise GroupByDuplicate(f"a group_by() with repartition topic '{name}' exists already; give it another name")
+        self._groupby_names.add(name)
+        self.register_root(new_sdf)
+
+    def compose_all(self, sink: Optional[Callable[[Any, Any, int, Any], None]] = None) -> Dict[str, Callable]:
+        """Compose every topic's tree into one executor: ``{topic_name: executor}``."""
+        return {name: sdf.stream.compose(sink=sink) for name, sdf in self._roots.items()}
+
+    def __bool__(self) -> bool:
+        return bool(self._roots)

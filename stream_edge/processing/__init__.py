@@ -1,0 +1,5 @@
+"""Processing: the shared context and partition pausing."""
+
+from .context import ProcessingContext
+
+__all__ = ("ProcessingContext",)

@@ -1,0 +1,99 @@
+"""ProcessingContext: what the Application shares with every StreamingDataFrame.
+
+The processing loop stores the current raw Kafka message in ``current_message`` (one attribute
+store per message); ``topic``/``partition``/``offset`` read it on demand, so no per-message
+context object is built unless a callback asks for it (see ``stream_edge.context``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Optional
+
+if TYPE_CHECKING:  # pragma: no cover
+    from stream_edge.state import PartitionTransaction, StateStoreManager
+
+__all__ = ("ProcessingContext",)
+
+
+class ProcessingContext:
+    """Shared processing objects: state manager, producer, checkpoint and the current message.
+
+    Example::
+
+        ctx = ProcessingContext()
+        tx = ctx.get_transaction()          # transaction of the current message's partition
+    """
+
+    def __init__(self, state_manager: Optional["StateStoreManager"] = None, producer: Any = None,
+                 consumer: Any = None, sink_manager: Any = None, pausing_manager: Any = None,
+                 checkpoint: Any = None, state_manager_factory: Optional[Callable[[], "StateStoreManager"]] = None) -> None:
+        self.current_message: Any = None  # a confluent_kafka.Message (or look-alike) being processed
+        self._state_manager = state_manager
+        self._state_manager_factory = state_manager_factory
+        self.sinks: list = []
+        self.producer = producer
+        self.consumer = consumer
+        self.sink_manager = sink_manager
+        self.pausing_manager = pausing_manager
+        self.checkpoint = checkpoint
+
+    @property
+    def state_manager(self) -> Optional["StateStoreManager"]:
+        """The StateStoreManager, created by the Application's factory on first use.
+
+        Stateful operations and windows reach it at definition time to register their stores;
+        an application without them never creates one.
+        """
+        if self._state_manager is None and self._state_manager_factory is not None:
+            self._state_manager = self._state_manager_factory()
+        return self._state_manager
+
+    @state_manager.setter
+    def state_manager(self, manager: Optional["StateStoreManager"]) -> None:
+        self._state_manager = manager
+
+    @property
+    def has_state(self) -> bool:
+        """True once a state manager exists (no manager is created by asking)."""
+        return self._state_manager is not None
+
+    def register_sink(self, sink: Any) -> None:
+        """Remember a sink: the Application sets it up and flushes it at each checkpoint."""
+        if sink not in self.sinks:
+            self.sinks.append(sink)
+
+    @property
+    def topic(self) -> Optional[str]:
+        msg = self.current_message
+        return None if msg is None else msg.topic()
+
+    @property
+    def partition(self) -> Optional[int]:
+        msg = self.current_message
+        return None if msg is None else msg.partition()
+
+    @property
+    def offset(self) -> Optional[int]:
+        msg = self.current_message
+        return None if msg is None else msg.offset()
+
+    def get_transaction(self, store_name: str = "default") -> "PartitionTransaction":
+        """The state transaction of the current message's topic-partition."""
+        manager = self._state_manager
+        if manager is None:
+            raise RuntimeError("no state is configured: register a stateful operation first")
+        msg = self.current_message
+        if msg is None:
+            raise RuntimeError("get_transaction() is only available while a message is processed")
+        return manager.get_transaction(msg.topic(), msg.partition(), store_name)
+
+    # v3 names kept for programs that call them directly
+    def store_offset(self, topic: str, partition: int, offset: int) -> None:
+        """Record a processed offset in the current checkpoint."""
+        if self.checkpoint is not None:
+            self.checkpoint.store_offset(topic, partition, offset)
+
+    def commit_checkpoint(self, force: bool = False) -> None:
+        """Commit the current checkpoint if it is due (or ``force``)."""
+        if self.checkpoint is not None:
+            self.checkpoint.commit_if_due(force=force)
