@@ -1,0 +1,73 @@
+"""The in-memory batch a :class:`BatchingSink` accumulates per topic partition between checkpoints."""
+
+from __future__ import annotations
+
+from collections import deque
+from itertools import islice
+from typing import Any, Deque, Iterable, Iterator, Optional
+
+from .item import HeadersTuples, SinkItem
+
+__all__ = ("SinkBatch",)
+
+
+class SinkBatch:
+    """Records of one topic partition, in offset order, accumulated between two checkpoints.
+
+    :param topic: a topic name.
+    :param partition: a partition number.
+
+    Example::
+
+        batch = SinkBatch("events", 0)
+        batch.append(value={"x": 1}, key=b"k", timestamp=0, headers=[], offset=10)
+        for chunk in batch.iter_chunks(500):
+            send(list(chunk))
+    """
+
+    __slots__ = ("topic", "partition", "_buffer")
+
+    def __init__(self, topic: str, partition: int) -> None:
+        self.topic = topic
+        self.partition = partition
+        self._buffer: Deque[SinkItem] = deque()
+
+    def append(self, value: Any, key: Any, timestamp: int, headers: HeadersTuples, offset: int) -> None:
+        self._buffer.append(SinkItem(value, key, timestamp, headers, offset))
+
+    @property
+    def size(self) -> int:
+        return len(self._buffer)
+
+    def __len__(self) -> int:
+        return len(self._buffer)
+
+    @property
+    def start_offset(self) -> Optional[int]:
+        """Offset of the first record (None when empty)."""
+        return self._buffer[0].offset if self._buffer else None
+
+    @property
+    def end_offset(self) -> Optional[int]:
+        """Offset of the last record (None when empty)."""
+        return self._buffer[-1].offset if self._buffer else None
+
+    def __iter__(self) -> Iterator[SinkItem]:
+        return iter(self._buffer)
+
+    def iter_chunks(self, n: int) -> Iterable[Iterable[SinkItem]]:
+        """Iterate over the batch in chunks of length ``n``; the last chunk may be shorter."""
+        if n <= 0:
+            raise ValueError(f"chunk size must be positive, got {n}")
+        it = iter(self._buffer)
+        while True:
+            chunk = list(islice(it, n))
+            if not chunk:
+                return
+            yield chunk
+
+    def clear(self) -> None:
+        self._buffer.clear()
+
+    def __repr__(self) -> str:
+        return f"SinkBatch(topic={self.topic!r}, partition={self.partition}, size={len(self._buffer)})"
