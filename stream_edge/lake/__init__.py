@@ -1,0 +1,56 @@
+"""The lake layout shared by the edge and the Spark jobs (pure Python: no Spark, no pyarrow).
+
+- :mod:`.partitioning`: Hive partition paths, escaping as Hive/Spark, UTC time columns, NULL.
+- :mod:`.naming`: data file names, staging area, commit log location.
+- :mod:`.commit_log`: the commit record format and the exactly-once decisions.
+"""
+
+from .commit_log import (
+    CommitLogError,
+    CommitRecord,
+    CommittedFile,
+    RecoveryPlan,
+    committed_files,
+    decode_commit_record,
+    encode_commit_record,
+    first_unwritten_index,
+    latest_commit_name,
+    names_to_prune,
+    plan_recovery,
+)
+from .naming import (
+    COMMITS_DIR,
+    STAGING_DIR,
+    commit_dir,
+    commit_record_path,
+    data_file_name,
+    final_file_path,
+    is_hidden_name,
+    parse_data_file_name,
+    staged_file_path,
+    staging_prefix,
+    table_root,
+)
+from .partitioning import (
+    DEFAULT_PARTITION_NAME,
+    TIME_PARTITION_COLUMNS,
+    escape_path_name,
+    parse_partition_path,
+    partition_path,
+    partition_segment,
+    partition_value_string,
+    time_partition_values,
+    unescape_path_name,
+    validate_hive_columns,
+)
+
+__all__ = (
+    "CommitLogError", "CommitRecord", "CommittedFile", "RecoveryPlan", "committed_files",
+    "decode_commit_record", "encode_commit_record", "first_unwritten_index", "latest_commit_name",
+    "names_to_prune", "plan_recovery", "COMMITS_DIR", "STAGING_DIR", "commit_dir",
+    "commit_record_path", "data_file_name", "final_file_path", "is_hidden_name",
+    "parse_data_file_name", "staged_file_path", "staging_prefix", "table_root",
+    "DEFAULT_PARTITION_NAME", "TIME_PARTITION_COLUMNS", "escape_path_name", "parse_partition_path",
+    "partition_path", "partition_segment", "partition_value_string", "time_partition_values",
+    "unescape_path_name", "validate_hive_columns",
+)
