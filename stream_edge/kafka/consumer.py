@@ -1,0 +1,150 @@
+"""Consumer: a thin wrapper around confluent_kafka.Consumer with sensible defaults."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, List, Optional, Union
+
+import confluent_kafka
+from confluent_kafka import TopicPartition
+
+from .configuration import ConnectionConfig, connection_dict
+
+__all__ = ("BaseConsumer", "Consumer", "AutoOffsetReset")
+
+logger = logging.getLogger("stream_edge")
+AutoOffsetReset = str  # "earliest" | "latest" | "error"
+
+
+def _default_error_cb(error: confluent_kafka.KafkaError) -> None:
+    if error.code() == confluent_kafka.KafkaError._ALL_BROKERS_DOWN or error.fatal():
+        logger.error("Kafka consumer error: %s", error.str())
+    else:
+        logger.debug("Kafka consumer error: %s", error.str())
+
+
+class BaseConsumer:
+    """Consume from Kafka (the client is created on first use).
+
+    Example::
+
+        with Consumer("localhost:9092", "group", "earliest") as consumer:
+            consumer.subscribe(["topic"])
+            msg = consumer.poll(1.0)
+    """
+
+    def __init__(self, broker_address: Union[str, ConnectionConfig], consumer_group: Optional[str],
+                 auto_offset_reset: AutoOffsetReset, auto_commit_enable: bool = True,
+                 logger: logging.Logger = logger,
+                 error_callback: Callable[[confluent_kafka.KafkaError], None] = _default_error_cb,
+                 on_commit: Optional[Callable] = None, extra_config: Optional[dict] = None) -> None:
+        config = {
+            **(extra_config or {}),
+            **connection_dict(broker_address),
+            "group.id": consumer_group or "stream-edge-default",
+            "auto.offset.reset": auto_offset_reset,
+            "enable.auto.commit": auto_commit_enable,
+            "error_cb": error_callback,
+        }
+        if on_commit is not None:
+            config["on_commit"] = on_commit
+        self._config = config
+        self._inner: Optional[confluent_kafka.Consumer] = None
+
+    @property
+    def _consumer(self) -> confluent_kafka.Consumer:
+        if self._inner is None:
+            self._inner = confluent_kafka.Consumer(self._config)
+        return self._inner
+
+    def poll(self, timeout: Optional[float] = None):
+        return self._consumer.poll(-1 if timeout is None else timeout)
+
+    def consume(self, num_messages: int = 1, timeout: Optional[float] = None) -> list:
+        return self._consumer.consume(num_messages, -1 if timeout is None else timeout)
+
+    def subscribe(self, topics: List[str], on_assign: Optional[Callable] = None,
+                  on_revoke: Optional[Callable] = None, on_lost: Optional[Callable] = None) -> None:
+        kwargs = {k: v for k, v in (("on_assign", on_assign), ("on_revoke", on_revoke), ("on_lost", on_lost)) if v}
+        self._consumer.subscribe(list(topics), **kwargs)
+
+    def unsubscribe(self) -> None:
+        self._consumer.unsubscribe()
+
+    def store_offsets(self, message: Any = None, offsets: Optional[List[TopicPartition]] = None) -> None:
+        if message is not None:
+            self._consumer.store_offsets(message=message)
+        else:
+            self._consumer.store_offsets(offsets=offsets)
+
+    def commit(self, message: Any = None, offsets: Optional[List[TopicPartition]] = None,
+               asynchronous: bool = True) -> Optional[List[TopicPartition]]:
+        if message is not None:
+            return self._consumer.commit(message=message, asynchronous=asynchronous)
+        if offsets is not None:
+            return self._consumer.commit(offsets=offsets, asynchronous=asynchronous)
+        return self._consumer.commit(asynchronous=asynchronous)
+
+    def committed(self, partitions: List[TopicPartition], timeout: Optional[float] = None) -> List[TopicPartition]:
+        return self._consumer.committed(partitions, timeout=-1 if timeout is None else timeout)
+
+    def get_watermark_offsets(self, partition: TopicPartition, timeout: Optional[float] = None,
+                              cached: bool = False):
+        return self._consumer.get_watermark_offsets(partition, timeout=-1 if timeout is None else timeout,
+                                                    cached=cached)
+
+    def list_topics(self, topic: Optional[str] = None, timeout: Optional[float] = None):
+        return self._consumer.list_topics(topic, timeout=-1 if timeout is None else timeout)
+
+    def memberid(self) -> Optional[str]:
+        return self._consumer.memberid()
+
+    def offsets_for_times(self, partitions: List[TopicPartition], timeout: Optional[float] = None):
+        return self._consumer.offsets_for_times(partitions, timeout=-1 if timeout is None else timeout)
+
+    def pause(self, partitions: List[TopicPartition]) -> None:
+        self._consumer.pause(partitions)
+
+    def resume(self, partitions: List[TopicPartition]) -> None:
+        self._consumer.resume(partitions)
+
+    def position(self, partitions: List[TopicPartition]) -> List[TopicPartition]:
+        return self._consumer.position(partitions)
+
+    def seek(self, partition: TopicPartition) -> None:
+        self._consumer.seek(partition)
+
+    def assignment(self) -> List[TopicPartition]:
+        return self._consumer.assignment()
+
+    def set_sasl_credentials(self, username: str, password: str) -> None:
+        self._consumer.set_sasl_credentials(username, password)
+
+    def incremental_assign(self, partitions: List[TopicPartition]) -> None:
+        self._consumer.incremental_assign(partitions)
+
+    def assign(self, partitions: List[TopicPartition]) -> None:
+        self._consumer.assign(partitions)
+
+    def incremental_unassign(self, partitions: List[TopicPartition]) -> None:
+        self._consumer.incremental_unassign(partitions)
+
+    def unassign(self) -> None:
+        self._consumer.unassign()
+
+    def consumer_group_metadata(self) -> Any:
+        return self._consumer.consumer_group_metadata()
+
+    def close(self) -> None:
+        if self._inner is not None:
+            self._inner.close()
+            self._inner = None
+
+    def __enter__(self) -> "BaseConsumer":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+Consumer = BaseConsumer

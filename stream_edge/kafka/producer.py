@@ -1,0 +1,135 @@
+"""Producer: a thin wrapper around confluent_kafka.Producer with sensible defaults.
+
+The underlying client is created on first use, so creating an Application opens no connection.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, List, Optional, Union
+
+import confluent_kafka
+
+from .configuration import ConnectionConfig, connection_dict
+
+__all__ = ("Producer", "TransactionalProducer", "PRODUCER_ON_ERROR_RETRIES", "PRODUCER_POLL_TIMEOUT")
+
+logger = logging.getLogger("stream_edge")
+
+PRODUCER_ON_ERROR_RETRIES = 10
+PRODUCER_POLL_TIMEOUT = 30.0
+
+
+def _default_error_cb(error: confluent_kafka.KafkaError) -> None:
+    if error.code() == confluent_kafka.KafkaError._ALL_BROKERS_DOWN or error.fatal():
+        logger.error("Kafka producer error: %s", error.str())
+    else:
+        logger.debug("Kafka producer error: %s", error.str())
+
+
+class Producer:
+    """Produce to Kafka.
+
+    Example::
+
+        with Producer("localhost:9092") as producer:
+            producer.produce("topic", value=b"v", key=b"k")
+    """
+
+    def __init__(self, broker_address: Union[str, ConnectionConfig], logger: logging.Logger = logger,
+                 error_callback: Callable[[confluent_kafka.KafkaError], None] = _default_error_cb,
+                 extra_config: Optional[dict] = None, flush_timeout: Optional[float] = None) -> None:
+        config = {
+            # Throughput defaults: batch for a few ms and compress; values are small JSON.
+            "linger.ms": 10,
+            "compression.type": "lz4",
+            "partitioner": "murmur2_random",  # same partitions as the Java client for a given key
+            **(extra_config or {}),
+            **connection_dict(broker_address),
+            "error_cb": error_callback,
+        }
+        self._config = config
+        self._flush_timeout = flush_timeout
+        self._inner: Optional[confluent_kafka.Producer] = None
+
+    @property
+    def _producer(self) -> confluent_kafka.Producer:
+        if self._inner is None:
+            self._inner = confluent_kafka.Producer(self._config)
+        return self._inner
+
+    def produce(self, topic: str, value: Any = None, key: Any = None, headers: Any = None,
+                partition: Optional[int] = None, timestamp: Optional[int] = None, poll_timeout: float = 5.0,
+                buffer_error_max_tries: int = 3, on_delivery: Optional[Callable] = None) -> None:
+        """Produce one message; on a full local queue, poll and retry."""
+        kwargs: dict = {"value": value, "key": key}
+        if headers is not None:
+            kwargs["headers"] = headers
+        if partition is not None:
+            kwargs["partition"] = partition
+        if timestamp is not None:
+            kwargs["timestamp"] = timestamp
+        if on_delivery is not None:
+            kwargs["on_delivery"] = on_delivery
+        producer = self._producer
+        for attempt in range(buffer_error_max_tries + 1):
+            try:
+                producer.produce(topic, **kwargs)
+                return
+            except BufferError:
+                if attempt == buffer_error_max_tries:
+                    raise
+                producer.poll(poll_timeout)
+
+    def poll(self, timeout: float = 0) -> int:
+        """Serve delivery callbacks."""
+        return self._producer.poll(timeout)
+
+    def flush(self, timeout: Optional[float] = None) -> int:
+        """Wait for all messages to be delivered; returns how many are left."""
+        if self._inner is None:
+            return 0
+        if timeout is None:
+            timeout = self._flush_timeout if self._flush_timeout is not None else -1
+        return self._inner.flush(timeout)
+
+    def __len__(self) -> int:
+        return 0 if self._inner is None else len(self._inner)
+
+    def __enter__(self) -> "Producer":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.flush()
+
+    # transactions (a plain Producer has none; TransactionalProducer overrides)
+    def init_transactions(self, timeout: float = -1) -> None:
+        self._producer.init_transactions(timeout)
+
+    def begin_transaction(self) -> None:
+        self._producer.begin_transaction()
+
+    def send_offsets_to_transaction(self, positions: List[confluent_kafka.TopicPartition],
+                                    group_metadata: Any, timeout: float = -1) -> None:
+        self._producer.send_offsets_to_transaction(positions, group_metadata, timeout)
+
+    def commit_transaction(self, timeout: float = -1) -> None:
+        self._producer.commit_transaction(timeout)
+
+    def abort_transaction(self, timeout: float = -1) -> None:
+        self._producer.abort_transaction(timeout)
+
+
+class TransactionalProducer(Producer):
+    """A producer with Kafka transactions enabled (exactly-once)."""
+
+    def __init__(self, broker_address: Union[str, ConnectionConfig], transactional_id: str,
+                 logger: logging.Logger = logger,
+                 error_callback: Callable[[confluent_kafka.KafkaError], None] = _default_error_cb,
+                 extra_config: Optional[dict] = None, flush_timeout: Optional[float] = None,
+                 transaction_timeout_ms: int = 60000) -> None:
+        extra = dict(extra_config or {})
+        extra.update({"transactional.id": transactional_id, "enable.idempotence": True,
+                      "transaction.timeout.ms": transaction_timeout_ms})
+        super().__init__(broker_address, logger=logger, error_callback=error_callback, extra_config=extra,
+                         flush_timeout=flush_timeout)

@@ -1,0 +1,96 @@
+"""TopicAdmin: create and inspect topics through confluent-kafka's AdminClient."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Dict, List, Mapping, Optional, Union
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, ConfigResource
+
+from stream_edge.kafka.configuration import ConnectionConfig, connection_dict
+
+from .exceptions import CreateTopicFailure, CreateTopicTimeout
+from .topic import Topic, TopicConfig
+
+__all__ = ("TopicAdmin",)
+
+logger = logging.getLogger("stream_edge")
+
+
+class TopicAdmin:
+    """Topic-level admin operations.
+
+    Example::
+
+        admin = TopicAdmin("localhost:9092")
+        admin.create_topics([Topic("t", config=TopicConfig(num_partitions=2))])
+    """
+
+    def __init__(self, broker_address: Union[str, ConnectionConfig], logger: logging.Logger = logger,
+                 extra_config: Optional[Mapping] = None) -> None:
+        self._config = {**(extra_config or {}), **connection_dict(broker_address)}
+        self._inner: Optional[AdminClient] = None
+
+    @property
+    def admin_client(self) -> AdminClient:
+        if self._inner is None:
+            self._inner = AdminClient(self._config)
+        return self._inner
+
+    def list_topics(self, timeout: float = -1) -> Dict[str, object]:
+        """Topic names and their metadata."""
+        return self.admin_client.list_topics(timeout=timeout).topics
+
+    def inspect_topics(self, topic_names: List[str], timeout: float = 30) -> Dict[str, Optional[TopicConfig]]:
+        """The TopicConfig of each named topic that exists (None for the others)."""
+        existing = self.list_topics(timeout=timeout)
+        out: Dict[str, Optional[TopicConfig]] = {name: None for name in topic_names}
+        present = [n for n in topic_names if n in existing and not existing[n].error]
+        if not present:
+            return out
+        resources = [ConfigResource(ConfigResource.Type.TOPIC, name) for name in present]
+        futures = self.admin_client.describe_configs(resources, request_timeout=timeout)
+        for resource, future in futures.items():
+            entries = future.result(timeout=timeout)
+            meta = existing[resource.name]
+            partitions = meta.partitions
+            replicas = len(partitions[0].replicas) if partitions else 1
+            extra = {k: v.value for k, v in entries.items() if not v.is_default and v.value is not None}
+            out[resource.name] = TopicConfig(num_partitions=len(partitions), replication_factor=replicas,
+                                             extra_config=extra)
+        return out
+
+    def create_topics(self, topics: List[Topic], timeout: float = 30, finalize_timeout: float = 60) -> None:
+        """Create the topics that do not exist yet and wait until the broker lists them."""
+        if not topics:
+            return
+        existing = self.list_topics(timeout=timeout)
+        todo = [t for t in topics if t.name not in existing]
+        if not todo:
+            return
+        for topic in todo:
+            logger.info("creating topic '%s' (%s)", topic.name, topic.config)
+        futures = self.admin_client.create_topics([t.as_newtopic() for t in todo], request_timeout=timeout)
+        failures = {}
+        for name, future in futures.items():
+            try:
+                future.result(timeout=timeout)
+            except KafkaException as exc:
+                error = exc.args[0]
+                if isinstance(error, KafkaError) and error.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                    continue
+                failures[name] = str(error)
+        if failures:
+            raise CreateTopicFailure(f"failed to create topics: {failures}")
+        deadline = time.monotonic() + finalize_timeout
+        pending = {t.name for t in todo}
+        while pending:
+            listed = self.list_topics(timeout=timeout)
+            pending = {n for n in pending if n not in listed or listed[n].error or not listed[n].partitions}
+            if not pending:
+                break
+            if time.monotonic() > deadline:
+                raise CreateTopicTimeout(f"topics not ready after {finalize_timeout}s: {sorted(pending)}")
+            time.sleep(0.2)

@@ -1,0 +1,161 @@
+"""Topic and TopicConfig: a Kafka topic's name, creation settings and (de)serializers."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, List, Optional, Union
+
+from confluent_kafka.admin import NewTopic
+
+from stream_edge.models.messagecontext import MessageContext
+from stream_edge.models.rows import Row
+from stream_edge.models.serializers import (BytesDeserializer, BytesSerializer, DeserializerType,
+                                            IgnoreMessage, MessageField, SerializationContext,
+                                            SerializationError, SerializerIsNotProvidedError,
+                                            SerializerType, resolve_deserializer, resolve_serializer)
+from stream_edge.models.timestamps import TimestampExtractor, TimestampType
+
+from .exceptions import TopicNameLengthExceeded
+
+__all__ = ("Topic", "TopicConfig", "TimestampExtractor", "KafkaMessage")
+
+MAX_TOPIC_NAME_LENGTH = 249
+
+
+@dataclasses.dataclass(eq=True)
+class TopicConfig:
+    """Creation settings of a topic.
+
+    >>> TopicConfig(num_partitions=2, replication_factor=1, extra_config={"retention.ms": "-1"}).num_partitions
+    2
+    """
+
+    num_partitions: int = 1
+    replication_factor: int = 1
+    extra_config: dict = dataclasses.field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
+class KafkaMessage:
+    """A serialized message ready to produce."""
+
+    key: Any
+    value: Any
+    headers: Any = None
+    timestamp: Optional[int] = None
+
+
+def _fast_call(obj: Any, topic: str, field: str) -> Optional[Callable[[Any], Any]]:
+    """One-argument form of a (de)serializer; None means "use the bytes/object as is"."""
+    if obj is None or getattr(obj, "passthrough", False):
+        return None
+    fast = getattr(obj, "fast", None)
+    if fast is not None:
+        return fast
+    ctx = SerializationContext(topic, field)
+    return lambda data: obj(data, ctx)
+
+
+class Topic:
+    """A Kafka topic definition.
+
+    Example::
+
+        topic = Topic("events", value_deserializer="json", value_serializer="json",
+                      config=TopicConfig(num_partitions=2))
+    """
+
+    def __init__(self, name: str, config: Optional[TopicConfig] = None,
+                 value_deserializer: Optional[DeserializerType] = None,
+                 key_deserializer: Optional[DeserializerType] = BytesDeserializer(),
+                 value_serializer: Optional[SerializerType] = None,
+                 key_serializer: Optional[SerializerType] = BytesSerializer(),
+                 timestamp_extractor: Optional[TimestampExtractor] = None) -> None:
+        if not name:
+            raise ValueError("a topic needs a name")
+        if len(name) > MAX_TOPIC_NAME_LENGTH:
+            raise TopicNameLengthExceeded(f"topic name '{name[:40]}...' is longer than {MAX_TOPIC_NAME_LENGTH} characters")
+        self.name = name
+        self.config = config
+        self._value_deserializer = resolve_deserializer(value_deserializer)
+        self._key_deserializer = resolve_deserializer(key_deserializer)
+        self._value_serializer = resolve_serializer(value_serializer)
+        self._key_serializer = resolve_serializer(key_serializer)
+        self._timestamp_extractor = timestamp_extractor
+        # Hot-path forms: one-argument functions, None = use as is.
+        self.value_loads = _fast_call(self._value_deserializer, name, MessageField.VALUE)
+        self.key_loads = _fast_call(self._key_deserializer, name, MessageField.KEY)
+        self.value_dumps = _fast_call(self._value_serializer, name, MessageField.VALUE)
+        self.key_dumps = _fast_call(self._key_serializer, name, MessageField.KEY)
+        self.split_values = bool(getattr(self._value_deserializer, "split_values", False))
+
+    # -- accessors --------------------------------------------------------------------------
+    @property
+    def value_deserializer(self): return self._value_deserializer
+    @property
+    def key_deserializer(self): return self._key_deserializer
+    @property
+    def value_serializer(self): return self._value_serializer
+    @property
+    def key_serializer(self): return self._key_serializer
+    @property
+    def timestamp_extractor(self) -> Optional[TimestampExtractor]: return self._timestamp_extractor
+
+    @property
+    def extra_headers(self) -> dict:
+        """Headers the value/key serializers ask to add to each produced message."""
+        headers: dict = {}
+        for ser in (self._key_serializer, self._value_serializer):
+            extra = getattr(ser, "extra_headers", None)
+            if extra:
+                headers.update(extra)
+        return headers
+
+    def as_newtopic(self) -> NewTopic:
+        """The confluent-kafka NewTopic for AdminClient.create_topics()."""
+        config = self.config or TopicConfig()
+        return NewTopic(self.name, num_partitions=config.num_partitions,
+                        replication_factor=config.replication_factor,
+                        config={k: str(v) for k, v in (config.extra_config or {}).items()})
+
+    # -- slow-path (de)serialization, for programs that call these directly ------------------
+    def row_serialize(self, row: Row, key: Any) -> KafkaMessage:
+        """Serialize a Row (and a key) to a KafkaMessage."""
+        if self._value_serializer is None:
+            raise SerializerIsNotProvidedError(f"topic '{self.name}' has no value serializer")
+        headers = row.headers
+        ctx = SerializationContext(self.name, MessageField.VALUE, headers)
+        kctx = SerializationContext(self.name, MessageField.KEY, headers)
+        value = self._value_serializer(row.value, ctx)
+        key = self._key_serializer(key, kctx) if (self._key_serializer is not None and key is not None) else key
+        return KafkaMessage(key=key, value=value, headers=headers, timestamp=row.timestamp)
+
+    def row_deserialize(self, message: Any) -> Union[Row, List[Row], None]:
+        """Deserialize a Kafka message to a Row (a list with ``split_values``), None if ignored."""
+        value, key, headers = message.value(), message.key(), message.headers()
+        try:
+            if self._value_deserializer is not None and value is not None:
+                value = self._value_deserializer(value, SerializationContext(self.name, MessageField.VALUE, headers))
+            if self._key_deserializer is not None and key is not None:
+                key = self._key_deserializer(key, SerializationContext(self.name, MessageField.KEY, headers))
+        except IgnoreMessage:
+            return None
+        except Exception as exc:
+            raise SerializationError(
+                f"cannot deserialize message at topic '{message.topic()}' partition {message.partition()} "
+                f"offset {message.offset()}: {exc}") from exc
+        ts_type, ts = message.timestamp()
+        if self._timestamp_extractor is not None:
+            ts = self._timestamp_extractor(value, headers, ts, TimestampType(ts_type))
+        raw = message.value()
+        ctx = MessageContext(message.topic(), message.partition(), message.offset(),
+                             len(raw) if raw is not None else 0, message.leader_epoch())
+        if self.split_values:
+            return [Row(item, key, ts, ctx, headers) for item in value]
+        return Row(value, key, ts, ctx, headers)
+
+    def __repr__(self) -> str:
+        return f"Topic({self.name!r})"
