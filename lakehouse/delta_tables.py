@@ -1,0 +1,145 @@
+"""Delta table operations the jobs need (Spark SQL and the DataFrame writer).
+
+Delta has no procedure that adds individual existing Parquet files to a table (``CONVERT TO
+DELTA`` converts a whole directory once, and its table would then share the directory with the
+edge's future files, which ``VACUUM`` deletes as untracked). So a Delta table lives at its own
+location and ``register`` converts each batch of new edge files into it with one append
+(a copy), made idempotent by Delta's own ``txnAppId``/``txnVersion``: a replayed batch whose
+version is already committed is skipped by Delta itself.
+
+Tables are addressed as ``delta.`<location>``` or by name ``[spark_catalog.]db.table``; a name
+lives at ``<spark.sql.warehouse.dir>/<db>.db/<table>`` and is (re)declared in the session
+catalog on use, since a plain local session keeps no metastore between runs.
+
+Example::
+
+    dt = DeltaTable(spark, "db.sensor_readings")
+    dt.append_files(root, files, batch=3, app_id="lakehouse-register-<uuid>")
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Sequence
+
+from lakehouse.lake_files import EdgeFile, LakeLocation
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame, SparkSession
+
+_PATH_FORM = re.compile(r"^delta\.`(?P<path>[^`]+)`$")
+
+
+def delta_location(spark: "SparkSession", table: str) -> tuple[str, str | None]:
+    """(location URI, catalog name or None) for a Delta table argument."""
+    match = _PATH_FORM.match(table.strip())
+    if match:
+        return LakeLocation.parse(match.group("path")).uri, None
+    parts = [p.strip("`") for p in table.split(".")]
+    if parts[0] == "spark_catalog":
+        parts = parts[1:]
+    if len(parts) != 2 or not all(parts):
+        raise ValueError(f"Delta table {table!r} must be db.table, spark_catalog.db.table or delta.`/path`")
+    warehouse = spark.conf.get("spark.sql.warehouse.dir")
+    location = LakeLocation.parse(warehouse).child(f"{parts[0]}.db/{parts[1]}")
+    return location, f"spark_catalog.`{parts[0]}`.`{parts[1]}`"
+
+
+class DeltaTable:
+    """One Delta table (by location, optionally also declared by name)."""
+
+    table_format = "delta"
+
+    def __init__(self, spark: "SparkSession", table: str) -> None:
+        self.spark = spark
+        self.identifier = table
+        self.location, self.catalog_name = delta_location(spark, table)
+        self.sql_name = f"delta.`{self.location}`"
+
+    def exists(self) -> bool:
+        from delta.tables import DeltaTable as _DT
+
+        exists = bool(_DT.isDeltaTable(self.spark, self.location))
+        if exists:
+            self.declare()
+        return exists
+
+    def declare(self) -> None:
+        """Make the table reachable by name in this session (no-op for path-only tables)."""
+        if self.catalog_name:
+            db = self.catalog_name.rsplit(".", 1)[0]
+            self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {db}")
+            self.spark.sql(f"CREATE TABLE IF NOT EXISTS {self.catalog_name} USING delta LOCATION '{self.location}'")
+
+    def detail(self):
+        return self.spark.sql(f"DESCRIBE DETAIL {self.sql_name}").collect()[0]
+
+    def uuid(self) -> str:
+        return str(self.detail().id)
+
+    def version(self) -> int:
+        return int(self.spark.sql(f"DESCRIBE HISTORY {self.sql_name} LIMIT 1").collect()[0].version)
+
+    def columns(self) -> dict[str, str]:
+        schema = self.spark.read.format("delta").load(self.location).schema
+        return {f.name: f.dataType.simpleString() for f in schema.fields}
+
+    def partition_columns(self) -> list[str]:
+        return list(self.detail().partitionColumns)
+
+    def create(self, columns: Sequence[tuple[str, str]], partition_columns: Sequence[str]) -> None:
+        cols = ", ".join(f"`{name}` {ty}" for name, ty in columns)
+        parts = ", ".join(f"`{c}`" for c in partition_columns)
+        self.spark.sql(
+            f"CREATE TABLE IF NOT EXISTS {self.sql_name} ({cols}) USING delta"
+            + (f" PARTITIONED BY ({parts})" if parts else "")
+        )
+        self.declare()
+
+    def add_columns(self, columns: Sequence[tuple[str, str]]) -> None:
+        if columns:
+            cols = ", ".join(f"`{name}` {ty}" for name, ty in columns)
+            self.spark.sql(f"ALTER TABLE {self.sql_name} ADD COLUMNS ({cols})")
+
+    def widen_columns(self, columns: Sequence[tuple[str, str, str]]) -> None:
+        if columns:  # schema_evolution refuses these for Delta; keep the guard here too
+            raise ValueError(f"Delta column widening is not supported: {columns}")
+
+    def read_edge_files(self, root: LakeLocation, files: Sequence[EdgeFile]) -> "DataFrame":
+        """The rows of ``files``, cast to this table's schema (partition values from the path)."""
+        from pyspark.sql import functions as F
+
+        key = "spark.sql.sources.partitionColumnTypeInference.enabled"
+        previous = self.spark.conf.get(key)
+        # Partition values are read as the strings in the path (Spark unescapes them and maps
+        # the Hive default partition to NULL), then cast to the table's types: inference would
+        # otherwise guess per batch (sensor=007 -> int 7).
+        self.spark.conf.set(key, "false")
+        try:
+            df = (self.spark.read.option("basePath", root.uri)
+                  .parquet(*[root.child(f.relative_path) for f in files]))
+        finally:
+            self.spark.conf.set(key, previous)
+        present = {c.lower(): c for c in df.columns}
+        exprs = []
+        for name, ty in self.columns().items():
+            source = present.get(name.lower())
+            exprs.append((F.col(f"`{source}`") if source else F.lit(None)).cast(ty).alias(name))
+        return df.select(*exprs)
+
+    def append_files(self, root: LakeLocation, files: Sequence[EdgeFile], batch: int, app_id: str) -> None:
+        """Append the rows of ``files`` as Delta transaction ``(app_id, batch)``.
+
+        If Delta already committed this (app id, version) -- a batch replayed after a crash --
+        Delta skips the write itself, so a batch is never appended twice.
+        """
+        (self.read_edge_files(root, files).write.format("delta").mode("append")
+         .option("txnAppId", app_id).option("txnVersion", str(batch))
+         .option("userMetadata", f"lakehouse register batch {batch}")
+         .save(self.location))
+
+    def file_stats(self) -> tuple[int, int, int]:
+        """(data files, rows, bytes) of the current version."""
+        detail = self.detail()
+        rows = self.spark.read.format("delta").load(self.location).count()
+        return int(detail.numFiles), int(rows), int(detail.sizeInBytes)

@@ -1,0 +1,194 @@
+"""The ``register`` job: put committed edge files that the table lacks into the table.
+
+Iceberg: in place (the table references the edge files; no copy). Delta: one idempotent append
+per batch into the Delta table's own location (see ``lakehouse.delta_tables`` for why).
+
+One run:
+
+1. list the committed (visible) files under the edge table root (``--since`` prunes partitions);
+2. create the table on first run: schema from the files' Parquet footers, partitioned by the
+   Hive columns of the paths (``year/month/day/hour`` as int, others as string);
+3. finish any batch a crashed run left pending (its intent is in the ledger; the commit is
+   idempotent, see ``lakehouse.register_ledger``);
+4. the new files = committed files - files in the ledger; evolve the schema for them (new
+   nullable columns, safe widening), refuse incompatible types with the file and column named;
+5. per batch: write the intent, commit to the table, mark it done.
+
+Example::
+
+    report = run_register(spark, RegisterOptions(source="file:///lake/ts/sensors", table="lake.db.sensors"))
+    print(report.summary_line())
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Sequence
+
+from lakehouse.fault_injection import pause_point
+from lakehouse.job_report import JobReport, Progress
+from lakehouse.lake_files import EdgeFile, LakeLayoutError, LakeLocation, edge_file_at, list_committed_files
+from lakehouse.register_ledger import RegistrationLedger
+from lakehouse.schema_evolution import IncompatibleSchemaError, plan_schema
+from lakehouse.tables import Table, open_table
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger("lakehouse.register")
+
+_INTEGER = re.compile(r"-?\d+")
+
+
+@dataclass
+class RegisterOptions:
+    source: str                     # edge table root: file:///..., s3://bucket/prefix/table
+    table: str                      # catalog.db.table (Iceberg) or db.table / delta.`path` (Delta)
+    table_format: str | None = None  # iceberg | delta (default: from the name, else iceberg)
+    since: datetime | None = None   # only partitions whose time range ends after this
+    max_files_per_commit: int = 5000
+    default_catalog: str | None = None
+
+
+@dataclass
+class _FileFacts:
+    file: EdgeFile
+    schema: object  # pyarrow.Schema
+    rows: int
+
+
+def _read_footers(root: LakeLocation, files: Sequence[EdgeFile]) -> list[_FileFacts]:
+    import pyarrow.parquet as pq
+
+    fs, base = root.filesystem()
+    progress = Progress(f"reading Parquet footers of {len(files)} new files")
+    facts = []
+    for i, f in enumerate(files, 1):
+        try:
+            with fs.open_input_file(f"{base}/{f.relative_path}") as handle:
+                meta = pq.ParquetFile(handle).metadata
+                facts.append(_FileFacts(f, meta.schema.to_arrow_schema(), meta.num_rows))
+        except Exception as exc:  # noqa: BLE001 - name the file in whatever went wrong
+            raise LakeLayoutError(f"cannot read the Parquet footer of {root.child(f.relative_path)}: {exc}") from exc
+        progress(i, len(files))
+    return facts
+
+
+def _check_partitions(table: Table, facts: Sequence[_FileFacts], root: LakeLocation) -> None:
+    """Files must be partitioned like the table, with values its column types can hold."""
+    expected = table.partition_columns()
+    types = table.columns()
+    for fact in facts:
+        cols = list(fact.file.partition_columns)
+        if [c.lower() for c in cols] != [c.lower() for c in expected]:
+            raise IncompatibleSchemaError(
+                f"file {root.child(fact.file.relative_path)} is partitioned by {cols}, "
+                f"the table {table.identifier} by {expected}"
+            )
+        for col, value in fact.file.partition:
+            if value is not None and types.get(col) in ("int", "bigint", "smallint", "tinyint") \
+                    and not _INTEGER.fullmatch(value):
+                raise IncompatibleSchemaError(
+                    f"file {root.child(fact.file.relative_path)}: partition value {col}={value!r} "
+                    f"is not a valid {types[col]}"
+                )
+
+
+def _evolve(table: Table, facts: Sequence[_FileFacts], root: LakeLocation) -> None:
+    plan = plan_schema(table.columns(), [(root.child(f.file.relative_path), f.schema) for f in facts],
+                       partition_columns=table.partition_columns(), table_format=table.table_format)
+    if plan.new_columns:
+        log.info("schema evolution on %s: adding %s", table.identifier,
+                 ", ".join(f"{c} {t}" for c, t in plan.new_columns))
+        table.add_columns(plan.new_columns)
+    if plan.widened_columns:
+        log.info("schema evolution on %s: widening %s", table.identifier,
+                 ", ".join(f"{c} {a}->{b}" for c, a, b in plan.widened_columns))
+        table.widen_columns(plan.widened_columns)
+
+
+def _prepare(table: Table, facts: Sequence[_FileFacts], root: LakeLocation) -> None:
+    """Refuse files that do not fit; evolve the schema for those that do (idempotent)."""
+    _check_partitions(table, facts, root)
+    _evolve(table, facts, root)
+
+
+def _commit_batch(table: Table, root: LakeLocation, ledger: RegistrationLedger, number: int,
+                  files: Sequence[EdgeFile]) -> None:
+    """Commit one ledger batch idempotently, then mark it done."""
+    from lakehouse.iceberg_tables import IcebergTable
+
+    pause_point("register.before-commit")
+    if isinstance(table, IcebergTable):
+        if table.last_batch() >= number:
+            log.info("batch %d was already committed to %s by an earlier run", number, table.identifier)
+        else:
+            table.append_files(root, files, number, progress=Progress(f"batch {number}: adding files"))
+    else:
+        table.append_files(root, files, number, app_id=f"lakehouse-register-{table.uuid()}")
+    pause_point("register.after-commit")
+    ledger.mark_done(number)
+
+
+def run_register(spark: "SparkSession", options: RegisterOptions) -> JobReport:
+    """Run the register job; returns its report (see the module docstring)."""
+    if options.max_files_per_commit < 1:
+        raise ValueError("--max-files-per-commit must be at least 1")
+    root = LakeLocation.parse(options.source)
+    table = open_table(spark, options.table, options.table_format, options.default_catalog)
+    report = JobReport("register", table.identifier, table.table_format)
+
+    log.info("listing committed files under %s%s", root.uri,
+             f" (partitions after {options.since.isoformat()})" if options.since else "")
+    committed = list(list_committed_files(root, since=options.since))
+    log.info("%d committed files found", len(committed))
+
+    if not table.exists():
+        if not committed:
+            log.info("no committed files under %s: table %s not created yet", root.uri, table.identifier)
+            report.after(0, 0, 0)
+            report.extra["files added"] = 0
+            return report
+        facts = _read_footers(root, committed)
+        partition_cols = list(committed[0].partition_columns)
+        plan = plan_schema(None, [(root.child(f.file.relative_path), f.schema) for f in facts],
+                           partition_columns=partition_cols, table_format=table.table_format)
+        log.info("creating %s table %s partitioned by %s", table.table_format, table.identifier, partition_cols)
+        table.create(plan.create_columns, partition_cols)
+    report.before(*table.file_stats())
+
+    ledger = RegistrationLedger(root, f"{table.table_format}-{table.uuid()}")
+    batches = ledger.batches()
+    added_files = added_rows = 0
+    for batch in batches:
+        if not batch.done:
+            log.info("finishing batch %d (%d files) left pending by an earlier run", batch.number, len(batch.files))
+            files = [edge_file_at(root, rel) for rel in batch.files]
+            facts = _read_footers(root, files)
+            _prepare(table, facts, root)
+            _commit_batch(table, root, ledger, batch.number, files)
+            added_files += len(files)
+            added_rows += sum(f.rows for f in facts)
+
+    known = {rel for batch in batches for rel in batch.files}
+    new_files = [f for f in committed if f.relative_path not in known]
+    log.info("%d files are new to %s", len(new_files), table.identifier)
+    next_number = max((b.number for b in batches), default=0) + 1
+    for start in range(0, len(new_files), options.max_files_per_commit):
+        chunk = new_files[start:start + options.max_files_per_commit]
+        facts = _read_footers(root, chunk)
+        _prepare(table, facts, root)  # before the intent: a refused file must not block later runs
+        ledger.write_intent(next_number, [f.relative_path for f in chunk], table.identifier)
+        _commit_batch(table, root, ledger, next_number, chunk)
+        added_files += len(chunk)
+        added_rows += sum(f.rows for f in facts)
+        log.info("batch %d committed: %d files, %d rows", next_number, len(chunk), sum(f.rows for f in facts))
+        next_number += 1
+
+    report.after(*table.file_stats())
+    report.extra["files added"] = added_files
+    report.extra["rows added"] = added_rows
+    return report

@@ -1,0 +1,116 @@
+"""The registration ledger: which edge files a table already holds, crash-safe.
+
+A table's own metadata forgets a registered edge file once compaction has rewritten it and the
+old snapshot expired (Iceberg) -- but the file may still sit in the lake for a while, and
+registering it again would duplicate its rows. So the register job keeps its own ledger next
+to the edge files, keyed by the table's UUID (a dropped and recreated table starts afresh):
+
+    <table root>/_lakehouse/register/<table uuid>/batch-000001.json   intent: files of batch 1
+    <table root>/_lakehouse/register/<table uuid>/batch-000001.done   batch 1 is in the table
+
+The ``_`` prefix keeps it invisible to every reader of the lake (layout contract).
+
+Protocol (see ``lakehouse.register``): write the intent (exclusive create), commit the batch to
+the table *idempotently* (Iceberg: the batch number is a table property set in the same
+transaction; Delta: ``txnAppId``/``txnVersion``), then write the done marker. A crash before the
+commit leaves an intent that the next run commits; a crash after it leaves an intent that the
+next run finds already committed. Either way no file is lost or registered twice.
+
+Example::
+
+    ledger = RegistrationLedger(LakeLocation.parse("/lake/t"), table_uuid)
+    pending = [b for b in ledger.batches() if not b.done]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from lakehouse.lake_files import LakeLocation
+
+LEDGER_DIR = "_lakehouse/register"
+
+
+class LedgerError(RuntimeError):
+    """The ledger is unreadable, or another register run holds the same batch."""
+
+
+@dataclass(frozen=True)
+class LedgerBatch:
+    number: int
+    files: tuple[str, ...]  # paths relative to the table root
+    done: bool
+
+
+class RegistrationLedger:
+    """Append-only list of registration batches for one (edge table root, target table)."""
+
+    def __init__(self, root: LakeLocation, table_key: str) -> None:
+        self.root = root
+        self.fs, base = root.filesystem()
+        safe_key = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in table_key)
+        self.dir = f"{base}/{LEDGER_DIR}/{safe_key}"
+
+    def _path(self, number: int, suffix: str) -> str:
+        return f"{self.dir}/batch-{number:06d}.{suffix}"
+
+    def batches(self) -> list[LedgerBatch]:
+        import pyarrow.fs as pafs
+
+        infos = self.fs.get_file_info(pafs.FileSelector(self.dir, allow_not_found=True))
+        names = {i.base_name for i in infos if i.type == pafs.FileType.File}
+        out = []
+        for name in sorted(names):
+            if not (name.startswith("batch-") and name.endswith(".json")):
+                continue
+            number = int(name[len("batch-"):-len(".json")])
+            try:
+                with self.fs.open_input_stream(self._path(number, "json")) as handle:
+                    doc = json.loads(handle.read())
+            except (OSError, ValueError) as exc:
+                raise LedgerError(f"registration ledger entry {self.dir}/{name} is unreadable: {exc}") from exc
+            out.append(LedgerBatch(number, tuple(doc["files"]), f"batch-{number:06d}.done" in names))
+        return out
+
+    def registered(self) -> set[str]:
+        """Relative paths of every file in any batch (committed, or pending and about to be)."""
+        return {path for batch in self.batches() for path in batch.files}
+
+    def write_intent(self, number: int, files: list[str], table: str) -> LedgerBatch:
+        """Durably record batch ``number`` before it is committed to the table."""
+        doc = {"batch": number, "table": table, "files": files,
+               "written_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+        data = json.dumps(doc, indent=0).encode()
+        self.fs.create_dir(self.dir, recursive=True)
+        target = self._path(number, "json")
+        if self.root.is_local:
+            # Exclusive create: a second register run racing for the same batch fails here
+            # instead of registering the same files twice.
+            tmp = f"{self.dir}/.tmp-{uuid.uuid4().hex}"
+            with open(tmp, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            try:
+                os.link(tmp, target)
+            except FileExistsError:
+                raise LedgerError(
+                    f"registration batch {number} already exists in {self.dir}: is another "
+                    "register run working on this table?"
+                ) from None
+            finally:
+                os.unlink(tmp)
+        else:
+            if self.fs.get_file_info(target).type != 0:  # 0 = NotFound
+                raise LedgerError(f"registration batch {number} already exists in {self.dir}")
+            with self.fs.open_output_stream(target) as handle:  # an S3 PUT is atomic
+                handle.write(data)
+        return LedgerBatch(number, tuple(files), False)
+
+    def mark_done(self, number: int) -> None:
+        with self.fs.open_output_stream(self._path(number, "done")) as handle:
+            handle.write(b"committed\n")
