@@ -13,7 +13,7 @@ for set in "${sets[@]}"; do
   command -v mvn >/dev/null || { echo "fetch.sh: Maven (mvn) is required to fetch the '$set' jars once" >&2; exit 1; }
   echo "fetching jar set '$set' into $cache/$set (once; later runs are offline)" >&2
   rm -rf "$cache/$set.partial"
-  mvn -q -B -f "$here/pom.xml" -Dmaven.repo.local="$cache/m2" -P "$set" \
+  mvn -q -B -Dstyle.color=never -f "$here/pom.xml" -Dmaven.repo.local="$cache/m2" -P "$set" \
       dependency:copy-dependencies -DoutputDirectory="$cache/$set.partial" -DincludeScope=runtime >&2
   # Swap the finished set in whole, so a killed fetch never leaves a half set that looks complete.
   rm -rf "$cache/$set"; mv "$cache/$set.partial" "$cache/$set"; touch "$stamp"
