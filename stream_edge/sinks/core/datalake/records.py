@@ -1,0 +1,272 @@
+"""Records -> Arrow tables for the lake: schema discovery, type conflicts, hive partitions.
+
+- Columns are discovered from the records (the union of all keys of a batch, in order of first
+  appearance); a column that first appears later shows up in later files.
+- Types are inferred by Arrow. Ints and floats mixed in one column become float64 when every int
+  is exact in float64; anything else that disagrees (int vs str, str vs bool, a float that would
+  truncate, ...) is a :class:`SchemaConflictError` naming the column and the record -- never a
+  silent coercion.
+- Across batches the table schema is remembered (and restored from the commit log): a column
+  first written as float64 keeps receiving int batches as float64; a column written as int64
+  refuses floats, and so on.
+- Hive columns ``year/month/day/hour`` are derived from the timestamp column (epoch ms, UTC) and
+  written into the files as int32 columns as well as the paths (catalogs such as pyiceberg read
+  partition values from the file); value hive columns stay in the file as they are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from stream_edge.lake.partitioning import TIME_PARTITION_COLUMNS, partition_path, partition_value_string
+
+__all__ = ("SchemaConflictError", "RecordTypeError", "PartitionedTable", "TableBuilder")
+
+_EXACT_FLOAT_INT = 2 ** 53
+_TIME_FORMATS = {"year": "{:04d}", "month": "{:02d}", "day": "{:02d}", "hour": "{:02d}"}
+METADATA_COLUMNS = ("_kafka_topic", "_kafka_partition", "_kafka_offset", "_kafka_timestamp", "_kafka_key")
+
+
+class RecordTypeError(TypeError):
+    """A record value is not a dict (the lake sink writes dicts only)."""
+
+    def __init__(self, value: Any, topic: str, partition: int, offset: int) -> None:
+        self.topic, self.partition, self.offset = topic, partition, offset
+        super().__init__(
+            f"DataLakeSink needs dict records; got {type(value).__name__} at {topic}[{partition}] "
+            f"offset {offset}: {_preview(value)} (convert values to dicts before sinking)"
+        )
+
+
+class SchemaConflictError(TypeError):
+    """A column's type in a record disagrees with the column's type elsewhere."""
+
+    def __init__(self, column: str, topic: str, partition: int, offset: Optional[int], detail: str) -> None:
+        self.column, self.topic, self.partition, self.offset = column, topic, partition, offset
+        where = f"{topic}[{partition}] offset {offset}" if offset is not None else f"{topic}[{partition}]"
+        super().__init__(f"type conflict in column '{column}' at {where}: {detail}")
+
+
+def _preview(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _infer(values: list) -> pa.Array:
+    return pa.array(values)
+
+
+def _first_failing_prefix(values: list) -> int:
+    """Smallest k such that inferring ``values[:k]`` fails (binary search; the failure is at k-1)."""
+    lo, hi = 1, len(values)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        try:
+            _infer(values[:mid])
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+@dataclass
+class PartitionedTable:
+    """One file's worth of rows: its hive path, the partition values and the Arrow table."""
+
+    hive_path: str
+    partition_values: Tuple[Tuple[str, Optional[str]], ...]
+    table: pa.Table
+
+
+class TableBuilder:
+    """Turns a batch of dict records into per-hive-path Arrow tables with a stable table schema.
+
+    :param hive_columns: partition columns in path order.
+    :param timestamp_column: epoch-ms field for year/month/day/hour (None: the Kafka timestamp).
+    :param include_kafka_metadata: add ``_kafka_topic/_partition/_offset/_timestamp/_key`` columns.
+    """
+
+    def __init__(self, hive_columns: Sequence[str], timestamp_column: Optional[str],
+                 include_kafka_metadata: bool = False) -> None:
+        self.hive_columns = list(hive_columns)
+        self.time_columns = [c for c in self.hive_columns if c in TIME_PARTITION_COLUMNS]
+        self.timestamp_column = timestamp_column
+        self.include_kafka_metadata = include_kafka_metadata
+        self.known: Dict[str, pa.DataType] = {}
+
+    # -- schema ---------------------------------------------------------------------------------
+    def remember(self, schema: pa.Schema) -> None:
+        """Adopt column types written earlier (from the commit log) for conflict checks."""
+        for field in schema:
+            current = self.known.get(field.name)
+            if current is None or pa.types.is_null(current):
+                self.known[field.name] = field.type
+
+    def _record_table(self, values: list, offsets: Sequence[int], topic: str, partition: int) -> pa.Table:
+        try:
+            struct = _infer(values)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+            raise self._diagnose(values, offsets, topic, partition, exc) from exc
+        if not pa.types.is_struct(struct.type):
+            raise TypeError(f"records of {topic}[{partition}] did not convert to a struct ({struct.type})")
+        return pa.Table.from_struct_array(struct)
+
+    def _diagnose(self, values: list, offsets: Sequence[int], topic: str, partition: int,
+                  exc: Exception) -> Exception:
+        columns: Dict[str, None] = {}
+        for value in values:
+            for name in value:
+                if not isinstance(name, str):
+                    index = values.index(value)
+                    return SchemaConflictError(
+                        repr(name), topic, partition, offsets[index],
+                        f"field names must be strings, got {type(name).__name__} {name!r}")
+                columns.setdefault(name)
+        for column in columns:
+            column_values = [v.get(column) for v in values]
+            try:
+                _infer(column_values)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as col_exc:
+                k = _first_failing_prefix(column_values)
+                bad = column_values[k - 1]
+                earlier = _infer(column_values[: k - 1]).type if k > 1 else None
+                detail = (f"value {_preview(bad)} ({type(bad).__name__}) does not fit type {earlier} of "
+                          f"earlier records in the same batch ({col_exc})")
+                return SchemaConflictError(column, topic, partition, offsets[k - 1], detail)
+        return TypeError(f"records of {topic}[{partition}] cannot be converted to Arrow: {exc}")
+
+    def _reconcile(self, table: pa.Table, values: list, offsets: Sequence[int], topic: str,
+                   partition: int) -> pa.Table:
+        """Apply the remembered schema: fill known types into null columns, widen int->float,
+        drop all-null columns of unknown type, and refuse every other disagreement."""
+        columns, names = [], []
+        for name, column in zip(table.column_names, table.columns):
+            known = self.known.get(name)
+            new = column.type
+            if pa.types.is_null(new):
+                if known is None or pa.types.is_null(known):
+                    continue  # nothing to say yet: the column appears once it has a value
+                column = pa.nulls(len(column), known)
+            elif known is not None and not pa.types.is_null(known) and new != known:
+                column = self._convert(name, column, known, values, offsets, topic, partition)
+            columns.append(column)
+            names.append(name)
+        return pa.Table.from_arrays(columns, names=names)
+
+    def _convert(self, name, column, known, values, offsets, topic, partition):
+        if pa.types.is_floating(known) and pa.types.is_integer(new := column.type):
+            bounds = pc.min_max(column)
+            lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
+            if lo is None or (-_EXACT_FLOAT_INT <= lo and hi <= _EXACT_FLOAT_INT):
+                return column.cast(known)
+        elif pa.types.is_struct(known) and pa.types.is_struct(column.type):
+            try:
+                merged = pa.unify_schemas([pa.schema([pa.field(name, known)]), pa.schema([pa.field(name, column.type)])])
+                self.known[name] = merged.field(name).type
+                return column
+            except (pa.ArrowInvalid, pa.ArrowTypeError):
+                pass
+        offset = next((offsets[i] for i, v in enumerate(values) if v.get(name) is not None), None)
+        sample = next((v.get(name) for v in values if v.get(name) is not None), None)
+        raise SchemaConflictError(
+            name, topic, partition, offset,
+            f"column was written as {known} by earlier files but this record has {_preview(sample)} "
+            f"({column.type}); not coercing (rename the field or convert it upstream)")
+
+    # -- partitions -----------------------------------------------------------------------------
+    def _time_parts(self, table: pa.Table, timestamps: Sequence[int], topic: str, partition: int) -> Dict[str, pa.Array]:
+        if self.timestamp_column is None:
+            ts = pa.array(timestamps, pa.int64())
+        elif self.timestamp_column in table.column_names:
+            ts = table.column(self.timestamp_column).combine_chunks()
+        else:
+            ts = pa.nulls(table.num_rows, pa.int64())
+        if pa.types.is_timestamp(ts.type):
+            moments = ts if ts.type.tz is None else ts.cast(pa.timestamp(ts.type.unit))
+        elif pa.types.is_integer(ts.type) or pa.types.is_floating(ts.type) or pa.types.is_null(ts.type):
+            millis = pc.floor(ts) if pa.types.is_floating(ts.type) else ts
+            moments = millis.cast(pa.int64()).cast(pa.timestamp("ms"))
+        else:
+            raise SchemaConflictError(
+                self.timestamp_column, topic, partition, None,
+                f"timestamp column must hold epoch milliseconds (int/float) or timestamps, got {ts.type}")
+        extract = {"year": pc.year, "month": pc.month, "day": pc.day, "hour": pc.hour}
+        return {c: extract[c](moments).cast(pa.int32()) for c in self.time_columns}
+
+    def build(self, values: list, offsets: Sequence[int], timestamps: Sequence[int], keys: Sequence[Any],
+              topic: str, partition: int) -> List[PartitionedTable]:
+        """Build the per-hive-path tables of one batch (records already validated as dicts)."""
+        table = self._record_table(values, offsets, topic, partition)
+        table = self._reconcile(table, values, offsets, topic, partition)
+        for name in table.column_names:
+            self.known.setdefault(name, table.schema.field(name).type)
+        derived = self._time_parts(table, timestamps, topic, partition) if self.time_columns else {}
+        for name, array in derived.items():
+            if name in table.column_names:
+                raise SchemaConflictError(
+                    name, topic, partition, offsets[0],
+                    f"records have a field '{name}' but '{name}' is a hive column derived from the "
+                    f"timestamp; rename the field or remove '{name}' from hive_columns")
+            table = table.append_column(name, array)
+        if self.include_kafka_metadata:
+            table = self._with_metadata(table, offsets, timestamps, keys, topic, partition)
+        return self._split(table, topic, partition, offsets)
+
+    @staticmethod
+    def _with_metadata(table, offsets, timestamps, keys, topic, partition):
+        n = table.num_rows
+        raw_keys = [k if k is None or isinstance(k, bytes) else
+                    (k.encode() if isinstance(k, str) else str(k).encode()) for k in keys]
+        extra = {
+            "_kafka_topic": pa.array([topic] * n, pa.string()),
+            "_kafka_partition": pa.array([partition] * n, pa.int32()),
+            "_kafka_offset": pa.array(offsets, pa.int64()),
+            "_kafka_timestamp": pa.array(timestamps, pa.int64()),
+            "_kafka_key": pa.array(raw_keys, pa.binary()),
+        }
+        for name, array in extra.items():
+            if name in table.column_names:
+                table = table.drop_columns([name])
+            table = table.append_column(name, array)
+        return table
+
+    def _split(self, table: pa.Table, topic: str, partition: int, offsets) -> List[PartitionedTable]:
+        if not self.hive_columns:
+            return [PartitionedTable("", (), table)]
+        key_arrays = []
+        for column in self.hive_columns:
+            if column in table.column_names:
+                array = table.column(column).combine_chunks()
+                if pa.types.is_nested(array.type):
+                    raise SchemaConflictError(column, topic, partition, offsets[0],
+                                              f"hive column must hold scalar values, got {array.type}")
+                key_arrays.append(array)
+            else:
+                key_arrays.append(pa.nulls(table.num_rows, pa.string()))
+        keys = pa.table(key_arrays, names=[f"k{i}" for i in range(len(key_arrays))])
+        uniques = keys.group_by(keys.column_names, use_threads=False).aggregate([])
+        if uniques.num_rows == 1:
+            return [self._partitioned(uniques.to_pylist()[0], keys.column_names, table)]
+        indexed = keys.append_column("__row", pa.array(range(table.num_rows), pa.int64()))
+        groups = indexed.group_by(keys.column_names, use_threads=False).aggregate([("__row", "list")])
+        result = []
+        for row in groups.to_pylist():
+            rows = row.pop("__row_list")
+            result.append(self._partitioned(row, keys.column_names, table.take(pa.array(rows, pa.int64()))))
+        return sorted(result, key=lambda p: p.hive_path)
+
+    def _partitioned(self, row: Dict[str, Any], key_names: List[str], table: pa.Table) -> PartitionedTable:
+        texts = []
+        for column, key_name in zip(self.hive_columns, key_names):
+            value = row[key_name]
+            if column in self.time_columns and value is not None:
+                value = _TIME_FORMATS[column].format(value)  # zero-padded in the path
+            texts.append(value)
+        path = partition_path(self.hive_columns, texts)
+        values = tuple((c, partition_value_string(v)) for c, v in zip(self.hive_columns, texts))
+        return PartitionedTable(path, values, table)

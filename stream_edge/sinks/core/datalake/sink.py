@@ -1,0 +1,273 @@
+"""``DataLakeSink``: Kafka batches -> Hive-partitioned Parquet, exactly once, plus silence detection.
+
+See ``stream_edge.lake`` for the layout and the commit protocol, ``records`` for schema rules,
+``lake_writer`` for the storage side and ``catalog`` for the optional Iceberg registration.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import pyarrow as pa
+
+from stream_edge.lake import first_unwritten_index, table_root, validate_hive_columns
+from stream_edge.sinks.base import BatchingSink, SinkBackpressureError, SinkBatch
+from stream_edge.sinks.base.item import HeadersTuples
+from stream_edge.sinks.base.sink import ClientConnectFailureCallback, ClientConnectSuccessCallback
+from stream_edge.sinks.core.stream_timeout_tracker import StreamTimeoutTracker
+from stream_edge.sinks.storage import display_url, resolve_storage
+
+from .catalog import IcebergRegistrar
+from .lake_writer import LakeTableWriter
+from .records import RecordTypeError, SchemaConflictError, TableBuilder
+
+__all__ = ("DataLakeSink", "DEFAULT_STORAGE_URL_ENV")
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_STORAGE_URL_ENV = "STREAM_EDGE_STORAGE_URL"
+_COMPRESSIONS = ("none", "snappy", "gzip", "brotli", "lz4", "zstd")
+_BACKPRESSURE_SECONDS = 5.0
+
+
+class _Buffer:
+    """Columnar buffer of one topic partition (no per-record object)."""
+
+    __slots__ = ("values", "keys", "timestamps", "offsets")
+
+    def __init__(self) -> None:
+        self.values: List[dict] = []
+        self.keys: List[Any] = []
+        self.timestamps: List[int] = []
+        self.offsets: List[int] = []
+
+
+class DataLakeSink(BatchingSink):
+    """Writes dict records as Hive-partitioned Parquet files, committed exactly once.
+
+    :param table_name: the table folder (one path level).
+    :param storage_url: ``file:///abs/path``, a local path, or ``s3://bucket`` (any S3 endpoint);
+        default ``$STREAM_EDGE_STORAGE_URL`` or ``./lake``.
+    :param s3_prefix: folder(s) between the storage URL and the table.
+    :param hive_columns: partition columns in path order; ``year/month/day/hour`` come from
+        ``timestamp_column`` (UTC), any other name is a record field.
+    :param timestamp_column: epoch-ms field for time partitions (None: the Kafka timestamp).
+    :param compression: Parquet codec: none, snappy, gzip, brotli, lz4, zstd.
+    :param row_group_size: max rows per Parquet row group (None: pyarrow default).
+    :param s3_endpoint_url: S3 endpoint (default ``AWS_ENDPOINT_URL_S3``/``AWS_ENDPOINT_URL``).
+    :param include_kafka_metadata: add ``_kafka_topic/_partition/_offset/_timestamp/_key``.
+    :param fsync: fsync files and commit records on local disks.
+    :param commit_log_retention: commit records kept per topic partition.
+    :param catalog_url: Iceberg REST catalog URL (registration needs ``register_in_catalog``).
+    :param catalog_auth_token: bearer token for the catalog (never logged).
+    :param catalog_namespace: Iceberg namespace of the table.
+    :param register_in_catalog: add every commit's files to the Iceberg table (default off:
+        registration is the batch side's job).
+    :param auto_discover: create the Iceberg table from the discovered schema if missing.
+    :param catalog_properties: extra pyiceberg catalog properties.
+    :param stream_timeout_ms: per-key silence threshold (see ``StreamTimeoutTracker``).
+    :param on_stream_timeout: ``callback(raw_key)`` fired once per silent key.
+
+    Example::
+
+        sink = DataLakeSink(table_name="sensor_readings", storage_url="s3://lake",
+                            s3_prefix="time-series", hive_columns=["year", "month", "day"],
+                            timestamp_column="ts_ms")
+        sdf.sink(sink)
+    """
+
+    def __init__(
+        self,
+        table_name: str,
+        storage_url: Optional[str] = None,
+        s3_prefix: str = "",
+        hive_columns: Optional[Sequence[str]] = None,
+        timestamp_column: Optional[str] = None,
+        compression: str = "snappy",
+        row_group_size: Optional[int] = None,
+        s3_endpoint_url: Optional[str] = None,
+        include_kafka_metadata: bool = False,
+        fsync: bool = True,
+        commit_log_retention: int = 1000,
+        catalog_url: Optional[str] = None,
+        catalog_auth_token: Optional[str] = None,
+        catalog_namespace: str = "default",
+        register_in_catalog: bool = False,
+        auto_discover: bool = True,
+        catalog_properties: Optional[Dict[str, str]] = None,
+        stream_timeout_ms: Optional[int] = None,
+        on_stream_timeout: Optional[Callable[[Any], None]] = None,
+        on_client_connect_success: Optional[ClientConnectSuccessCallback] = None,
+        on_client_connect_failure: Optional[ClientConnectFailureCallback] = None,
+    ) -> None:
+        super().__init__(on_client_connect_success, on_client_connect_failure)
+        if compression not in _COMPRESSIONS:
+            raise ValueError(f"compression must be one of {_COMPRESSIONS}, got {compression!r}")
+        if row_group_size is not None and row_group_size <= 0:
+            raise ValueError(f"row_group_size must be positive, got {row_group_size}")
+        self.table_name = table_name
+        self.storage_url = storage_url or os.environ.get(DEFAULT_STORAGE_URL_ENV) or "lake"
+        self.s3_prefix = s3_prefix or ""
+        self.hive_columns = validate_hive_columns(hive_columns)
+        self.timestamp_column = timestamp_column
+        self.compression = compression
+        self.row_group_size = row_group_size
+        self._s3_endpoint_url = s3_endpoint_url
+        self._fsync = fsync
+        self._retention = commit_log_retention
+        table_root("/", self.s3_prefix, table_name)  # validate names early
+        self._builder = TableBuilder(self.hive_columns, timestamp_column, include_kafka_metadata)
+        self._buffers: Dict[Tuple[str, int], _Buffer] = {}
+        self._writer: Optional[LakeTableWriter] = None
+        self._registrar: Optional[IcebergRegistrar] = None
+        if register_in_catalog:
+            if not catalog_url:
+                raise ValueError("register_in_catalog=True needs catalog_url")
+            self._registrar = IcebergRegistrar(
+                catalog_url, catalog_namespace, table_name, token=catalog_auth_token,
+                hive_columns=self.hive_columns, create_if_missing=auto_discover,
+                properties=catalog_properties)
+        elif catalog_url:
+            logger.info("catalog_url given but register_in_catalog is off: the batch side registers files")
+        self._timeout = StreamTimeoutTracker(stream_timeout_ms, on_stream_timeout)
+        self._touch = self._timeout.touch if self._timeout.enabled else None
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    @property
+    def table_uri(self) -> Optional[str]:
+        """The table root inside the filesystem (after setup)."""
+        return self._writer.root if self._writer is not None else None
+
+    def setup(self) -> None:
+        """Open the storage, restore the table schema from the commit log, start the tracker."""
+        if self._writer is None:
+            filesystem, base = resolve_storage(self.storage_url, endpoint_url=self._s3_endpoint_url)
+            root = table_root(base, self.s3_prefix, self.table_name)
+            writer = LakeTableWriter(filesystem, root, compression=self.compression,
+                                     row_group_size=self.row_group_size, fsync=self._fsync,
+                                     commit_log_retention=self._retention)
+            if writer.local:
+                os.makedirs(root, exist_ok=True)
+            else:
+                bucket = root.split("/", 1)[0]
+                from pyarrow import fs as pafs
+                if filesystem.get_file_info(bucket).type == pafs.FileType.NotFound:
+                    raise FileNotFoundError(f"bucket {bucket!r} of {display_url(self.storage_url)} does not exist")
+            for record in writer.latest_commits_of_table():
+                if record.schema_ipc:
+                    self._builder.remember(_decode_schema(record.schema_ipc))
+            self._writer = writer
+            logger.info("DataLakeSink writing table %s under %s", self.table_name, display_url(self.storage_url))
+            if self._registrar is not None:
+                self._registrar.connect()
+        self._timeout.start()
+
+    def cleanup(self) -> None:
+        """Stop the silence tracker's thread (called by the runtime at shutdown)."""
+        self._timeout.stop()
+
+    # -- per record -----------------------------------------------------------------------------
+    def add(self, value: Any, key: Any, timestamp: int, headers: HeadersTuples,
+            topic: str, partition: int, offset: int) -> None:
+        touch = self._touch
+        if touch is not None:
+            touch(key)
+        if value.__class__ is not dict and not isinstance(value, dict):
+            raise RecordTypeError(value, topic, partition, offset)
+        buffer = self._buffers.get((topic, partition))
+        if buffer is None:
+            buffer = self._buffers[(topic, partition)] = _Buffer()
+        buffer.values.append(value)
+        buffer.keys.append(key)
+        buffer.timestamps.append(timestamp)
+        buffer.offsets.append(offset)
+
+    # -- checkpoints ----------------------------------------------------------------------------
+    def flush(self, topic: str, partition: int) -> None:
+        """Write the partition's records as one lake commit, then run the silence check."""
+        try:
+            buffer = self._buffers.pop((topic, partition), None)
+            if buffer is not None and buffer.offsets:
+                self._write_buffer(topic, partition, buffer)
+        finally:
+            self._timeout.check_now()
+
+    def on_paused(self, topic: str, partition: int) -> None:
+        self._buffers.pop((topic, partition), None)
+
+    def write(self, batch: SinkBatch) -> None:
+        """Write a :class:`SinkBatch` (the ``BatchingSink`` API) as one lake commit."""
+        buffer = _Buffer()
+        for item in batch:
+            if not isinstance(item.value, dict):
+                raise RecordTypeError(item.value, batch.topic, batch.partition, item.offset)
+            buffer.values.append(item.value)
+            buffer.keys.append(item.key)
+            buffer.timestamps.append(item.timestamp)
+            buffer.offsets.append(item.offset)
+        if buffer.offsets:
+            self._write_buffer(batch.topic, batch.partition, buffer)
+
+    def _write_buffer(self, topic: str, partition: int, buffer: _Buffer) -> None:
+        if self._writer is None:
+            self.setup()
+        writer = self._writer
+        try:
+            latest = writer.prepare(topic, partition)
+        except OSError as exc:
+            raise self._backpressure(topic, partition, "reading the commit log", exc) from exc
+        if latest is not None and latest.schema_ipc:
+            self._builder.remember(_decode_schema(latest.schema_ipc))
+        offsets = buffer.offsets
+        start = first_unwritten_index(offsets, latest.last_offset if latest is not None else None)
+        if start:
+            logger.info("%s[%s]: skipping %d record(s) at offsets %d..%d already committed to the lake "
+                        "(last committed offset %d)", topic, partition, start, offsets[0],
+                        offsets[start - 1], latest.last_offset)
+        if start == len(offsets):
+            return
+        values, keys = buffer.values[start:], buffer.keys[start:]
+        timestamps, offsets = buffer.timestamps[start:], offsets[start:]
+        parts = self._builder.build(values, offsets, timestamps, keys, topic, partition)
+        schema = _union_schema([p.table.schema for p in parts])
+        try:
+            record = writer.commit(
+                topic, partition, offsets[0], offsets[-1], parts, rows=len(offsets),
+                schema={f.name: str(f.type) for f in schema},
+                schema_ipc=_encode_schema(pa.schema([pa.field(n, t) for n, t in self._builder.known.items()])),
+            )
+        except OSError as exc:
+            raise self._backpressure(topic, partition, "writing the lake commit", exc) from exc
+        if self._registrar is not None:
+            self._registrar.register(record, _file_uris(writer, record), schema)
+
+    @staticmethod
+    def _backpressure(topic: str, partition: int, what: str, exc: Exception) -> SinkBackpressureError:
+        logger.warning("DataLakeSink: storage failed while %s for %s[%s]: %s; pausing %.0f s and replaying "
+                       "from the last committed offset", what, topic, partition, exc, _BACKPRESSURE_SECONDS)
+        return SinkBackpressureError(_BACKPRESSURE_SECONDS, topic, partition)
+
+
+def _union_schema(schemas: List[pa.Schema]) -> pa.Schema:
+    return schemas[0] if len(schemas) == 1 else pa.unify_schemas(schemas)
+
+
+def _encode_schema(schema: pa.Schema) -> str:
+    return base64.b64encode(schema.serialize().to_pybytes()).decode("ascii")
+
+
+def _decode_schema(text: str) -> pa.Schema:
+    return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text)))
+
+
+def _file_uris(writer: LakeTableWriter, record) -> List[str]:
+    if writer.local:
+        return ["file://" + p for p in writer.committed_file_paths(record)]
+    return ["s3://" + p for p in writer.committed_file_paths(record)]
+
+
+# Re-exported for callers that catch them from the sink module.
+__all__ += ("RecordTypeError", "SchemaConflictError")

@@ -1,0 +1,61 @@
+"""``QuixTSDataLakeSink``: the data-lake sink with the constructor of the Quix TS DataLake Sink.
+
+A program written for ``quixstreams.sinks.core.quix_ts_datalake_sink`` runs unchanged after
+replacing ``quixstreams`` with ``stream_edge``. Storage is chosen with ``storage_url`` (default
+``$STREAM_EDGE_STORAGE_URL`` or ``./lake``) instead of Quix Cloud's blob configuration;
+``workspace_id`` is accepted and ignored (Quix Cloud specific).
+
+Example::
+
+    sink = QuixTSDataLakeSink(
+        s3_prefix="data-lake/time-series", table_name="sensor_readings", workspace_id="",
+        hive_columns=["year", "month", "day"], timestamp_column="ts_ms",
+        stream_timeout_ms=60_000, on_stream_timeout=on_stream_timeout,
+    )
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, List, Optional
+
+from .datalake import DataLakeSink, RecordTypeError, SchemaConflictError
+
+__all__ = ("QuixTSDataLakeSink", "DataLakeSink", "RecordTypeError", "SchemaConflictError")
+
+
+class QuixTSDataLakeSink(DataLakeSink):
+    """The seed's constructor on top of :class:`DataLakeSink` (extra keyword arguments pass through).
+
+    :param s3_prefix: folder(s) between the storage root and the table.
+    :param table_name: the table.
+    :param workspace_id: Quix Cloud workspace (accepted for compatibility, not used).
+    :param hive_columns: partition columns (``year/month/day/hour`` from ``timestamp_column``).
+    :param timestamp_column: epoch-ms field of the records.
+    :param catalog_url: Iceberg REST catalog URL.
+    :param catalog_auth_token: catalog bearer token.
+    :param auto_discover: create the catalog table from the discovered schema when registering.
+    :param stream_timeout_ms: per-key silence threshold in ms.
+    :param on_stream_timeout: ``callback(raw_key)`` fired once per silent key.
+    """
+
+    def __init__(
+        self,
+        s3_prefix: str,
+        table_name: str,
+        workspace_id: str = "",
+        hive_columns: Optional[List[str]] = None,
+        timestamp_column: Optional[str] = None,
+        catalog_url: Optional[str] = None,
+        catalog_auth_token: Optional[str] = None,
+        auto_discover: bool = True,
+        stream_timeout_ms: Optional[int] = None,
+        on_stream_timeout: Optional[Callable[[Any], None]] = None,
+        **kwargs: Any,
+    ) -> None:
+        self.workspace_id = workspace_id
+        super().__init__(
+            table_name=table_name, s3_prefix=s3_prefix, hive_columns=hive_columns,
+            timestamp_column=timestamp_column, catalog_url=catalog_url,
+            catalog_auth_token=catalog_auth_token, auto_discover=auto_discover,
+            stream_timeout_ms=stream_timeout_ms, on_stream_timeout=on_stream_timeout, **kwargs,
+        )
