@@ -1,0 +1,291 @@
+"""Application: owns the Kafka clients, topics, state manager and checkpoints, and runs the loop.
+
+Example::
+
+    from stream_edge import Application
+
+    app = Application(broker_address="localhost:9092", consumer_group="demo",
+                      auto_offset_reset="earliest")
+    sdf = app.dataframe(app.topic("input"))
+    sdf = sdf.filter(lambda v: v["temperature"] > 20)
+    sdf["fahrenheit"] = sdf["temperature"] * 9 / 5 + 32
+    sdf.to_topic(app.topic("output"))
+    app.run()
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import uuid
+from pathlib import Path
+from typing import Any, Callable, List, Optional, Union
+
+from stream_edge.context import _bind
+from stream_edge.dataframe import DataframeRegistry, StreamingDataFrame
+from stream_edge.error_callbacks import (ConsumerErrorCallback, ProcessingErrorCallback, ProducerErrorCallback,
+                                         default_on_consumer_error, default_on_processing_error,
+                                         default_on_producer_error)
+from stream_edge.kafka.configuration import ConnectionConfig
+from stream_edge.kafka.consumer import Consumer
+from stream_edge.kafka.producer import Producer
+from stream_edge.logging import LogLevel, configure_logging
+from stream_edge.models.serializers import DeserializerType, SerializerType
+from stream_edge.models.topics import Topic, TopicAdmin, TopicConfig, TopicManager
+from stream_edge.models.timestamps import TimestampExtractor
+from stream_edge.processing.context import ProcessingContext
+from stream_edge.processing.runner import Runner
+from stream_edge.rowconsumer import RowConsumer
+from stream_edge.rowproducer import RowProducer
+
+__all__ = ("Application", "ApplicationConfig")
+
+logger = logging.getLogger("stream_edge")
+
+ProcessingGuarantee = str  # "at-least-once" | "exactly-once"
+MessageProcessedCallback = Callable[[str, int, int], None]
+_GUARANTEES = ("at-least-once", "exactly-once")
+
+
+@dataclasses.dataclass(frozen=True)
+class ApplicationConfig:
+    """The resolved, immutable configuration of an Application."""
+
+    broker_address: Union[str, ConnectionConfig]
+    consumer_group: str
+    auto_offset_reset: str = "latest"
+    commit_interval: float = 5.0
+    commit_every: int = 0
+    consumer_extra_config: dict = dataclasses.field(default_factory=dict)
+    producer_extra_config: dict = dataclasses.field(default_factory=dict)
+    state_dir: Path = Path("state")
+    rocksdb_options: Any = None
+    consumer_poll_timeout: float = 1.0
+    producer_poll_timeout: float = 0.0
+    auto_create_topics: bool = True
+    use_changelog_topics: bool = True
+    request_timeout: float = 30
+    topic_create_timeout: float = 60
+    processing_guarantee: str = "at-least-once"
+
+    @property
+    def exactly_once(self) -> bool:
+        return self.processing_guarantee == "exactly-once"
+
+    def copy(self, **kwargs: Any) -> "ApplicationConfig":
+        """A copy with some fields replaced."""
+        return dataclasses.replace(self, **kwargs)
+
+
+def _env(*names: str) -> Optional[str]:
+    for name in names:
+        value = os.environ.get(name)
+        if value:
+            return value
+    return None
+
+
+class Application:
+    """A stream processing application: topics in, StreamingDataFrames, topics/sinks out.
+
+    See the module docstring for an example; arguments follow Quix Streams 3.x.
+    """
+
+    def __init__(self, broker_address: Optional[Union[str, ConnectionConfig]] = None, *,
+                 quix_sdk_token: Optional[str] = None, consumer_group: Optional[str] = None,
+                 auto_offset_reset: str = "latest", commit_interval: float = 5.0, commit_every: int = 0,
+                 consumer_extra_config: Optional[dict] = None, producer_extra_config: Optional[dict] = None,
+                 state_dir: Union[str, Path] = Path("state"), rocksdb_options: Any = None,
+                 on_consumer_error: Optional[ConsumerErrorCallback] = None,
+                 on_processing_error: Optional[ProcessingErrorCallback] = None,
+                 on_producer_error: Optional[ProducerErrorCallback] = None,
+                 on_message_processed: Optional[MessageProcessedCallback] = None,
+                 consumer_poll_timeout: float = 1.0, producer_poll_timeout: float = 0.0,
+                 loglevel: Optional[Union[int, LogLevel]] = "INFO", auto_create_topics: bool = True,
+                 use_changelog_topics: bool = True, quix_config_builder: Any = None,
+                 topic_manager: Optional[TopicManager] = None, request_timeout: float = 30,
+                 topic_create_timeout: float = 60, processing_guarantee: ProcessingGuarantee = "at-least-once") -> None:
+        configure_logging(loglevel)
+        if quix_sdk_token or quix_config_builder or _env("Quix__Sdk__Token") and not broker_address:
+            raise ValueError("Quix Cloud connections (quix_sdk_token / Quix__Sdk__Token) are not supported by "
+                             "stream_edge; pass broker_address (or set Quix__Broker__Address)")
+        broker_address = broker_address or _env("Quix__Broker__Address")
+        if not broker_address:
+            raise ValueError("broker_address is required (or set the Quix__Broker__Address environment variable)")
+        consumer_group = consumer_group or _env("Quix__Consumer__Group", "Quix__Consumer_Group") or "quixstreams-default"
+        if processing_guarantee not in _GUARANTEES:
+            raise ValueError(f"processing_guarantee must be one of {_GUARANTEES}, got {processing_guarantee!r}")
+        if auto_offset_reset not in ("earliest", "latest", "error"):
+            raise ValueError(f"auto_offset_reset must be 'earliest', 'latest' or 'error', got {auto_offset_reset!r}")
+        self._config = ApplicationConfig(
+            broker_address=broker_address, consumer_group=consumer_group, auto_offset_reset=auto_offset_reset,
+            commit_interval=commit_interval, commit_every=commit_every,
+            consumer_extra_config=dict(consumer_extra_config or {}),
+            producer_extra_config=dict(producer_extra_config or {}), state_dir=Path(state_dir),
+            rocksdb_options=rocksdb_options, consumer_poll_timeout=consumer_poll_timeout,
+            producer_poll_timeout=producer_poll_timeout, auto_create_topics=auto_create_topics,
+            use_changelog_topics=use_changelog_topics, request_timeout=request_timeout,
+            topic_create_timeout=topic_create_timeout, processing_guarantee=processing_guarantee)
+        self._on_consumer_error = on_consumer_error or default_on_consumer_error
+        self._on_processing_error = on_processing_error or default_on_processing_error
+        self._on_producer_error = on_producer_error or default_on_producer_error
+        self._on_message_processed = on_message_processed
+
+        self._topic_manager = topic_manager or TopicManager(
+            topic_admin=TopicAdmin(broker_address, extra_config=self._config.producer_extra_config),
+            consumer_group=consumer_group, timeout=request_timeout, create_timeout=topic_create_timeout,
+            auto_create_topics=auto_create_topics)
+        self._producer = self._new_row_producer()
+        self._consumer = RowConsumer(
+            broker_address, consumer_group, auto_offset_reset, auto_commit_enable=False,
+            extra_config={"enable.auto.offset.store": False, "isolation.level": "read_committed",
+                          **self._config.consumer_extra_config},
+            on_error=self._on_consumer_error)
+        self._processing_context = ProcessingContext(producer=self._producer, consumer=self._consumer,
+                                                     state_manager_factory=self._create_state_manager)
+        self._producer.processing_context = self._processing_context
+        self._registry = DataframeRegistry()
+        self._source_manager: Any = None
+        self._runner: Optional[Runner] = None
+        self._stop_requested = False
+
+    # -- configuration --------------------------------------------------------------------------
+    @property
+    def config(self) -> ApplicationConfig:
+        return self._config
+
+    @property
+    def is_quix_app(self) -> bool:
+        return False
+
+    @property
+    def topic_manager(self) -> TopicManager:
+        return self._topic_manager
+
+    @property
+    def processing_context(self) -> ProcessingContext:
+        return self._processing_context
+
+    @classmethod
+    def Quix(cls, *args: Any, **kwargs: Any) -> "Application":
+        raise AttributeError("Application.Quix() is deprecated and Quix Cloud is not supported; use Application()")
+
+    def _new_row_producer(self) -> RowProducer:
+        cfg = self._config
+        return RowProducer(cfg.broker_address, extra_config=cfg.producer_extra_config,
+                           on_error=self._on_producer_error, transactional=cfg.exactly_once,
+                           transactional_id=f"{cfg.consumer_group}-{uuid.uuid4()}")
+
+    def _create_state_manager(self) -> Any:
+        from stream_edge.state import StateStoreManager  # owned by the state package
+
+        cfg = self._config
+        return StateStoreManager(group_id=cfg.consumer_group, state_dir=cfg.state_dir,
+                                 rocksdb_options=cfg.rocksdb_options, use_changelog_topics=cfg.use_changelog_topics,
+                                 producer=self._producer, consumer=self._consumer, topic_manager=self._topic_manager)
+
+    # -- definitions ----------------------------------------------------------------------------
+    def topic(self, name: str, value_deserializer: DeserializerType = "json", key_deserializer: DeserializerType = "bytes",
+              value_serializer: SerializerType = "json", key_serializer: SerializerType = "bytes",
+              config: Optional[TopicConfig] = None, timestamp_extractor: Optional[TimestampExtractor] = None) -> Topic:
+        """Define a topic and its (de)serializers (by name like ``"json"`` or an instance).
+
+        Example: ``app.topic("output", key_serializer="str", value_serializer=JSONSerializer())``
+        """
+        return self._topic_manager.topic(name=name, value_deserializer=value_deserializer,
+                                         key_deserializer=key_deserializer, value_serializer=value_serializer,
+                                         key_serializer=key_serializer, config=config,
+                                         timestamp_extractor=timestamp_extractor)
+
+    def dataframe(self, topic: Optional[Topic] = None, source: Any = None) -> StreamingDataFrame:
+        """A StreamingDataFrame reading ``topic`` (or what ``source`` produces).
+
+        Example: ``sdf = app.dataframe(app.topic("input"))``
+        """
+        if source is not None:
+            topic = self.add_source(source, topic)
+        if topic is None:
+            raise ValueError("dataframe() needs a topic or a source")
+        self._topic_manager.register(topic)
+        sdf = StreamingDataFrame(topic, topic_manager=self._topic_manager, registry=self._registry,
+                                 processing_context=self._processing_context)
+        self._registry.register_root(sdf)
+        return sdf
+
+    def add_source(self, source: Any, topic: Optional[Topic] = None) -> Topic:
+        """Run ``source`` with the application; it produces to ``topic`` (default: its own)."""
+        from stream_edge.sources.base.manager import SourceManager
+
+        if topic is None:
+            topic = source.default_topic()
+            topic = self._topic_manager.register(topic)
+        else:
+            self._topic_manager.register(topic)
+        if self._source_manager is None:
+            self._source_manager = SourceManager()
+        source.configure(topic=topic, producer=self._new_source_producer(), app=self)
+        self._source_manager.register(source)
+        return topic
+
+    def _new_source_producer(self) -> RowProducer:
+        return RowProducer(self._config.broker_address, extra_config=self._config.producer_extra_config,
+                           on_error=self._on_producer_error)
+
+    # -- clients for other uses ----------------------------------------------------------------
+    def get_producer(self) -> Producer:
+        """A new Producer configured like the application's (e.g. to produce test data)."""
+        return Producer(self._config.broker_address, extra_config=self._config.producer_extra_config)
+
+    def get_consumer(self, auto_commit_enable: bool = True) -> Consumer:
+        """A new Consumer configured like the application's."""
+        cfg = self._config
+        return Consumer(cfg.broker_address, cfg.consumer_group, cfg.auto_offset_reset,
+                        auto_commit_enable=auto_commit_enable,
+                        extra_config={"enable.auto.offset.store": False, **cfg.consumer_extra_config})
+
+    def clear_state(self) -> None:
+        """Delete the local state of this application's consumer group."""
+        if self._processing_context.has_state:
+            self._processing_context.state_manager.clear_state()
+            return
+        group_dir = self._config.state_dir / self._config.consumer_group
+        if group_dir.exists():
+            import shutil
+
+            shutil.rmtree(group_dir)
+
+    def setup_topics(self) -> None:
+        """Create (if auto_create_topics) and validate every topic of the application."""
+        topics = self._topic_manager.all_topics
+        if topics:
+            logger.info("topics required by this application: %s", sorted(topics))
+        self._topic_manager.create_all_topics()
+        self._topic_manager.validate_all_topics()
+
+    # -- running --------------------------------------------------------------------------------
+    def run(self, dataframe: Optional[StreamingDataFrame] = None, timeout: float = 0.0, count: int = 0,
+            collect: bool = True, metadata: bool = False) -> List[dict]:
+        """Process messages until stopped (SIGTERM/SIGINT/stop()), or until ``count`` outputs or
+        ``timeout`` seconds without a new message; returns the collected outputs in those modes.
+
+        Example: ``rows = app.run(count=10, timeout=5)  # [{"field": ...}, ...]``
+        """
+        if not self._registry and self._source_manager is None:
+            raise ValueError("nothing to run: define a dataframe (app.dataframe(topic)) or add a source")
+        if not self._registry and count:
+            raise ValueError("count cannot be used when only sources run (no StreamingDataFrame)")
+        self._stop_requested = False
+        _bind(self._processing_context)
+        runner = Runner(self, timeout=timeout, count=count, collect=collect, metadata=metadata)
+        self._runner = runner
+        try:
+            return runner.run()
+        finally:
+            self._runner = None
+
+    def stop(self, fail: bool = False) -> None:
+        """Stop processing; the current checkpoint is committed unless ``fail`` is True."""
+        self._stop_requested = True
+        if self._runner is not None:
+            self._runner.stop(fail=fail)

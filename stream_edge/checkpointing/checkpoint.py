@@ -1,0 +1,152 @@
+"""Checkpoint: the durability unit. Commit order (see docs/internals.md):
+
+1. flush sinks (a failure fails the checkpoint; backpressure pauses and rewinds its partition)
+2. ``state_manager.prepare_checkpoint()`` (produce changelogs)
+3. flush the producer (a delivery failure fails the checkpoint)
+4. commit the consumer offsets (under exactly-once: send them to the transaction and commit it)
+5. ``state_manager.commit_checkpoint(offsets)``
+
+Offsets are stored per batch by the processing loop, only for messages fully processed, so a crash
+anywhere replays from the last committed offset and loses nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from confluent_kafka import KafkaException, TopicPartition
+
+from .exceptions import CheckpointConsumerCommitError, InvalidStoredOffset
+
+__all__ = ("BaseCheckpoint", "Checkpoint")
+
+logger = logging.getLogger("stream_edge")
+
+
+class BaseCheckpoint:
+    """Tracks processed offsets and decides when the checkpoint is due."""
+
+    def __init__(self, commit_interval: float, commit_every: int = 0) -> None:
+        self._commit_interval = commit_interval
+        self._commit_every = commit_every
+        self._tp_offsets: Dict[Tuple[str, int], int] = {}
+        self._starting_tp_offsets: Dict[Tuple[str, int], int] = {}
+        self._created_at = time.monotonic()
+        self._processed = 0
+
+    def expired(self) -> bool:
+        """Due by time, or by count when ``commit_every`` > 0."""
+        if 0 < self._commit_every <= self._processed:
+            return True
+        return time.monotonic() - self._created_at >= self._commit_interval
+
+    def remaining(self) -> int:
+        """How many messages fit before ``commit_every`` is reached (a large number if unset)."""
+        if self._commit_every > 0:
+            return max(self._commit_every - self._processed, 1)
+        return 1 << 30
+
+    def empty(self) -> bool:
+        return not self._tp_offsets
+
+    def store_offset(self, topic: str, partition: int, offset: int) -> None:
+        """Record that ``offset`` (and everything before it) of ``topic[partition]`` is processed."""
+        tp = (topic, partition)
+        stored = self._tp_offsets.get(tp)
+        if stored is not None and offset < stored:
+            raise InvalidStoredOffset(f"offset {offset} of topic '{topic}' partition {partition} is lower "
+                                      f"than the stored {stored}")
+        self._tp_offsets[tp] = offset
+        self._processed += 1
+
+    def store_batch(self, last: Dict[Tuple[str, int], int], first: Dict[Tuple[str, int], int], count: int) -> None:
+        """Record a processed batch: last offsets per partition, first offsets, message count."""
+        self._tp_offsets.update(last)
+        for tp, offset in first.items():
+            self._starting_tp_offsets.setdefault(tp, offset)
+        self._processed += count
+
+    @property
+    def processed(self) -> int:
+        return self._processed
+
+
+class Checkpoint(BaseCheckpoint):
+    """The Application's checkpoint."""
+
+    def __init__(self, commit_interval: float, commit_every: int, producer: Any, consumer: Any,
+                 state_manager: Optional[Any] = None, sinks: Optional[List[Any]] = None,
+                 pausing_manager: Optional[Any] = None, exactly_once: bool = False,
+                 on_committed: Optional[Callable[[Dict[Tuple[str, int], int]], None]] = None) -> None:
+        super().__init__(commit_interval, commit_every)
+        self._producer = producer
+        self._consumer = consumer
+        self._state_manager = state_manager
+        self._sinks = sinks or []
+        self._pausing_manager = pausing_manager
+        self._exactly_once = exactly_once
+        self._on_committed = on_committed
+        if exactly_once:
+            producer.begin_transaction()
+
+    def get_store_transaction(self, topic: str, partition: int, store_name: str = "default") -> Any:
+        """The state transaction of ``topic[partition]``."""
+        return self._state_manager.get_transaction(topic, partition, store_name)
+
+    def close(self) -> None:
+        """End an empty checkpoint (an empty Kafka transaction is aborted, it is timeboxed)."""
+        if self._exactly_once:
+            self._producer.abort_transaction()
+
+    def _flush_sinks(self) -> None:
+        if not self._sinks:
+            return
+        from stream_edge.sinks import SinkBackpressureError  # owned by the sinks package
+
+        for (topic, partition) in list(self._tp_offsets):
+            for sink in self._sinks:
+                try:
+                    sink.flush(topic, partition)
+                except SinkBackpressureError as exc:
+                    start = self._starting_tp_offsets.get((topic, partition))
+                    retry_after = getattr(exc, "retry_after", 0) or 0
+                    if self._pausing_manager is not None and start is not None:
+                        self._pausing_manager.pause(topic, partition, start, retry_after)
+                    for other in self._sinks:
+                        if hasattr(other, "on_paused"):
+                            other.on_paused(topic, partition)
+                    # Nothing of this partition is committed in this checkpoint: it is replayed.
+                    self._tp_offsets.pop((topic, partition), None)
+                    break
+
+    def commit(self) -> Dict[Tuple[str, int], int]:
+        """Commit in the documented order; returns the committed offsets (last processed per partition)."""
+        self._flush_sinks()
+        state = self._state_manager
+        if state is not None:
+            state.prepare_checkpoint()
+        offsets = dict(self._tp_offsets)
+        positions = [TopicPartition(t, p, o + 1) for (t, p), o in offsets.items()]
+        if self._exactly_once:
+            self._producer.flush()
+            self._producer.commit_transaction(positions, self._consumer.consumer_group_metadata())
+        else:
+            self._producer.flush()
+            if positions:
+                try:
+                    results = self._consumer.commit(offsets=positions, asynchronous=False)
+                except KafkaException as exc:
+                    raise CheckpointConsumerCommitError(f"offset commit failed: {exc}") from exc
+                for tp in results or ():
+                    if tp.error is not None:
+                        raise CheckpointConsumerCommitError(
+                            f"offset commit failed for topic '{tp.topic}' partition {tp.partition}: {tp.error}")
+        if state is not None:
+            state.commit_checkpoint(offsets)
+        if offsets:
+            logger.debug("checkpoint committed: %s", offsets)
+        if self._on_committed is not None:
+            self._on_committed(offsets)
+        return offsets

@@ -1,0 +1,66 @@
+"""RowConsumer: a Consumer that subscribes to Topics and deserializes messages to Rows.
+
+The Application's processing loop reads raw batches with ``consume()`` and deserializes with each
+topic's one-argument functions; ``poll_row`` is the per-message v3 API for other uses.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable, Dict, List, Optional, Union
+
+from stream_edge.error_callbacks import ConsumerErrorCallback, default_on_consumer_error
+from stream_edge.kafka.configuration import ConnectionConfig
+from stream_edge.kafka.consumer import AutoOffsetReset, BaseConsumer
+from stream_edge.kafka.exceptions import KafkaConsumerException
+from stream_edge.models.rows import Row
+from stream_edge.models.topics import Topic
+
+__all__ = ("RowConsumer",)
+
+logger = logging.getLogger("stream_edge")
+
+
+class RowConsumer(BaseConsumer):
+    """Consume Kafka messages of registered Topics.
+
+    Example::
+
+        consumer = RowConsumer("localhost:9092", "group", "earliest")
+        consumer.subscribe([topic])
+        row = consumer.poll_row(timeout=1.0)
+    """
+
+    def __init__(self, broker_address: Union[str, ConnectionConfig], consumer_group: str,
+                 auto_offset_reset: AutoOffsetReset, auto_commit_enable: bool = True,
+                 on_commit: Optional[Callable] = None, extra_config: Optional[dict] = None,
+                 on_error: Optional[ConsumerErrorCallback] = None) -> None:
+        super().__init__(broker_address, consumer_group, auto_offset_reset, auto_commit_enable=auto_commit_enable,
+                         on_commit=on_commit, extra_config=extra_config)
+        self._on_error = on_error or default_on_consumer_error
+        self._topics: Dict[str, Topic] = {}
+
+    @property
+    def topics(self) -> Dict[str, Topic]:
+        return self._topics
+
+    def subscribe(self, topics: List[Topic], on_assign: Optional[Callable] = None,  # type: ignore[override]
+                  on_revoke: Optional[Callable] = None, on_lost: Optional[Callable] = None) -> None:
+        """Subscribe to Topic objects (their serializers are used by poll_row)."""
+        self._topics = {t.name: t for t in topics}
+        super().subscribe([t.name for t in topics], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
+
+    def poll_row(self, timeout: Optional[float] = None) -> Union[Row, List[Row], None]:
+        """One message as a Row (a list with split values); None on timeout or ignored message."""
+        msg = self.poll(timeout)
+        if msg is None:
+            return None
+        try:
+            err = msg.error()
+            if err is not None:
+                raise KafkaConsumerException(err, msg.topic(), msg.partition())
+            return self._topics[msg.topic()].row_deserialize(msg)
+        except Exception as exc:  # noqa: BLE001 - routed to on_consumer_error
+            if self._on_error(exc, msg, logger):
+                return None
+            raise
