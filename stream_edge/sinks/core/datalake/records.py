@@ -254,11 +254,21 @@ class TableBuilder:
             return [self._partitioned(uniques.to_pylist()[0], keys.column_names, table)]
         indexed = keys.append_column("__row", pa.array(range(table.num_rows), pa.int64()))
         groups = indexed.group_by(keys.column_names, use_threads=False).aggregate([("__row", "list")])
-        result = []
+        by_path: Dict[str, PartitionedTable] = {}
+        rows_by_path: Dict[str, List[int]] = {}
         for row in groups.to_pylist():
             rows = row.pop("__row_list")
-            result.append(self._partitioned(row, keys.column_names, table.take(pa.array(rows, pa.int64()))))
-        return sorted(result, key=lambda p: p.hive_path)
+            part = self._partitioned(row, keys.column_names, table)
+            # Distinct values can share a path ('' and NULL both go to the default partition).
+            by_path.setdefault(part.hive_path, part)
+            rows_by_path.setdefault(part.hive_path, []).extend(rows)
+        result = []
+        for path in sorted(by_path):
+            rows = sorted(rows_by_path[path])  # keep offset order inside each file
+            part = by_path[path]
+            part.table = table.take(pa.array(rows, pa.int64()))
+            result.append(part)
+        return result
 
     def _partitioned(self, row: Dict[str, Any], key_names: List[str], table: pa.Table) -> PartitionedTable:
         texts = []

@@ -132,8 +132,8 @@ class DataLakeSink(BatchingSink):
                 properties=catalog_properties)
         elif catalog_url:
             logger.info("catalog_url given but register_in_catalog is off: the batch side registers files")
+        # The seed's name: the sink holds its tracker as ``sink._timeout``.
         self._timeout = StreamTimeoutTracker(stream_timeout_ms, on_stream_timeout)
-        self._touch = self._timeout.touch if self._timeout.enabled else None
 
     # -- lifecycle ------------------------------------------------------------------------------
     @property
@@ -172,9 +172,7 @@ class DataLakeSink(BatchingSink):
     # -- per record -----------------------------------------------------------------------------
     def add(self, value: Any, key: Any, timestamp: int, headers: HeadersTuples,
             topic: str, partition: int, offset: int) -> None:
-        touch = self._touch
-        if touch is not None:
-            touch(key)
+        self._timeout.touch(key)  # returns at once when disabled or for None keys
         if value.__class__ is not dict and not isinstance(value, dict):
             raise RecordTypeError(value, topic, partition, offset)
         buffer = self._buffers.get((topic, partition))
