@@ -92,8 +92,9 @@ class RowProducer:
             self.handle_error(exc, None)
 
     # -- hot path -------------------------------------------------------------------------------
-    def topic_writer(self, topic: Topic, key: Optional[Callable[[Any], Any]] = None) -> Callable[[Any, Any, int, Any], None]:
-        """A closure ``(value, key, timestamp, headers)`` producing to ``topic``."""
+    def topic_writer(self, topic: Topic, key: Optional[Callable[[Any], Any]] = None,
+                     child: Optional[Callable[[Any, Any, int, Any], None]] = None) -> Callable[[Any, Any, int, Any], None]:
+        """A closure ``(value, key, timestamp, headers)`` producing to ``topic``, then calling ``child``."""
         raw = self._producer._producer
         produce, poll = raw.produce, raw.poll
         name = topic.name
@@ -128,12 +129,21 @@ class RowProducer:
 
         if key_func is None and kdump is None and vdump is not None and not extra:
             # The common case: JSON value, key passed through.
-            def write(value, msg_key, timestamp, headers):
+            if child is None:
+                def write(value, msg_key, timestamp, headers):
+                    try:
+                        produce(name, vdump(value), msg_key, timestamp=timestamp, headers=headers)
+                    except Exception as exc:  # noqa: BLE001 - routed to on_producer_error
+                        slow(value, msg_key, timestamp, headers, exc)
+                return write
+
+            def write_then(value, msg_key, timestamp, headers):
                 try:
                     produce(name, vdump(value), msg_key, timestamp=timestamp, headers=headers)
                 except Exception as exc:  # noqa: BLE001 - routed to on_producer_error
                     slow(value, msg_key, timestamp, headers, exc)
-            return write
+                child(value, msg_key, timestamp, headers)
+            return write_then
 
         def write_general(value, msg_key, timestamp, headers):
             try:
@@ -142,6 +152,8 @@ class RowProducer:
                         headers=merge_headers(headers, extra) if extra else headers)
             except Exception as exc:  # noqa: BLE001
                 slow(value, msg_key, timestamp, headers, exc)
+            if child is not None:
+                child(value, msg_key, timestamp, headers)
         return write_general
 
     # -- v3 API ---------------------------------------------------------------------------------

@@ -56,17 +56,30 @@ class _ToTopic(StreamFunction):
         producer = self._ctx.producer
         if producer is None:
             raise InvalidOperation("to_topic() needs the Application's producer (use app.dataframe())")
-        write = producer.topic_writer(self._topic, self._key)
-        if child is None:
-            return write
-
-        def to_topic(value, key, timestamp, headers):
-            write(value, key, timestamp, headers)
-            child(value, key, timestamp, headers)
-        return to_topic
+        return producer.topic_writer(self._topic, self._key, child)
 
     def __repr__(self) -> str:
         return f"to_topic({self._topic.name!r})"
+
+
+class _Assign(StreamFunction):
+    """``value[column] = func(value)`` (a column assignment), then the child: one closure."""
+
+    def __init__(self, column: str, func: Callable[[Any], Any]) -> None:
+        super().__init__(func)
+        self._column = column
+
+    def build(self, child: Optional[VoidExecutor]) -> VoidExecutor:
+        func, column = self.func, self._column
+        if child is None:
+            def assign_leaf(value, key, timestamp, headers):
+                value[column] = func(value)
+            return assign_leaf
+
+        def assign(value, key, timestamp, headers):
+            value[column] = func(value)
+            child(value, key, timestamp, headers)
+        return assign
 
 
 class _TestMessage:
@@ -330,9 +343,7 @@ class StreamingDataFrame(BaseStreaming):
         if isinstance(item, StreamingSeries):
             simple = item._compose_simple()
             if simple is not None:
-                def assign(value):
-                    value[column] = simple(value)
-                self.update(assign)
+                self._stream = self._stream._add(_Assign(column, simple))
             else:
                 returning = item.compose_returning()
 

@@ -102,7 +102,19 @@ class StreamingSeries(BaseStreaming):
             return StreamingSeries.from_apply_callback(
                 lambda value, key, ts, headers: op(left4(value, key, ts, headers), right4(value, key, ts, headers)),
                 sdf_id=self._sdf_id)
+        column = self._column()
+        if column is not None:  # sdf["col"] <op> constant: one call per message
+            return StreamingSeries(stream=Stream().add_apply(lambda value: op(value[column], other)),
+                                   sdf_id=self._sdf_id)
         return self._then(lambda x: op(x, other))
+
+    def _column(self) -> Optional[str]:
+        """The column name if this series is exactly ``sdf[name]``."""
+        node = self._stream
+        if self.name is not None and node.parent is not None and node.parent.func is None \
+                and type(node.func) is ApplyFunction and isinstance(node.func.func, operator.itemgetter):
+            return self.name
+        return None
 
     def _rbinary(self, other: Any, op: Callable[[Any, Any], Any]) -> "StreamingSeries":
         return self._then(lambda x: op(other, x))

@@ -114,6 +114,8 @@ def build_handler(topic: Topic, executor: Callable[[Any, Any, int, Any], None], 
         except Exception as exc:  # noqa: BLE001
             processing_failed(exc, value, msg.key(), msg.timestamp()[1], msg.headers(), msg)
 
+    # The batch loop inlines ``handle`` for a single topic; these are the parts it needs.
+    handle.inline_parts = (ctx, vloads, executor, handle_general, processing_failed)  # type: ignore[attr-defined]
     return handle
 
 
@@ -131,6 +133,29 @@ def build_batch_processor(handlers: Dict[str, Callable[[Any], None]], on_consume
                           should_stop: Optional[Callable[[], bool]] = None) -> Callable[[List[Any]], int]:
     """``process(messages) -> how many were processed`` (fewer only when ``should_stop`` fires)."""
     single = next(iter(handlers.values())) if len(handlers) == 1 else None
+
+    parts = getattr(single, "inline_parts", None)
+    if parts is not None and on_message_processed is None and should_stop is None:
+        ctx, vloads, executor, handle_general, processing_failed = parts
+
+        def process_inline(msgs: List[Any]) -> int:
+            # build_handler's ``handle``, inlined: saves one Python call per message.
+            for msg in msgs:
+                if msg.error() is None:
+                    ctx.current_message = msg
+                    try:
+                        value = vloads(msg.value())
+                    except Exception:  # noqa: BLE001 - tombstones and bad input take the general path
+                        handle_general(msg)
+                        continue
+                    try:
+                        executor(value, msg.key(), msg.timestamp()[1], msg.headers())
+                    except Exception as exc:  # noqa: BLE001
+                        processing_failed(exc, value, msg.key(), msg.timestamp()[1], msg.headers(), msg)
+                else:
+                    _message_error(msg, on_consumer_error)
+            return len(msgs)
+        return process_inline
 
     if single is not None and on_message_processed is None and should_stop is None:
         handle = single

@@ -1,0 +1,72 @@
+"""The benchmark program: one Quix Streams 3.x pipeline, run unchanged on either package.
+
+    python pipeline.py --package stream_edge|quixstreams --broker HOST:PORT --input T --output T \
+        --group G --expected N
+
+JSON in -> apply -> filter -> column assignment -> to_topic out. The only difference between the
+two runs is which package ``Application`` is imported from. Prints one JSON line with the figures.
+Throughput is measured from the first message entering the pipeline until ``run()`` returns after
+the expected number of outputs (so the final flush and offset commit are included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+import time
+from pathlib import Path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--package", choices=("stream_edge", "quixstreams"), required=True)
+    parser.add_argument("--broker", required=True)
+    parser.add_argument("--input", required=True)
+    parser.add_argument("--output", required=True)
+    parser.add_argument("--group", required=True)
+    parser.add_argument("--expected", type=int, required=True, help="number of outputs to wait for")
+    parser.add_argument("--messages", type=int, required=True, help="number of input messages")
+    parser.add_argument("--profile", help="write a cProfile of run() to this file")
+    args = parser.parse_args()
+
+    if args.package == "stream_edge":  # the project's package, from the repository checkout
+        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    Application = importlib.import_module(args.package).Application
+
+    app = Application(broker_address=args.broker, consumer_group=args.group, auto_offset_reset="earliest",
+                      loglevel="WARNING")
+    input_topic = app.topic(args.input, value_deserializer="json")
+    output_topic = app.topic(args.output, value_serializer="json")
+
+    started: list = []
+
+    def enrich(value: dict) -> dict:
+        if not started:
+            started.append(time.perf_counter())
+        return {**value, "temp_f": round(value["temp"] * 1.8 + 32, 2)}
+
+    sdf = app.dataframe(input_topic)
+    sdf = sdf.apply(enrich)
+    sdf = sdf.filter(lambda value: value["level"] != "debug")
+    sdf["hot"] = sdf["temp_f"] > 80
+    sdf.to_topic(output_topic)
+
+    if args.profile:
+        import cProfile
+
+        profiler = cProfile.Profile()
+        profiler.enable()
+    app.run(count=args.expected, timeout=120, collect=False)
+    finished = time.perf_counter()
+    if args.profile:
+        profiler.disable()
+        profiler.dump_stats(args.profile)
+    elapsed = finished - started[0] if started else float("nan")
+    print(json.dumps({"package": args.package, "messages": args.messages, "outputs": args.expected,
+                      "seconds": elapsed, "msgs_per_s": args.messages / elapsed}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,175 @@
+"""Throughput of the same Quix Streams 3.x program on stream_edge and on quixstreams==3.28.1.
+
+    ./dev bench runtime_throughput                 # 1M messages (pre-produced once)
+    ./dev bench runtime_throughput --messages 200000
+    ./dev bench runtime_throughput --profile /tmp/edge.prof   # cProfile of the stream_edge run
+
+Pre-produces N JSON messages (~90 B, 10,000 keys, 2 partitions) once to a topic on the local broker
+(reused by later runs), then runs ``bench/quix_baseline/pipeline.py`` once per package as a
+subprocess, against the same broker and messages, each with a fresh consumer group and output topic.
+Prints messages/s for both and the ratio, and checks both outputs are identical (as multisets of
+key and JSON value). quixstreams lives in its own venv (~/.cache/streaming-lakehouse/venv-quixstreams),
+created on first use.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import orjson  # noqa: E402
+from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+QUIX_VERSION = "3.28.1"
+CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "streaming-lakehouse"
+QUIX_VENV = CACHE / "venv-quixstreams"
+PIPELINE = ROOT / "bench" / "quix_baseline" / "pipeline.py"
+KEYS = 10_000
+LEVELS = ("info", "info", "warn", "info", "debug", "info", "error", "info", "info", "info")
+
+
+def quix_python() -> Path:
+    """The quixstreams venv's python, created with quixstreams==3.28.1 on first use."""
+    python = QUIX_VENV / "bin" / "python"
+    probe = [str(python), "-c", "import importlib.metadata as m; print(m.version('quixstreams'))"]
+    if python.exists():
+        found = subprocess.run(probe, capture_output=True, text=True)
+        if found.returncode == 0 and found.stdout.strip() == QUIX_VERSION:
+            return python
+    print(f"creating {QUIX_VENV} with quixstreams=={QUIX_VERSION} (once)", file=sys.stderr)
+    subprocess.run([sys.executable, "-m", "venv", str(QUIX_VENV)], check=True)
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                    f"quixstreams=={QUIX_VERSION}", "orjson"], check=True)
+    return python
+
+
+def message(i: int, now_ms: int) -> tuple:
+    key = f"sensor-{i % KEYS:05d}".encode()
+    value = {"sensor": i % KEYS, "seq": i, "ts": now_ms + i, "temp": round(15 + (i * 7919 % 2000) / 100, 2),
+             "hum": round(30 + (i * 104729 % 5000) / 100, 2), "level": LEVELS[i % len(LEVELS)]}
+    return key, orjson.dumps(value)
+
+
+def input_topic(bootstrap: str, admin: AdminClient, n: int) -> str:
+    """The pre-produced input topic of ``n`` messages (created and filled only once)."""
+    name = f"bench-runtime-input-{n}"
+    md = admin.list_topics(timeout=10)
+    if name in md.topics:
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-probe"})
+        total = sum(consumer.get_watermark_offsets(TopicPartition(name, p), timeout=10)[1] for p in (0, 1))
+        consumer.close()
+        if total == n:
+            return name
+        admin.delete_topics([name])[name].result(timeout=30)
+        time.sleep(2)
+    admin.create_topics([NewTopic(name, num_partitions=2, replication_factor=1)])[name].result(timeout=30)
+    print(f"pre-producing {n} messages to {name} (once)", file=sys.stderr)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "compression.type": "lz4",
+                         "queue.buffering.max.messages": 1_000_000})
+    now_ms = int(time.time() * 1000)
+    sizes = 0
+    for i in range(n):
+        key, value = message(i, now_ms)
+        sizes += len(value)
+        while True:
+            try:
+                producer.produce(name, value, key)
+                break
+            except BufferError:
+                producer.poll(0.5)
+    producer.flush()
+    print(f"average value size {sizes / n:.0f} B", file=sys.stderr)
+    return name
+
+
+def expected_outputs(n: int) -> int:
+    return sum(1 for i in range(n) if LEVELS[i % len(LEVELS)] != "debug")
+
+
+def read_output(bootstrap: str, topic: str, expected: int) -> collections.Counter:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-read-{uuid.uuid4().hex}",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    seen: collections.Counter = collections.Counter()
+    count, idle_since = 0, time.monotonic()
+    while count < expected and time.monotonic() - idle_since < 15:
+        for msg in consumer.consume(10_000, 1.0):
+            if msg.error():
+                continue
+            value = orjson.dumps(orjson.loads(msg.value()), option=orjson.OPT_SORT_KEYS)
+            seen[(msg.key(), value)] += 1
+            count += 1
+            idle_since = time.monotonic()
+    consumer.close()
+    return seen
+
+
+def run_variant(python: Path, package: str, bootstrap: str, admin: AdminClient, source: str, n: int,
+                expected: int, profile: str | None) -> tuple[dict, str]:
+    output = f"bench-runtime-output-{package}-{uuid.uuid4().hex[:8]}"
+    admin.create_topics([NewTopic(output, num_partitions=2, replication_factor=1)])[output].result(timeout=30)
+    cmd = [str(python), str(PIPELINE), "--package", package, "--broker", bootstrap, "--input", source,
+           "--output", output, "--group", f"bench-{package}-{uuid.uuid4().hex[:8]}", "--expected", str(expected),
+           "--messages", str(n)]
+    if profile:
+        cmd += ["--profile", profile]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    if proc.returncode != 0:
+        raise SystemExit(f"{package} run failed:\n{proc.stderr[-4000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1]), output
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--messages", type=int, default=1_000_000)
+    parser.add_argument("--only", choices=("stream_edge", "quixstreams"), help="run one variant only")
+    parser.add_argument("--profile", help="cProfile output file for the stream_edge run")
+    parser.add_argument("--no-check", action="store_true", help="skip the output comparison")
+    args = parser.parse_args()
+
+    from infra.local import services
+
+    bootstrap = services.up(["kafka"])["KAFKA_BOOTSTRAP"]
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    source = input_topic(bootstrap, admin, args.messages)
+    expected = expected_outputs(args.messages)
+    results, outputs = {}, {}
+    variants = [("stream_edge", Path(sys.executable)), ("quixstreams", None)]
+    for package, python in variants:
+        if args.only and package != args.only:
+            continue
+        python = python or quix_python()
+        results[package], outputs[package] = run_variant(
+            python, package, bootstrap, admin, source, args.messages, expected,
+            args.profile if package == "stream_edge" else None)
+        r = results[package]
+        print(f"{package:12} {r['msgs_per_s']:>10,.0f} msg/s  ({r['messages']:,} messages in {r['seconds']:.2f}s)")
+    if len(results) == 2:
+        ratio = results["stream_edge"]["msgs_per_s"] / results["quixstreams"]["msgs_per_s"]
+        print(f"ratio stream_edge / quixstreams: {ratio:.2f}x (target >= 2x)")
+    if not args.no_check and outputs:
+        counters = {p: read_output(bootstrap, t, expected) for p, t in outputs.items()}
+        for package, counter in counters.items():
+            total = sum(counter.values())
+            if total != expected:
+                raise SystemExit(f"{package}: {total} outputs, expected {expected}")
+        if len(counters) == 2 and counters["stream_edge"] != counters["quixstreams"]:
+            raise SystemExit("outputs differ between stream_edge and quixstreams")
+        print(f"outputs checked: {expected:,} messages" + (", identical in both" if len(counters) == 2 else ""))
+    for topic in outputs.values():
+        admin.delete_topics([topic])
+
+
+if __name__ == "__main__":
+    main()
