@@ -67,7 +67,7 @@ class SparkSettings:
     ==========================  =============================================================
     environment variable        meaning
     ==========================  =============================================================
-    SPARK_MASTER                Spark master (default ``local[2]``)
+    SPARK_MASTER                Spark master (default: spark-submit's ``--master``, else ``local[2]``)
     LAKEHOUSE_CATALOG           name of the Iceberg catalog in SQL (default ``lake``)
     ICEBERG_REST_URI            REST catalog URI; unset = embedded local catalog
     ICEBERG_WAREHOUSE           warehouse location (REST: optional; embedded: local folder)
@@ -79,7 +79,7 @@ class SparkSettings:
     ==========================  =============================================================
     """
 
-    master: str = "local[2]"
+    master: str | None = None  # None: spark-submit's --master, else local[2]
     app_name: str = "lakehouse"
     catalog_name: str = "lake"
     rest_uri: str | None = None
@@ -96,7 +96,7 @@ class SparkSettings:
     def from_env(cls, env: dict[str, str] | None = None, **overrides: object) -> "SparkSettings":
         env = dict(os.environ if env is None else env)
         settings = cls(
-            master=env.get("SPARK_MASTER", "local[2]"),
+            master=env.get("SPARK_MASTER") or None,
             catalog_name=env.get("LAKEHOUSE_CATALOG", "lake"),
             rest_uri=env.get("ICEBERG_REST_URI") or None,
             warehouse=env.get("ICEBERG_WAREHOUSE") or None,
@@ -159,15 +159,70 @@ class SparkSettings:
         return conf
 
 
+def write_spark_defaults(spark_home: Path | None = None) -> Path:
+    """Record the runtime jars in ``$SPARK_HOME/conf/spark-defaults.conf``.
+
+    Under ``spark-submit`` the driver JVM starts before any Python runs, so jars set by
+    :func:`build_spark` come too late for the driver; listing them in spark-defaults makes a plain
+    ``spark-submit pipelines/jobs/<job>.py`` work. ``./dev bootstrap`` calls this for the project's
+    own pyspark; on a cluster, pass ``--jars`` (the Airflow DAG does) or add them to its defaults.
+    """
+    if spark_home is None:
+        import pyspark
+
+        spark_home = Path(os.environ.get("SPARK_HOME") or Path(pyspark.__file__).parent)
+    conf = Path(spark_home) / "conf" / "spark-defaults.conf"
+    conf.parent.mkdir(parents=True, exist_ok=True)
+    lines = [line for line in (conf.read_text().splitlines() if conf.exists() else [])
+             if not line.startswith("spark.jars ")]
+    lines.append(f"spark.jars {','.join(spark_jars())}")
+    tmp = conf.with_suffix(".tmp")
+    tmp.write_text("\n".join(lines) + "\n")
+    tmp.replace(conf)
+    return conf
+
+
+def _check_driver_classpath(spark: "SparkSession") -> None:
+    """Fail early, with the fix, when spark-submit was started without the runtime jars."""
+    jvm = spark.sparkContext._jvm
+    try:
+        jvm.java.lang.Class.forName("org.apache.iceberg.spark.SparkCatalog", False,
+                                    jvm.Thread.currentThread().getContextClassLoader())
+    except Exception as exc:  # noqa: BLE001 - py4j wraps ClassNotFoundException
+        raise SparkSetupError(
+            "the Iceberg/Delta runtime jars are not on the driver's classpath; run spark-submit with "
+            f"--jars {','.join(spark_jars())} (or run './dev bootstrap', which lists them in "
+            "the project's spark-defaults.conf)"
+        ) from exc
+
+
+def default_master() -> str | None:
+    """``local[2]`` for a plain Python process; None under spark-submit, whose ``--master`` (from
+    Airflow's Spark connection, say) must win over any default set here."""
+    return None if "PYSPARK_GATEWAY_PORT" in os.environ else "local[2]"
+
+
 def build_spark(settings: SparkSettings | None = None) -> "SparkSession":
     """Create (or return the active) Spark session configured by ``settings``."""
     from pyspark.sql import SparkSession
 
     settings = settings or SparkSettings.from_env()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    builder = SparkSession.builder.master(settings.master).appName(settings.app_name)
+    builder = SparkSession.builder.appName(settings.app_name)
+    master = settings.master or default_master()
+    if master:
+        builder = builder.master(master)
     for key, value in settings.conf().items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
+    _check_driver_classpath(spark)
     spark.sparkContext.setLogLevel(os.environ.get("SPARK_LOG_LEVEL", "WARN"))
     return spark
+
+
+if __name__ == "__main__":  # python -m lakehouse.session spark-defaults
+    import sys
+
+    if sys.argv[1:] != ["spark-defaults"]:
+        sys.exit("usage: python -m lakehouse.session spark-defaults")
+    print(f"wrote {write_spark_defaults()}")
