@@ -143,3 +143,26 @@ class DeltaTable:
         detail = self.detail()
         rows = self.spark.read.format("delta").load(self.location).count()
         return int(detail.numFiles), int(rows), int(detail.sizeInBytes)
+
+
+def declare_warehouse_tables(spark: "SparkSession") -> list[str]:
+    """Declare every Delta table under ``spark.sql.warehouse.dir`` (``<db>.db/<table>``) by name.
+
+    A local session has no persistent metastore: this makes ``db.table`` resolve in a fresh
+    session (the ``sql`` command) for the tables the jobs created. Returns the names declared.
+    """
+    import pyarrow.fs as pafs
+
+    warehouse = LakeLocation.parse(spark.conf.get("spark.sql.warehouse.dir"))
+    fs, base = warehouse.filesystem()
+    declared = []
+    for db_dir in fs.get_file_info(pafs.FileSelector(base, allow_not_found=True)):
+        if db_dir.type != pafs.FileType.Directory or not db_dir.base_name.endswith(".db"):
+            continue
+        for table_dir in fs.get_file_info(pafs.FileSelector(db_dir.path, allow_not_found=True)):
+            log_dir = fs.get_file_info(f"{table_dir.path}/_delta_log")
+            if table_dir.type == pafs.FileType.Directory and log_dir.type == pafs.FileType.Directory:
+                name = f"{db_dir.base_name[:-3]}.{table_dir.base_name}"
+                DeltaTable(spark, name).declare()
+                declared.append(name)
+    return declared

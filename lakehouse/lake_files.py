@@ -23,8 +23,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Iterator
 
-HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
-TIME_COLUMNS = ("year", "month", "day", "hour")
+from stream_edge.lake import (  # the edge's layout code: one source of truth for paths
+    DEFAULT_PARTITION_NAME as HIVE_DEFAULT_PARTITION,
+    TIME_PARTITION_COLUMNS as TIME_COLUMNS,
+    is_hidden_name,
+    unescape_path_name,
+)
 
 
 class LakeLayoutError(ValueError):
@@ -32,8 +36,8 @@ class LakeLayoutError(ValueError):
 
 
 def is_hidden(name: str) -> bool:
-    """Hidden names are invisible to readers until committed (``_x``, ``.x``)."""
-    return name.startswith(("_", "."))
+    """Invisible to readers until committed (``_x``, ``.x``; ``_col=v`` is a partition)."""
+    return is_hidden_name(name)
 
 
 def unescape_partition_value(text: str) -> str | None:
@@ -44,10 +48,7 @@ def unescape_partition_value(text: str) -> str | None:
     """
     if text == HIVE_DEFAULT_PARTITION:
         return None
-    if "%" not in text:
-        return text
-    # Spark's unescapePathName: every %XX (two hex digits) is one character; a lone % stays.
-    return re.sub(r"%([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), text)
+    return unescape_path_name(text)
 
 
 @dataclass(frozen=True)
@@ -200,7 +201,7 @@ def list_committed_files(root: LakeLocation, since: datetime | None = None) -> I
                         f"directory {root.child(rel)!r} is not a Hive partition (col=value): "
                         "the table root must hold only partition directories and data files"
                     )
-                part = partition + ((col, unescape_partition_value(raw)),)
+                part = partition + ((unescape_path_name(col), unescape_partition_value(raw)),)
                 if since is not None:
                     end = partition_time_end(dict(part))
                     if end is not None and end <= since:
@@ -233,6 +234,6 @@ def edge_file_at(root: LakeLocation, relative_path: str) -> EdgeFile:
         col, sep, raw = name.partition("=")
         if not sep:
             raise LakeLayoutError(f"path {relative_path!r} has a non-partition directory {name!r}")
-        partition.append((col, unescape_partition_value(raw)))
+        partition.append((unescape_path_name(col), unescape_partition_value(raw)))
     return EdgeFile(relative_path=relative_path, partition=tuple(partition), size=info.size,
                     raw_partition_path="/".join(dirs))

@@ -1,0 +1,231 @@
+"""The ``lakehouse`` command: the batch jobs (register, compact) and SQL over the catalog tables.
+
+``lakehouse <job> ...`` and ``spark-submit pipelines/jobs/<job>.py ...`` run the same code with
+the same arguments (the job scripts call :func:`main`). Exit codes: 0 done, 2 bad arguments,
+1 the job failed. Progress goes to stderr, the one-line summary to stdout.
+
+Examples::
+
+    lakehouse register --source file:///data/lake/time-series/sensor_readings --table lake.db.sensor_readings
+    lakehouse register --source s3://bucket/time-series/sensor_readings --table db.sensors --format delta
+    lakehouse compact  --table lake.db.sensor_readings --since 2d --target-file-size 128MB
+    lakehouse sql "SELECT sensor, avg(value) FROM lake.db.sensor_readings GROUP BY sensor"
+
+Connection settings come from the environment (see ``lakehouse.session.SparkSettings``:
+``ICEBERG_REST_URI``, ``ICEBERG_TOKEN``/``ICEBERG_CREDENTIAL``, ``S3_ENDPOINT``, ``AWS_*``, ...);
+secrets are never accepted on the command line, where ``ps`` would show them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import re
+import sys
+import time
+from datetime import timedelta
+from typing import Sequence
+
+from lakehouse.job_report import redact
+
+log = logging.getLogger("lakehouse")
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+
+
+def parse_size(text: str) -> int:
+    """``128MB``, ``64m``, ``1g``, ``1048576`` -> bytes (binary multiples)."""
+    match = _SIZE.match(text)
+    if not match:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (examples: 128MB, 64m, 1g, 1048576)")
+    factor = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[match.group(2).lower()]
+    value = int(float(match.group(1)) * factor)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"size must be positive, got {text!r}")
+    return value
+
+
+def parse_duration(text: str) -> timedelta:
+    """``30m``, ``6h``, ``7d``, ``1w`` -> timedelta."""
+    match = _DURATION.match(text)
+    if not match:
+        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (examples: 30m, 6h, 7d, 1w)")
+    unit = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[match.group(2)]
+    return timedelta(**{unit: float(match.group(1))})
+
+
+def _since(text: str):
+    from lakehouse.lake_files import parse_since
+
+    try:
+        return parse_since(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    conn = common.add_argument_group("Spark and catalog (defaults from the environment)")
+    conn.add_argument("--master", help="Spark master (env SPARK_MASTER, default local[2])")
+    conn.add_argument("--catalog", help="name of the Iceberg catalog in SQL (env LAKEHOUSE_CATALOG, default lake)")
+    conn.add_argument("--catalog-uri", help="Iceberg REST catalog URI (env ICEBERG_REST_URI)")
+    conn.add_argument("--embedded-catalog", action="store_true",
+                      help="use the embedded local Iceberg catalog even if ICEBERG_REST_URI is set")
+    conn.add_argument("--warehouse", help="Iceberg warehouse location (env ICEBERG_WAREHOUSE)")
+    conn.add_argument("--quiet", action="store_true", help="only warnings and the summary line")
+
+    parser = argparse.ArgumentParser(prog="lakehouse", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{register,compact,sql}")
+
+    def table_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--table", required=True,
+                       help="Iceberg: [catalog.]db.table; Delta: db.table or delta.`/path`")
+        p.add_argument("--format", dest="table_format", choices=("iceberg", "delta"),
+                       help="table format (default: delta for delta.`path`, else iceberg)")
+        p.add_argument("--since", type=_since,
+                       help="only partitions whose time range ends after this: ISO date/time (UTC) or age (6h, 2d)")
+
+    reg = sub.add_parser("register", parents=[common], help="add committed edge files to the table",
+                         description="Add committed edge files that the table lacks (Iceberg: in place).")
+    reg.add_argument("--source", required=True, help="edge table root: file:///..., /path, s3://bucket/prefix/table")
+    table_args(reg)
+    reg.add_argument("--max-files-per-commit", type=_positive_int, default=5000,
+                     help="split a large backlog into commits of at most this many files (default 5000)")
+
+    comp = sub.add_parser("compact", parents=[common], help="bin-pack small files, then clean up",
+                          description="Bin-pack small files per partition, verify, then expire/vacuum.")
+    table_args(comp)
+    comp.add_argument("--target-file-size", type=parse_size, default=128 << 20,
+                      help="target size of compacted files (default 128MB)")
+    comp.add_argument("--min-input-files", type=_positive_int, default=2,
+                      help="compact a partition only if it has at least this many small files (default 2)")
+    comp.add_argument("--zorder", default="", help="Delta: comma-separated Z-ORDER columns")
+    comp.add_argument("--retention", type=parse_duration, default=timedelta(days=7),
+                      help="keep snapshots/removed files this long (default 7d)")
+    comp.add_argument("--orphan-retention", type=parse_duration, default=timedelta(days=3),
+                      help="Iceberg: delete unreferenced files older than this (default 3d)")
+    comp.add_argument("--allow-unsafe-retention", action="store_true",
+                      help="accept retentions shorter than the safe minimum (tests, emergencies)")
+    comp.add_argument("--no-cleanup", action="store_true", help="skip expire/orphan removal/vacuum")
+
+    sql = sub.add_parser("sql", parents=[common], help="run a SQL query over catalog tables",
+                         description="Run a query; print a table, or write CSV/Parquet with --output.")
+    sql.add_argument("query", help="the SQL text (tables: <catalog>.db.t for Iceberg, db.t or delta.`path` for Delta)")
+    sql.add_argument("--output", help="write the result here instead of printing it")
+    sql.add_argument("--output-format", choices=("csv", "parquet"), default=None,
+                     help="format of --output (default: from its extension, else csv)")
+    sql.add_argument("--max-rows", type=_positive_int, default=100, help="rows to print (default 100)")
+    return parser
+
+
+def _settings(args: argparse.Namespace):
+    from lakehouse.session import SparkSettings
+
+    overrides: dict[str, object] = {"app_name": f"lakehouse-{args.command}"}
+    if args.master:
+        overrides["master"] = args.master
+    if args.catalog:
+        overrides["catalog_name"] = args.catalog
+    if args.catalog_uri:
+        overrides["rest_uri"] = args.catalog_uri
+    if args.embedded_catalog:
+        overrides["rest_uri"] = None
+    if args.warehouse:
+        overrides["warehouse"] = args.warehouse
+    return SparkSettings.from_env(**overrides)
+
+
+class _RedactingFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = redact(record.getMessage())
+        record.args = ()
+        return True
+
+
+def _setup_logging(quiet: bool) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s", "%H:%M:%S"))
+    handler.addFilter(_RedactingFilter())
+    root = logging.getLogger("lakehouse")
+    root.handlers[:] = [handler]
+    root.setLevel(logging.WARNING if quiet else logging.INFO)
+    root.propagate = False
+
+
+def run_command(spark, args: argparse.Namespace, default_catalog: str | None = None) -> str:
+    """Run one parsed command on ``spark``; returns the summary line."""
+    if args.command == "register":
+        from lakehouse.register import RegisterOptions, run_register
+
+        report = run_register(spark, RegisterOptions(
+            source=args.source, table=args.table, table_format=args.table_format, since=args.since,
+            max_files_per_commit=args.max_files_per_commit, default_catalog=default_catalog))
+        return report.summary_line()
+    if args.command == "compact":
+        from lakehouse.compaction import CompactOptions, run_compact
+
+        report = run_compact(spark, CompactOptions(
+            table=args.table, table_format=args.table_format, since=args.since,
+            target_file_size=args.target_file_size, min_input_files=args.min_input_files,
+            zorder=[c.strip() for c in args.zorder.split(",") if c.strip()],
+            retention=args.retention, orphan_retention=args.orphan_retention,
+            allow_unsafe_retention=args.allow_unsafe_retention, cleanup=not args.no_cleanup,
+            default_catalog=default_catalog))
+        return report.summary_line()
+    if args.command == "sql":
+        from lakehouse.sql_query import run_sql
+
+        return run_sql(spark, args.query, output=args.output, output_format=args.output_format,
+                       max_rows=args.max_rows, out=sys.stdout)
+    raise ValueError(f"unknown command {args.command!r}")
+
+
+def _one_line(exc: BaseException) -> str:
+    """A readable error: Java exceptions without their stack trace."""
+    java = getattr(exc, "java_exception", None)
+    text = str(java.toString()) if java is not None else f"{type(exc).__name__}: {exc}"
+    lines = [line for line in text.splitlines() if line.strip()]
+    return " | ".join(lines[:4]) if lines else type(exc).__name__
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console entry point ``lakehouse``; also called by ``pipelines/jobs/<job>.py``."""
+    parser = build_parser()
+    args = parser.parse_args(argv)  # exits with 2 and a usage message on bad arguments
+    _setup_logging(args.quiet)
+    started = time.monotonic()
+    try:
+        settings = _settings(args)
+        from lakehouse.session import build_spark
+
+        log.info("starting Spark (%s, catalog %r: %s)", settings.master, settings.catalog_name,
+                 "REST " + settings.rest_uri if settings.rest_uri else "embedded")
+        spark = build_spark(settings)
+        summary = run_command(spark, args, default_catalog=settings.catalog_name)
+    except KeyboardInterrupt:
+        print(f"lakehouse {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - one clear line, secrets masked, non-zero exit
+        log.debug("failure details", exc_info=True)
+        message = redact(_one_line(exc))
+        print(f"lakehouse {args.command}: FAILED after {time.monotonic() - started:.1f}s: {message}",
+              file=sys.stderr)
+        return 1
+    print(summary, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
