@@ -137,7 +137,7 @@ class LakeTableWriter:
                 self._move(staged_path, final_path)
             for path in plan.delete:
                 self.fs.delete_file(self.abs(path))
-            self._remove_local_dir(staging_prefix(topic, partition))
+            self._remove_staging_dir(staging_prefix(topic, partition))
         return latest
 
     # -- writing --------------------------------------------------------------------------------
@@ -162,7 +162,7 @@ class LakeTableWriter:
         self._hook("after-commit-record")
         for item in files:
             self._move(item.staged_path, item.path)
-        self._remove_local_dir(staging_prefix(topic, partition))
+        self._remove_staging_dir(staging_prefix(topic, partition))
         self._prune(topic, partition, name)
         self._hook("after-publish")
         return record
@@ -214,9 +214,19 @@ class LakeTableWriter:
         else:
             self.fs.move(self.abs(staged), self.abs(final))  # copy + delete: idempotent on replay
 
-    def _remove_local_dir(self, relative: str) -> None:
+    def _remove_staging_dir(self, relative: str) -> None:
+        """Drop a (hidden) staging folder once empty of data.
+
+        On S3, pyarrow keeps "directories" alive with marker objects when their last file is
+        deleted; removing the whole staging prefix keeps those from piling up.
+        """
         if self.local:
             shutil.rmtree(self.abs(relative), ignore_errors=True)
+            return
+        try:
+            self.fs.delete_dir(self.abs(relative))
+        except FileNotFoundError:
+            pass
 
     def _prune(self, topic: str, partition: int, newest: str) -> None:
         names = list(self._names.get((topic, partition), ())) + [newest]
