@@ -218,8 +218,11 @@ class Application:
         from stream_edge.sources.base.manager import SourceManager
 
         if topic is None:
-            topic = source.default_topic()
-            topic = self._topic_manager.register(topic)
+            default = source.default_topic()
+            topic = self._topic_manager.register(Topic(
+                f"source__{default.name}", config=default.config, value_deserializer=default.value_deserializer,
+                key_deserializer=default.key_deserializer, value_serializer=default.value_serializer,
+                key_serializer=default.key_serializer, timestamp_extractor=default.timestamp_extractor))
         else:
             self._topic_manager.register(topic)
         if self._source_manager is None:

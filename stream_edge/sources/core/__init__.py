@@ -1,0 +1,6 @@
+"""Built-in sources."""
+
+from .csv import CSVSource
+from .kafka import KafkaReplicatorSource
+
+__all__ = ("CSVSource", "KafkaReplicatorSource")

@@ -1,0 +1,5 @@
+"""Kafka sources."""
+
+from .kafka import KafkaReplicatorSource
+
+__all__ = ("KafkaReplicatorSource",)

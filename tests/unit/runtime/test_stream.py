@@ -1,0 +1,70 @@
+"""Stream trees compose into one executor: apply/update/filter/transform, expand, branches."""
+
+import pytest
+
+from stream_edge.core.stream import Stream
+
+
+def run(stream: Stream, value, key=b"k", ts=0, headers=None):
+    out = []
+    stream.compose(sink=lambda v, k, t, h: out.append((v, k, t, h)))(value, key, ts, headers)
+    return out
+
+
+def test_chain_of_apply_filter_update():
+    s = Stream().add_apply(lambda v: v + 1).add_filter(lambda v: v % 2 == 0).add_update(lambda v: None)
+    assert run(s, 1) == [(2, b"k", 0, None)]
+    assert run(s, 2) == []
+
+
+def test_expand_emits_each_item_and_rejects_non_iterables():
+    s = Stream().add_apply(lambda v: [v, v * 10], expand=True)
+    assert [r[0] for r in run(s, 3)] == [3, 30]
+    with pytest.raises(TypeError, match="iterable"):
+        run(Stream().add_apply(lambda v: 5, expand=True), 1)
+
+
+def test_metadata_functions_see_key_timestamp_headers():
+    s = Stream().add_apply(lambda v, k, t, h: (v, k, t, h), metadata=True)
+    assert run(s, 1, b"x", 5, [("h", b"1")])[0][0] == (1, b"x", 5, [("h", b"1")])
+
+
+def test_transform_changes_key_and_timestamp():
+    s = Stream().add_transform(lambda v, k, t, h: (v, b"new", t + 1, h))
+    assert run(s, 1) == [(1, b"new", 1, None)]
+    s = Stream().add_transform(lambda v, k, t, h: [(v, k, t, h), (v + 1, k, t, h)], expand=True)
+    assert [r[0] for r in run(s, 1)] == [1, 2]
+
+
+def test_branches_get_independent_copies():
+    root = Stream()
+    a = root.add_update(lambda v: v.append("a"))
+    b = root.add_update(lambda v: v.append("b"))
+    out = run(root, [])
+    assert sorted(tuple(r[0]) for r in out) == [("a",), ("b",)]
+    assert a.parent is b.parent is root
+
+
+def test_leaf_filter_and_update_still_run_side_effects():
+    seen = []
+    Stream().add_filter(lambda v: seen.append(v) or True).compose()(1, None, 0, None)
+    Stream().add_update(lambda v: seen.append(v * 2)).compose()(1, None, 0, None)
+    assert seen == [1, 2]
+
+
+def test_compose_restrictions_and_returning():
+    s = Stream().add_filter(lambda v: True)
+    with pytest.raises(ValueError, match="filter"):
+        s.compose(allow_filters=False)
+    r = Stream().add_apply(lambda v: v + 1).add_apply(lambda v: v * 2).compose_returning()
+    assert r(1, None, 0, None) == 4
+    with pytest.raises(ValueError):
+        s.compose_returning()
+
+
+def test_diff_and_root_path():
+    base = Stream().add_apply(lambda v: v)
+    longer = base.add_apply(lambda v: v + 1).add_apply(lambda v: v * 3)
+    diff = base.diff(longer)
+    assert diff.compose_returning()(1, None, 0, None) == 6
+    assert len(longer.root_path()) == 4
