@@ -48,9 +48,11 @@ def state_prefix(key: Any) -> bytes:
 class _ToTopic(StreamFunction):
     """Produce the record; the writer is taken from the producer when the tree is composed."""
 
-    def __init__(self, ctx: "ProcessingContext", topic: "Topic", key: Optional[Callable[[Any], Any]]) -> None:
+    def __init__(self, ctx: "ProcessingContext", topic: "Topic", key: Optional[Callable[[Any], Any]],
+                 internal: bool = False) -> None:
         super().__init__(key)
         self._ctx, self._topic, self._key = ctx, topic, key
+        self.internal = internal  # True for group_by's repartition write
 
     def build(self, child: Optional[VoidExecutor]) -> VoidExecutor:
         producer = self._ctx.producer
@@ -276,7 +278,7 @@ class StreamingDataFrame(BaseStreaming):
         topic = self._topic_manager.repartition_topic(
             operation=name, topic_name=self.topic.name, value_deserializer=value_deserializer,
             key_deserializer=key_deserializer, value_serializer=value_serializer, key_serializer=key_serializer)
-        self.to_topic(topic, key=key_func)
+        self._stream = self._stream._add(_ToTopic(self._processing_context, topic, key_func, internal=True))
         grouped = StreamingDataFrame(topic, topic_manager=self._topic_manager, registry=self._registry,
                                      processing_context=self._processing_context)
         grouped._grouped = True

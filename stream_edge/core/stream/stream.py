@@ -172,6 +172,8 @@ def _build(node: Stream, sink: Optional[VoidExecutor]) -> Optional[VoidExecutor]
 
     if node.children:
         child = fan_out([c for c in (_build(c, sink) for c in node.children) if c is not None])
+    elif getattr(node.func, "internal", False):
+        child = None  # e.g. group_by's write to its repartition topic: not an output of the pipeline
     else:
         child = sink
     if node.func is None:
