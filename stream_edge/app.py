@@ -173,9 +173,14 @@ class Application:
 
     def _new_row_producer(self) -> RowProducer:
         cfg = self._config
-        return RowProducer(cfg.broker_address, extra_config=cfg.producer_extra_config,
-                           on_error=self._on_producer_error, transactional=cfg.exactly_once,
-                           transactional_id=f"{cfg.consumer_group}-{uuid.uuid4()}")
+        extra = dict(cfg.producer_extra_config)
+        if cfg.exactly_once:
+            # Longer than a checkpoint needs, short enough that a crashed instance's open
+            # transaction does not hold read_committed readers back for long.
+            extra.setdefault("transaction.timeout.ms", max(10_000, int(cfg.commit_interval * 3000)))
+        return RowProducer(cfg.broker_address, extra_config=extra, on_error=self._on_producer_error,
+                           transactional=cfg.exactly_once,
+                           transactional_id=extra.pop("transactional.id", f"{cfg.consumer_group}-{uuid.uuid4()}"))
 
     def _create_state_manager(self) -> Any:
         from stream_edge.state import StateStoreManager  # owned by the state package

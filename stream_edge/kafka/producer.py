@@ -127,9 +127,11 @@ class TransactionalProducer(Producer):
                  logger: logging.Logger = logger,
                  error_callback: Callable[[confluent_kafka.KafkaError], None] = _default_error_cb,
                  extra_config: Optional[dict] = None, flush_timeout: Optional[float] = None,
-                 transaction_timeout_ms: int = 60000) -> None:
-        extra = dict(extra_config or {})
-        extra.update({"transactional.id": transactional_id, "enable.idempotence": True,
-                      "transaction.timeout.ms": transaction_timeout_ms})
+                 transaction_timeout_ms: int = 10000) -> None:
+        # A killed instance's open transaction blocks read_committed readers until it times out
+        # (a new instance fences it at once only if it reuses the same transactional.id), so the
+        # timeout is kept short; both can be overridden through extra_config.
+        extra = {"transactional.id": transactional_id, "enable.idempotence": True,
+                 "transaction.timeout.ms": transaction_timeout_ms, **(extra_config or {})}
         super().__init__(broker_address, logger=logger, error_callback=error_callback, extra_config=extra,
                          flush_timeout=flush_timeout)

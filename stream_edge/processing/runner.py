@@ -257,7 +257,8 @@ class Runner:
             if count and collector.count >= count:
                 logger.info("run(count=%s): count reached, stopping", count)
                 break
-            if timeout and monotonic() - self._last_activity >= timeout:
+            # The idle timeout counts only while partitions are assigned ("after the rebalance").
+            if timeout and self._assigned and monotonic() - self._last_activity >= timeout:
                 logger.info("run(timeout=%s): no new message for %ss, stopping", timeout, timeout)
                 break
 
