@@ -77,14 +77,14 @@ class Checkpoint(BaseCheckpoint):
     """The Application's checkpoint."""
 
     def __init__(self, commit_interval: float, commit_every: int, producer: Any, consumer: Any,
-                 state_manager: Optional[Any] = None, sinks: Optional[List[Any]] = None,
+                 state_manager: Optional[Any] = None, sink_manager: Optional[Any] = None,
                  pausing_manager: Optional[Any] = None, exactly_once: bool = False,
                  on_committed: Optional[Callable[[Dict[Tuple[str, int], int]], None]] = None) -> None:
         super().__init__(commit_interval, commit_every)
         self._producer = producer
         self._consumer = consumer
         self._state_manager = state_manager
-        self._sinks = sinks or []
+        self._sink_manager = sink_manager
         self._pausing_manager = pausing_manager
         self._exactly_once = exactly_once
         self._on_committed = on_committed
@@ -101,25 +101,21 @@ class Checkpoint(BaseCheckpoint):
             self._producer.abort_transaction()
 
     def _flush_sinks(self) -> None:
-        if not self._sinks:
+        """Flush every sink per partition; backpressure pauses and rewinds that partition only."""
+        manager = self._sink_manager
+        if manager is None or not manager.sinks:
             return
         from stream_edge.sinks import SinkBackpressureError  # owned by the sinks package
 
         for (topic, partition) in list(self._tp_offsets):
-            for sink in self._sinks:
-                try:
-                    sink.flush(topic, partition)
-                except SinkBackpressureError as exc:
-                    start = self._starting_tp_offsets.get((topic, partition))
-                    retry_after = getattr(exc, "retry_after", 0) or 0
-                    if self._pausing_manager is not None and start is not None:
-                        self._pausing_manager.pause(topic, partition, start, retry_after)
-                    for other in self._sinks:
-                        if hasattr(other, "on_paused"):
-                            other.on_paused(topic, partition)
-                    # Nothing of this partition is committed in this checkpoint: it is replayed.
-                    self._tp_offsets.pop((topic, partition), None)
-                    break
+            try:
+                manager.flush(topic, partition)  # drops the sinks' batches for it on backpressure
+            except SinkBackpressureError as exc:
+                start = self._starting_tp_offsets.get((topic, partition))
+                if self._pausing_manager is not None and start is not None:
+                    self._pausing_manager.pause(topic, partition, start, exc.retry_after or 0)
+                # Nothing of this partition is committed in this checkpoint: it is consumed again.
+                self._tp_offsets.pop((topic, partition), None)
 
     def commit(self) -> Dict[Tuple[str, int], int]:
         """Commit in the documented order; returns the committed offsets (last processed per partition)."""

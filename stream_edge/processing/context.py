@@ -30,7 +30,6 @@ class ProcessingContext:
         self.current_message: Any = None  # a confluent_kafka.Message (or look-alike) being processed
         self._state_manager = state_manager
         self._state_manager_factory = state_manager_factory
-        self.sinks: list = []
         self.producer = producer
         self.consumer = consumer
         self.sink_manager = sink_manager
@@ -58,9 +57,16 @@ class ProcessingContext:
         return self._state_manager is not None
 
     def register_sink(self, sink: Any) -> None:
-        """Remember a sink: the Application sets it up and flushes it at each checkpoint."""
-        if sink not in self.sinks:
-            self.sinks.append(sink)
+        """Register a sink with the SinkManager (created on first use; owned by stream_edge.sinks)."""
+        if self.sink_manager is None:
+            from stream_edge.sinks.base.manager import SinkManager
+
+            self.sink_manager = SinkManager()
+        self.sink_manager.register(sink)
+
+    @property
+    def sinks(self) -> list:
+        return self.sink_manager.sinks if self.sink_manager is not None else []
 
     @property
     def topic(self) -> Optional[str]:

@@ -78,7 +78,7 @@ class Runner:
         cfg = app.config
         checkpoint = Checkpoint(commit_interval=cfg.commit_interval, commit_every=cfg.commit_every,
                                 producer=app._producer, consumer=app._consumer,
-                                state_manager=ctx._state_manager, sinks=ctx.sinks,
+                                state_manager=ctx._state_manager, sink_manager=ctx.sink_manager,
                                 pausing_manager=ctx.pausing_manager, exactly_once=cfg.exactly_once)
         ctx.checkpoint = checkpoint
         return checkpoint
@@ -186,8 +186,8 @@ class Runner:
         should_stop = (lambda: collector.count >= count) if count else None
         process = build_batch_processor(handlers, app._on_consumer_error, app._on_message_processed, should_stop)
 
-        for sink in ctx.sinks:
-            self._setup_sink(sink)
+        if ctx.sink_manager is not None:
+            ctx.sink_manager.start_sinks()
         ctx.pausing_manager = PausingManager(consumer)
         if cfg.exactly_once:
             producer.init_transactions(cfg.request_timeout)
@@ -205,18 +205,6 @@ class Runner:
             raise
         self._shutdown(commit=not self._failed)
         return collector.items if collector is not None else []
-
-    def _setup_sink(self, sink: Any) -> None:
-        try:
-            sink.setup()
-        except Exception as exc:
-            callback = getattr(sink, "_on_client_connect_failure", None) or getattr(sink, "on_client_connect_failure", None)
-            if callable(callback):
-                callback(exc)
-            raise
-        callback = getattr(sink, "_on_client_connect_success", None) or getattr(sink, "on_client_connect_success", None)
-        if callable(callback):
-            callback()
 
     def _loop(self, process: Any) -> None:
         app = self._app
@@ -283,6 +271,8 @@ class Runner:
                 self._closing = False
                 if ctx._state_manager is not None:
                     ctx._state_manager.close()
+                if ctx.sink_manager is not None:
+                    ctx.sink_manager.close()
                 if not commit:
                     try:
                         app._producer._producer.flush(5)

@@ -44,14 +44,15 @@ class FakeState:
         self.commit_checkpoint = log.recorder("state.commit")
 
 
-class FakeSink:
+class FakeSinkManager:
     def __init__(self, log):
         self.flush = log.recorder("sink.flush")
+        self.sinks = ["a sink"]
 
 
 def test_commit_order_at_least_once():
     log = Log()
-    cp = Checkpoint(5.0, 0, FakeProducer(log), FakeConsumer(log), FakeState(log), [FakeSink(log)])
+    cp = Checkpoint(5.0, 0, FakeProducer(log), FakeConsumer(log), FakeState(log), FakeSinkManager(log))
     cp.store_batch({("t", 0): 9, ("t", 1): 4}, {}, 12)
     cp.commit()
     names = [name for name, _ in log]
@@ -63,7 +64,7 @@ def test_commit_order_at_least_once():
 
 def test_exactly_once_commits_offsets_in_the_transaction():
     log = Log()
-    cp = Checkpoint(5.0, 0, FakeProducer(log), FakeConsumer(log), None, [], exactly_once=True)
+    cp = Checkpoint(5.0, 0, FakeProducer(log), FakeConsumer(log), None, None, exactly_once=True)
     cp.store_batch({("t", 0): 1}, {}, 2)
     cp.commit()
     assert [n for n, _ in log] == ["begin", "producer.flush", "commit_transaction"]
