@@ -121,9 +121,10 @@ class Checkpoint(BaseCheckpoint):
         """Commit in the documented order; returns the committed offsets (last processed per partition)."""
         self._flush_sinks()
         state = self._state_manager
-        if state is not None:
-            state.prepare_checkpoint()
         offsets = dict(self._tp_offsets)
+        if state is not None:
+            # Partitions missing from ``offsets`` (rewound after backpressure) roll their changes back.
+            state.prepare_checkpoint(offsets)
         positions = [TopicPartition(t, p, o + 1) for (t, p), o in offsets.items()]
         if self._exactly_once:
             self._producer.flush()

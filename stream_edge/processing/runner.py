@@ -259,11 +259,14 @@ class Runner:
                 self._commit()
                 if app.config.exactly_once:
                     self._checkpoint.close()
-            elif app.config.exactly_once:
-                try:
-                    app._producer.abort_transaction()
-                except Exception as exc:  # noqa: BLE001 - already failing: keep the first error
-                    logger.warning("aborting the transaction failed: %s", exc)
+            else:
+                if ctx._state_manager is not None and hasattr(ctx._state_manager, "abort_checkpoint"):
+                    ctx._state_manager.abort_checkpoint()
+                if app.config.exactly_once:
+                    try:
+                        app._producer.abort_transaction()
+                    except Exception as exc:  # noqa: BLE001 - already failing: keep the first error
+                        logger.warning("aborting the transaction failed: %s", exc)
         finally:
             try:
                 app._consumer.close()
