@@ -123,6 +123,7 @@ class DataLakeSink(BatchingSink):
         self._buffers: Dict[Tuple[str, int], _Buffer] = {}
         self._writer: Optional[LakeTableWriter] = None
         self._registrar: Optional[IcebergRegistrar] = None
+        self._registered: Dict[Tuple[str, int], int] = {}
         if register_in_catalog:
             if not catalog_url:
                 raise ValueError("register_in_catalog=True needs catalog_url")
@@ -219,6 +220,10 @@ class DataLakeSink(BatchingSink):
             raise self._backpressure(topic, partition, "reading the commit log", exc) from exc
         if latest is not None and latest.schema_ipc:
             self._builder.remember(_decode_schema(latest.schema_ipc))
+        if self._registrar is not None and latest is not None:
+            # A crash between the lake commit and the registration leaves the newest commit
+            # unregistered; registering is idempotent (offsets in the snapshot summary).
+            self._register(latest)
         offsets = buffer.offsets
         start = first_unwritten_index(offsets, latest.last_offset if latest is not None else None)
         if start:
@@ -240,7 +245,21 @@ class DataLakeSink(BatchingSink):
         except OSError as exc:
             raise self._backpressure(topic, partition, "writing the lake commit", exc) from exc
         if self._registrar is not None:
-            self._registrar.register(record, _file_uris(writer, record), schema)
+            self._register(record, schema)
+
+    def _register(self, record, schema: Optional[pa.Schema] = None) -> None:
+        key = (record.topic, record.partition)
+        if self._registered.get(key) == record.last_offset:
+            return
+        if schema is None:
+            schema = _decode_schema(record.schema_ipc) if record.schema_ipc else None
+            if schema is None:
+                raise ValueError(f"commit {record.topic}[{record.partition}]@{record.last_offset} has no schema")
+            file_schema = pa.schema([schema.field(n) for n in record.schema if n in schema.names])
+        else:
+            file_schema = schema
+        self._registrar.register(record, _file_uris(self._writer, record), file_schema)
+        self._registered[key] = record.last_offset
 
     @staticmethod
     def _backpressure(topic: str, partition: int, what: str, exc: Exception) -> SinkBackpressureError:
