@@ -130,44 +130,59 @@ def _message_error(msg: Any, on_consumer_error: Callable) -> None:
 
 def build_batch_processor(handlers: Dict[str, Callable[[Any], None]], on_consumer_error: Callable,
                           on_message_processed: Optional[Callable] = None,
-                          should_stop: Optional[Callable[[], bool]] = None) -> Callable[[List[Any]], int]:
-    """``process(messages) -> how many were processed`` (fewer only when ``should_stop`` fires)."""
+                          stop_at: Optional[Tuple[Any, int]] = None) -> Callable[[List[Any]], int]:
+    """``process(messages) -> how many were processed``.
+
+    ``stop_at=(counter, n)`` stops right after the message that brings ``counter.count`` to ``n``
+    (``run(count=n)``), so later messages of the batch stay unprocessed and uncommitted.
+    """
     single = next(iter(handlers.values())) if len(handlers) == 1 else None
-
     parts = getattr(single, "inline_parts", None)
-    if parts is not None and on_message_processed is None and should_stop is None:
+    if parts is not None and on_message_processed is None:
         ctx, vloads, executor, handle_general, processing_failed = parts
+        if stop_at is None:
+            def process_inline(msgs: List[Any]) -> int:
+                # build_handler's ``handle``, inlined: saves one Python call per message.
+                for msg in msgs:
+                    if msg.error() is None:
+                        ctx.current_message = msg
+                        try:
+                            value = vloads(msg.value())
+                        except Exception:  # noqa: BLE001 - tombstones and bad input take the general path
+                            handle_general(msg)
+                            continue
+                        try:
+                            executor(value, msg.key(), msg.timestamp()[1], msg.headers())
+                        except Exception as exc:  # noqa: BLE001
+                            processing_failed(exc, value, msg.key(), msg.timestamp()[1], msg.headers(), msg)
+                    else:
+                        _message_error(msg, on_consumer_error)
+                return len(msgs)
+            return process_inline
 
-        def process_inline(msgs: List[Any]) -> int:
-            # build_handler's ``handle``, inlined: saves one Python call per message.
+        counter, limit = stop_at
+
+        def process_inline_bounded(msgs: List[Any]) -> int:
+            done = 0
             for msg in msgs:
+                done += 1
                 if msg.error() is None:
                     ctx.current_message = msg
                     try:
                         value = vloads(msg.value())
-                    except Exception:  # noqa: BLE001 - tombstones and bad input take the general path
+                    except Exception:  # noqa: BLE001
                         handle_general(msg)
                         continue
                     try:
                         executor(value, msg.key(), msg.timestamp()[1], msg.headers())
                     except Exception as exc:  # noqa: BLE001
                         processing_failed(exc, value, msg.key(), msg.timestamp()[1], msg.headers(), msg)
+                    if counter.count >= limit:
+                        break
                 else:
                     _message_error(msg, on_consumer_error)
-            return len(msgs)
-        return process_inline
-
-    if single is not None and on_message_processed is None and should_stop is None:
-        handle = single
-
-        def process_single(msgs: List[Any]) -> int:
-            for msg in msgs:
-                if msg.error() is None:
-                    handle(msg)
-                else:
-                    _message_error(msg, on_consumer_error)
-            return len(msgs)
-        return process_single
+            return done
+        return process_inline_bounded
 
     def process(msgs: List[Any]) -> int:
         done = 0
@@ -179,7 +194,7 @@ def build_batch_processor(handlers: Dict[str, Callable[[Any], None]], on_consume
             handlers[msg.topic()](msg)
             if on_message_processed is not None:
                 on_message_processed(msg.topic(), msg.partition(), msg.offset())
-            if should_stop is not None and should_stop():
+            if stop_at is not None and stop_at[0].count >= stop_at[1]:
                 break
         return done
     return process

@@ -183,8 +183,8 @@ class Runner:
                                         app._on_processing_error)
                     for name, executor in executors.items()}
         collector, count = self._collector, self._count
-        should_stop = (lambda: collector.count >= count) if count else None
-        process = build_batch_processor(handlers, app._on_consumer_error, app._on_message_processed, should_stop)
+        process = build_batch_processor(handlers, app._on_consumer_error, app._on_message_processed,
+                                        (collector, count) if count else None)
 
         if ctx.sink_manager is not None:
             ctx.sink_manager.start_sinks()
