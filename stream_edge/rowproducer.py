@@ -61,6 +61,7 @@ class RowProducer:
         self._on_error = on_error or default_on_producer_error
         self._transactional = transactional
         self._in_transaction = False
+        self._transactions_initialized = False
         self._delivery_errors: List[Exception] = []
         self.processing_context: Any = None  # set by the Application: names the input record on errors
 
@@ -200,7 +201,10 @@ class RowProducer:
         return self._transactional
 
     def init_transactions(self, timeout: float = 30) -> None:
-        self._producer.init_transactions(timeout)
+        """Register the transactional id with the broker (once per producer; fences older instances)."""
+        if not self._transactions_initialized:
+            self._producer.init_transactions(timeout)
+            self._transactions_initialized = True
 
     def begin_transaction(self) -> None:
         self._producer.begin_transaction()

@@ -20,6 +20,7 @@ from stream_edge.core.stream import Stream, StreamFunction, VoidExecutor
 from .base import BaseStreaming
 from .exceptions import GroupByLimitExceeded, InvalidOperation
 from .series import StreamingSeries
+from .utils import ensure_milliseconds
 
 if TYPE_CHECKING:  # pragma: no cover
     from stream_edge.models.topics import Topic, TopicManager
@@ -31,9 +32,9 @@ __all__ = ("StreamingDataFrame",)
 
 
 def _ms(value: Union[int, float, timedelta]) -> int:
-    if isinstance(value, timedelta):
-        return int(value.total_seconds() * 1000 + 0.5)
-    return int(value)
+    if isinstance(value, float):
+        return int(value)
+    return ensure_milliseconds(value)
 
 
 def state_prefix(key: Any) -> bytes:

@@ -213,6 +213,7 @@ class Runner:
         consume = app._consumer._consumer.consume
         position = app._consumer._consumer.position
         producer_poll = app._producer.poll
+        producer_poll_timeout = cfg.producer_poll_timeout
         pausing = ctx.pausing_manager
         track_first = bool(ctx.sinks)
         poll_timeout = cfg.consumer_poll_timeout
@@ -237,7 +238,7 @@ class Runner:
                     last = last_offsets(msgs, done, parts)
                 checkpoint.store_batch(last, first_offsets(msgs, done, parts) if track_first else {}, done)
                 self._last_activity = monotonic()
-            producer_poll(0)
+            producer_poll(producer_poll_timeout)
             if checkpoint.expired():
                 self._commit()
             if pausing.paused:

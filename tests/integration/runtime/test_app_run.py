@@ -154,3 +154,16 @@ def test_stop_from_another_thread(new_app, make_topic, produce):
     started = time.monotonic()
     app.run()
     assert time.monotonic() - started < 30
+
+
+def test_on_message_processed_and_message_context(new_app, make_topic, produce):
+    from stream_edge import message_context
+
+    src = make_topic(partitions=2)
+    produce(src, [(b"k", {"i": 0}), (b"k", {"i": 1})], partition=1)
+    processed = []
+    app, _ = new_app(on_message_processed=lambda topic, partition, offset: processed.append((topic, partition, offset)))
+    sdf = app.dataframe(app.topic(src))
+    sdf = sdf.apply(lambda v: (message_context().partition, message_context().offset))
+    assert [r["_value"] for r in app.run(count=2, timeout=30)] == [(1, 0), (1, 1)]
+    assert processed == [(src, 1, 0), (src, 1, 1)]

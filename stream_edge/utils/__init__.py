@@ -1,0 +1,1 @@
+"""Small shared pieces (JSON codec, dict helpers)."""
