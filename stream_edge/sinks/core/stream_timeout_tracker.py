@@ -59,10 +59,6 @@ def default_check_interval_ms(stream_timeout_ms: int) -> int:
     return max(100, min(1000, stream_timeout_ms // 5))
 
 
-def _monotonic_ms() -> float:
-    return time.monotonic() * 1000.0
-
-
 def _stream_name(key: Any) -> str:
     """How a key appears in log lines: bytes are decoded (the raw key still goes to the callback)."""
     if isinstance(key, (bytes, bytearray)):
@@ -85,7 +81,8 @@ class StreamTimeoutTracker:
 
     __slots__ = (
         "_timeout_ms", "_ttl_ms", "_callback", "_interval_ms", "_clock", "_logger",
-        "_entries", "_lock", "_thread", "_stop_event", "_unhashable_warned",
+        "_entries", "_lock", "_thread", "_stop_event", "_unhashable_warned", "_ms_per_unit",
+        "_timeout_units", "_ttl_units",
     )
 
     def __init__(
@@ -104,7 +101,10 @@ class StreamTimeoutTracker:
             and callable(on_stream_timeout)
         )
         self._logger = logger if logger is not None else _default_logger
-        self._clock = clock if clock is not None else _monotonic_ms
+        # The default clock is time.monotonic itself (seconds, no Python frame per touch);
+        # thresholds are converted to its unit once. A given clock returns milliseconds.
+        self._clock = clock if clock is not None else time.monotonic
+        self._ms_per_unit = 1.0 if clock is not None else 1000.0
         self._thread: Optional[threading.Thread] = None
         self._stop_event: Optional[threading.Event] = None
         self._unhashable_warned = False
@@ -112,6 +112,8 @@ class StreamTimeoutTracker:
             # Disabled: nothing allocated per key, no lock, no thread.
             self._timeout_ms = None
             self._ttl_ms = None
+            self._timeout_units = None
+            self._ttl_units = None
             self._callback = None
             self._interval_ms = None
             self._entries: Optional[OrderedDict] = None
@@ -123,6 +125,8 @@ class StreamTimeoutTracker:
             raise ValueError(f"check_interval_ms must be a positive number of ms, got {check_interval_ms!r}")
         self._timeout_ms = stream_timeout_ms
         self._ttl_ms = TTL_FACTOR * stream_timeout_ms
+        self._timeout_units = stream_timeout_ms / self._ms_per_unit
+        self._ttl_units = self._ttl_ms / self._ms_per_unit
         self._callback = on_stream_timeout
         self._interval_ms = (
             check_interval_ms if check_interval_ms is not None
@@ -193,7 +197,7 @@ class StreamTimeoutTracker:
         if entries is None:
             return 0
         now = self._clock()
-        timeout_ms, ttl_ms, lock = self._timeout_ms, self._ttl_ms, self._lock
+        timeout, ttl, lock = self._timeout_units, self._ttl_units, self._lock
         fired = 0
         swept: list = []
         swept_count = 0
@@ -203,11 +207,11 @@ class StreamTimeoutTracker:
                     break
                 key = next(iter(entries))
                 silence = now - entries[key]
-                if silence < timeout_ms:
+                if silence < timeout:
                     break  # every later entry was touched even more recently
                 # 1. evict first, so a raising callback still counts as fired.
                 del entries[key]
-            if silence >= ttl_ms:
+            if silence >= ttl:
                 # TTL safety sweep: too old to be a meaningful timeout; drop without firing.
                 swept_count += 1
                 if len(swept) < _TTL_KEYS_NAMED:
@@ -221,7 +225,7 @@ class StreamTimeoutTracker:
             fired += 1
             self._logger.info(
                 "Stream '%s' timed out (silence %d ms >= threshold %d ms)",
-                _stream_name(key), int(silence), timeout_ms,
+                _stream_name(key), int(silence * self._ms_per_unit), self._timeout_ms,
             )
         if swept_count:
             named = ", ".join(f"'{_stream_name(k)}'" for k in swept)
@@ -229,7 +233,7 @@ class StreamTimeoutTracker:
             self._logger.warning(
                 "TTL sweep evicted %d stream(s) without firing: tracking entries older than "
                 "%d ms (3 x stream_timeout_ms); checks did not run in time: %s%s",
-                swept_count, ttl_ms, named, more,
+                swept_count, self._ttl_ms, named, more,
             )
         return fired
 

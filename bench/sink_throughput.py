@@ -1,0 +1,155 @@
+"""Throughput of the data-lake sink vs. plain pyarrow (the limit) vs. Quix Streams' FileSink.
+
+    ./dev bench sink_throughput                    # 1,000,000 records (reference size)
+    ./dev bench sink_throughput --records 200000   # quicker, for development
+
+Every contender gets the same in-memory records (dicts, as a JSON deserializer yields them; ~90 B
+of JSON each, 10,000 keys), cut into checkpoints of ``--checkpoint`` records, and writes snappy
+Parquet to a fresh folder on the local disk:
+
+- ``pyarrow limit``: per checkpoint, ``pa.array(dicts)`` -> table -> ``pq.write_table`` (one file).
+  That is the least any Python sink must do with dict records. (``write only`` is the same
+  without the conversion: the disk + Parquet encoder alone, for reference.)
+- ``stream_edge DataLakeSink``: ``add()`` per record + ``flush()`` per checkpoint, with the full
+  commit protocol (stage, commit record, publish, commit-log read before each flush); once without
+  hive columns (same files as the limit), once with ``year/month/day/hour`` from ``ts_ms``.
+- ``quixstreams FileSink``: ``LocalFileSink(format=ParquetFormat())`` of quixstreams==3.28.1, run in
+  its own venv (~/.cache/streaming-lakehouse/venv-quixstreams, created on first use).
+
+Prints records/s, MB/s of input JSON, and the ratio to the pyarrow limit (target >= 70%).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+from sink_records import json_bytes, records  # noqa: E402
+from stream_edge.sinks.core.datalake import DataLakeSink  # noqa: E402
+
+QUIX_VERSION = "3.28.1"
+CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "streaming-lakehouse"
+QUIX_VENV = CACHE / "venv-quixstreams"
+
+
+def quix_python() -> Path:
+    """The quixstreams venv's python (quixstreams==3.28.1 + pyarrow), created or completed once."""
+    python = QUIX_VENV / "bin" / "python"
+    probe = [str(python), "-c", "import importlib.metadata as m, pyarrow; print(m.version('quixstreams'))"]
+    if python.exists():
+        found = subprocess.run(probe, capture_output=True, text=True)
+        if found.returncode == 0 and found.stdout.strip() == QUIX_VERSION:
+            return python
+    else:
+        print(f"creating {QUIX_VENV} (once)", file=sys.stderr)
+        subprocess.run([sys.executable, "-m", "venv", str(QUIX_VENV)], check=True)
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                    f"quixstreams=={QUIX_VERSION}", "pyarrow==26.0.1", "orjson"], check=True)
+    return python
+
+
+def folder_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*.parquet"))
+
+
+def run_limit(recs, checkpoint, out: Path, convert: bool) -> float:
+    out.mkdir(parents=True)
+    chunks = [[value for _, value, _ in recs[b:b + checkpoint]] for b in range(0, len(recs), checkpoint)]
+    tables = None if convert else [pa.Table.from_struct_array(pa.array(c)) for c in chunks]
+    gc.collect()
+    start = time.perf_counter()
+    for i, chunk in enumerate(chunks):
+        table = pa.Table.from_struct_array(pa.array(chunk)) if convert else tables[i]
+        pq.write_table(table, out / f"part-{i:05d}.parquet", compression="snappy")
+    return time.perf_counter() - start
+
+
+def run_sink(recs, checkpoint, out: Path, **kwargs) -> float:
+    sink = DataLakeSink("bench", storage_url=out.as_uri(), **kwargs)
+    sink.setup()
+    add, flush = sink.add, sink.flush
+    n = len(recs)
+    gc.collect()
+    start = time.perf_counter()
+    for begin in range(0, n, checkpoint):
+        for offset in range(begin, min(n, begin + checkpoint)):
+            key, value, ts = recs[offset]
+            add(value, key, ts, [], "bench", 0, offset)
+        flush("bench", 0)
+    elapsed = time.perf_counter() - start
+    sink.cleanup()
+    return elapsed
+
+
+def run_quix(n, checkpoint, out: Path) -> float:
+    python = quix_python()
+    result = subprocess.run([str(python), str(ROOT / "bench" / "sink_quix_filesink.py"), str(n), str(checkpoint),
+                             str(out)], capture_output=True, text=True, check=True)
+    return json.loads(result.stdout.strip().splitlines()[-1])["seconds"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--checkpoint", type=int, default=50_000, help="records per flush")
+    parser.add_argument("--repeat", type=int, default=2, help="best of N runs per contender")
+    parser.add_argument("--skip-quix", action="store_true")
+    args = parser.parse_args()
+    recs = records(args.records)
+    mb = json_bytes(recs) / 1e6
+    print(f"{args.records:,} records, {mb:.1f} MB of JSON, checkpoint every {args.checkpoint:,} records, "
+          f"best of {args.repeat}; cpu count {os.cpu_count()}, load avg {os.getloadavg()[0]:.1f}")
+    contenders = [
+        ("pyarrow limit (convert + write)", lambda out: run_limit(recs, args.checkpoint, out, convert=True)),
+        ("pyarrow write only (prebuilt table)", lambda out: run_limit(recs, args.checkpoint, out, convert=False)),
+        ("DataLakeSink, no hive columns", lambda out: run_sink(recs, args.checkpoint, out)),
+        ("DataLakeSink, no hive columns, fsync off", lambda out: run_sink(recs, args.checkpoint, out, fsync=False)),
+        ("DataLakeSink, year/month/day/hour", lambda out: run_sink(
+            recs, args.checkpoint, out, hive_columns=["year", "month", "day", "hour"], timestamp_column="ts_ms")),
+    ]
+    if not args.skip_quix:
+        contenders.append(("quixstreams 3.28.1 FileSink(ParquetFormat)",
+                           lambda out: run_quix(args.records, args.checkpoint, out)))
+    # Warm-up (allocator, pyarrow kernels, page cache) so that the first contender is not penalised.
+    warm = Path(tempfile.mkdtemp(prefix="sink-bench-warm-"))
+    run_limit(recs[: args.checkpoint], args.checkpoint, warm / "limit", convert=True)
+    run_sink(recs[: args.checkpoint], args.checkpoint, warm / "sink")
+    shutil.rmtree(warm, ignore_errors=True)
+    results = {}
+    for name, run in contenders:
+        best, size = None, 0
+        for _ in range(args.repeat):
+            out = Path(tempfile.mkdtemp(prefix="sink-bench-"))
+            try:
+                target = out / "data"
+                seconds = run(target)
+                size = folder_bytes(out)
+            finally:
+                shutil.rmtree(out, ignore_errors=True)
+            best = seconds if best is None else min(best, seconds)
+        results[name] = best
+        print(f"  {name:45s} {args.records / best:>11,.0f} rec/s {mb / best:>7.1f} MB/s   "
+              f"({best:.2f} s, {size / 1e6:.1f} MB parquet)", flush=True)
+    limit = results["pyarrow limit (convert + write)"]
+    print("ratio to the pyarrow limit (target >= 70% for the sink):")
+    for name, seconds in results.items():
+        print(f"  {name:45s} {limit / seconds:6.0%}")
+
+
+if __name__ == "__main__":
+    main()
