@@ -68,6 +68,10 @@ class BaseCheckpoint:
             self._starting_tp_offsets.setdefault(tp, offset)
         self._processed += count
 
+    def starts_known(self) -> int:
+        """How many partitions have their first offset of this checkpoint recorded."""
+        return len(self._starting_tp_offsets)
+
     @property
     def processed(self) -> int:
         return self._processed

@@ -236,7 +236,11 @@ class Runner:
                             if tp.offset >= 0}
                 else:
                     last = last_offsets(msgs, done, parts)
-                checkpoint.store_batch(last, first_offsets(msgs, done, parts) if track_first else {}, done)
+                # First offsets (where a backpressured partition rewinds to) only matter with sinks,
+                # and only until every assigned partition has one in this checkpoint.
+                first = (first_offsets(msgs, done, parts)
+                         if track_first and checkpoint.starts_known() < parts else {})
+                checkpoint.store_batch(last, first, done)
                 self._last_activity = monotonic()
             producer_poll(producer_poll_timeout)
             if checkpoint.expired():
