@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Optional
 
+from stream_edge.exceptions import QuixException
+
 __all__ = ("SinkBackpressureError",)
 
 
-class SinkBackpressureError(Exception):
+class SinkBackpressureError(QuixException):
     """Raised by a sink during ``flush()``/``write()`` when the destination cannot accept data now.
 
     The application drops the accumulated sink batch for ``(topic, partition)``, pauses that

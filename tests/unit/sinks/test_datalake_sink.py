@@ -467,3 +467,11 @@ def test_disabled_tracker_starts_no_thread(tmp_path):
     feed(sink, [{"v": 1}])
     assert len(sink._timeout) == 0
     sink.cleanup()
+
+
+def test_rewound_partition_keeps_one_copy_in_the_buffer(tmp_path):
+    sink = make_sink(tmp_path)
+    feed(sink, [{"i": i} for i in range(6)])
+    feed(sink, [{"i": i} for i in range(3, 8)], start=3)  # rewound to offset 3 without on_paused
+    sink.flush("sensors", 0)
+    assert sorted(r["i"] for r in read_rows(tmp_path / "lake" / "readings")) == list(range(8))

@@ -7,6 +7,7 @@ See ``stream_edge.lake`` for the layout and the commit protocol, ``records`` for
 from __future__ import annotations
 
 import base64
+import bisect
 import logging
 import os
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -43,6 +44,11 @@ class _Buffer:
         self.keys: List[Any] = []
         self.timestamps: List[int] = []
         self.offsets: List[int] = []
+
+    def truncate_from(self, offset: int) -> None:
+        """Drop buffered records at or after ``offset``."""
+        keep = bisect.bisect_left(self.offsets, offset)
+        del self.values[keep:], self.keys[keep:], self.timestamps[keep:], self.offsets[keep:]
 
 
 class DataLakeSink(BatchingSink):
@@ -179,6 +185,10 @@ class DataLakeSink(BatchingSink):
         buffer = self._buffers.get((topic, partition))
         if buffer is None:
             buffer = self._buffers[(topic, partition)] = _Buffer()
+        elif buffer.offsets and offset <= buffer.offsets[-1]:
+            # The partition was rewound (replay after a pause or a lost assignment): what was
+            # buffered from this offset on is coming again, so keep one copy only.
+            buffer.truncate_from(offset)
         buffer.values.append(value)
         buffer.keys.append(key)
         buffer.timestamps.append(timestamp)
