@@ -339,7 +339,8 @@ class StreamingDataFrame(BaseStreaming):
             cols = list(item)
             return self.apply(lambda value: {col: value[col] for col in cols})
         if isinstance(item, StreamingDataFrame):
-            raise InvalidOperation("a StreamingDataFrame cannot be used as a column filter; use a StreamingSeries")
+            # sdf[sdf.apply(predicate)]: filter by the result of another branch of this dataframe
+            return self.filter(self._stream.diff(item._stream).compose_returning(), metadata=True)
         raise TypeError(f"unsupported column reference {item!r}")
 
     def __setitem__(self, column: str, item: Any) -> None:
@@ -354,7 +355,12 @@ class StreamingDataFrame(BaseStreaming):
                     value[column] = returning(value, key, timestamp, headers)
                 self.update(assign_meta, metadata=True)
         elif isinstance(item, StreamingDataFrame):
-            raise InvalidOperation("assign a StreamingSeries (sdf['col'] ...) or a constant, not a StreamingDataFrame")
+            # sdf["col"] = sdf.apply(func): the result of the other branch becomes a column
+            returning_sdf = self._stream.diff(item._stream).compose_returning()
+
+            def assign_result(value, key, timestamp, headers):
+                value[column] = returning_sdf(value, key, timestamp, headers)
+            self.update(assign_result, metadata=True)
         else:
             def assign_const(value):
                 value[column] = item

@@ -72,7 +72,7 @@ class StreamingSeries(BaseStreaming):
             return returning
         return lambda value, key, timestamp, headers: sink(returning(value, key, timestamp, headers), key, timestamp, headers)
 
-    def test(self, value: Any, key: Any = b"key", timestamp: int = 0, headers: Any = None) -> Any:
+    def test(self, value: Any, key: Any = b"key", timestamp: int = 0, headers: Any = None, ctx: Any = None) -> Any:
         """Evaluate the expression on one value.
 
         >>> (StreamingSeries("a") + 1).test({"a": 1})

@@ -91,7 +91,11 @@ class Stream:
         return out
 
     def diff(self, other: "Stream") -> "Stream":
-        """A new, parentless stream with the nodes of ``other`` after its last node shared with self."""
+        """A new, parentless stream with the nodes of ``other`` after its last node shared with self.
+
+        The diff's nodes are pruned from the shared tree (so ``sdf["col"] = sdf.apply(f)`` does not
+        also run ``f`` as a branch of its own).
+        """
         mine = set(map(id, self.root_path()))
         theirs = other.root_path()
         start = None
@@ -103,6 +107,10 @@ class Stream:
         rest = theirs[start + 1:]
         if not rest:
             raise ValueError("the diff is empty")
+        if any(len(node.children) > 1 for node in rest) or rest[-1].children:
+            raise ValueError("pruning failed: the other stream has operations of its own after the diff "
+                             "(branches or further steps); assign or filter with it before adding more")
+        theirs[start].children.remove(rest[0])
         new = Stream()
         for node in rest:
             if node.func is not None:

@@ -155,3 +155,17 @@ def test_duplicate_dataframe_for_a_topic(sdf):
 def test_expanding_op_seam(sdf):
     windowed = sdf._add_expanding_op(lambda v, k, ts, h: [(v * 2, k, ts + 1, h), (v * 3, k, ts + 2, h)])
     assert windowed.test(1, timestamp=0) == [(2, b"key", 1, None), (3, b"key", 2, None)]
+
+
+def test_assign_and_filter_with_another_dataframe_result(sdf):
+    sdf["double"] = sdf.apply(lambda v: v["a"] * 2)
+    sdf = sdf[sdf.apply(lambda v: v["double"] > 2)]
+    assert values(sdf.test({"a": 2})) == [{"a": 2, "double": 4}]  # the applies ran once, not as branches
+    assert sdf.test({"a": 1}) == []
+
+
+def test_assigning_a_dataframe_with_further_steps_is_refused(sdf):
+    other = sdf.apply(lambda v: 1)
+    other.apply(lambda v: 2)
+    with pytest.raises(ValueError, match="pruning"):
+        sdf["x"] = other

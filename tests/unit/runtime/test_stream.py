@@ -65,6 +65,6 @@ def test_compose_restrictions_and_returning():
 def test_diff_and_root_path():
     base = Stream().add_apply(lambda v: v)
     longer = base.add_apply(lambda v: v + 1).add_apply(lambda v: v * 3)
-    diff = base.diff(longer)
+    diff = base.diff(longer)  # prunes the diff from the shared tree
     assert diff.compose_returning()(1, None, 0, None) == 6
     assert len(longer.root_path()) == 4
