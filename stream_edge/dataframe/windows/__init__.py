@@ -1,0 +1,19 @@
+"""Time windows: tumbling, hopping and sliding, with a pure engine shared with Spark.
+
+Pure modules (no Kafka, no RocksDB): ``math``, ``aggregations``, ``fixed_engine``,
+``sliding_engine``. Runtime glue: ``definitions``, ``time_based``, ``sliding``, ``base``.
+"""
+
+from .aggregations import Aggregation, Collect, Count, Max, Mean, Min, Reduce, Sum
+from .base import Window, get_window_ranges
+from .definitions import (FixedTimeWindowDefinition, HoppingTimeWindowDefinition, SlidingTimeWindowDefinition,
+                          TumblingTimeWindowDefinition)
+from .fixed_engine import FixedWindowEngine
+from .sliding import SlidingWindow
+from .sliding_engine import SlidingWindowEngine
+from .time_based import FixedTimeWindow
+
+__all__ = ("Aggregation", "Sum", "Count", "Mean", "Min", "Max", "Reduce", "Collect", "Window",
+           "get_window_ranges", "FixedTimeWindowDefinition", "TumblingTimeWindowDefinition",
+           "HoppingTimeWindowDefinition", "SlidingTimeWindowDefinition", "FixedWindowEngine",
+           "SlidingWindowEngine", "FixedTimeWindow", "SlidingWindow")

@@ -1,0 +1,110 @@
+"""The window operation: one expanding op per window, added to the StreamingDataFrame.
+
+The op looks up the key's live window state in the windowed store of the current partition,
+runs the pure engine and turns closed (``final()``) or updated (``current()``) windows into
+records ``({"start", "end", "value"}, key, start, None)``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Deque, List, Optional, Tuple
+
+from .math import window_ranges
+
+if TYPE_CHECKING:  # pragma: no cover
+    from stream_edge.dataframe import StreamingDataFrame
+
+__all__ = ("Window", "get_window_ranges")
+
+logger = logging.getLogger("stream_edge.windows")
+
+_EMPTY: Tuple = ()
+
+
+def get_window_ranges(timestamp_ms: int, duration_ms: int, step_ms: Optional[int] = None) -> Deque[Tuple[int, int]]:
+    """The ``(start, end)`` windows holding ``timestamp_ms`` (newest first), as in Quix Streams."""
+    from collections import deque
+
+    return deque(window_ranges(timestamp_ms, duration_ms, step_ms))
+
+
+class Window:
+    """A configured window: ``final()`` or ``current()`` returns the new StreamingDataFrame."""
+
+    def __init__(self, name: str, dataframe: "StreamingDataFrame", engine: Any) -> None:
+        if not name:
+            raise ValueError("Window name must not be empty")
+        self._name = name
+        self._dataframe = dataframe
+        self._engine = engine
+        engine.on_late = self._on_late
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def _on_late(self, timestamp: int, start: int, end: int, late_by_ms: int) -> None:
+        ctx = getattr(self._dataframe, "processing_context", None)
+        msg = getattr(ctx, "current_message", None)
+        where = "" if msg is None else f" partition='{msg.topic()}[{msg.partition()}]' offset='{msg.offset()}'"
+        logger.warning("Skipping window processing for the closed window timestamp_ms=%d window=(%d, %d) "
+                       "late_by_ms=%d store_name='%s'%s", timestamp, start, end, late_by_ms, self._name, where)
+
+    def _apply(self, final: bool) -> "StreamingDataFrame":
+        dataframe = self._dataframe
+        ctx = dataframe.processing_context
+        ctx.state_manager.register_windowed_store(dataframe.stream_id, self._name)
+        engine = self._engine
+        process = engine.process_final if final else engine.process_current
+        get_transaction = ctx.get_transaction
+        store_name = self._name
+
+        def window_op(value: Any, key: Any, timestamp: int, headers: Any) -> Any:
+            if key is None:
+                msg = ctx.current_message
+                logger.warning("Skipping window processing for a message because the key is None, "
+                               "partition='%s[%s]' offset='%s'", msg.topic() if msg else None,
+                               msg.partition() if msg else None, msg.offset() if msg else None)
+                return _EMPTY
+            results = process(get_transaction(store_name).key_state(key, engine), value, timestamp)
+            if not results:
+                return _EMPTY
+            return [({"start": start, "end": end, "value": result}, key, start, None)
+                    for start, end, result in results]
+
+        return dataframe._add_expanding_op(window_op)
+
+    def final(self, closing_strategy: str = "key") -> "StreamingDataFrame":
+        """Emit each window once, when it closes: the key's event time passes ``end + grace``.
+
+        Results are ``{"start": ..., "end": ..., "value": ...}`` with the window start as the
+        timestamp. Windows close per message key: a key that goes quiet keeps its last window
+        open until its next message.
+
+        Example: ``sdf = sdf.tumbling_window(timedelta(seconds=1)).mean().final()``
+        """
+        _check_closing_strategy(closing_strategy)
+        return self._apply(final=True)
+
+    def current(self, closing_strategy: str = "key") -> "StreamingDataFrame":
+        """Emit every window a message updated, as it is updated (before it closes).
+
+        Example: ``sdf = sdf.hopping_window(60_000, 10_000).count().current()``
+        """
+        _check_closing_strategy(closing_strategy)
+        if self._engine.aggregation.collects:
+            from stream_edge.dataframe.exceptions import InvalidOperation
+
+            raise InvalidOperation("BaseCollectors are not supported by `current` windows")
+        return self._apply(final=False)
+
+
+def _check_closing_strategy(closing_strategy: str) -> None:
+    if closing_strategy != "key":
+        raise ValueError(f"closing_strategy {closing_strategy!r} is not supported: windows close per message "
+                         f"key ('key'), as in Quix Streams' default")
+
+
+#: window results as built by the op, for type hints
+WindowRecords = List[Tuple[dict, Any, int, None]]
