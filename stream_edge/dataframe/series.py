@@ -10,7 +10,7 @@ from __future__ import annotations
 import operator
 from typing import Any, Callable, Optional
 
-from stream_edge.core.stream import ApplyFunction, ApplyWithMetadataFunction, Stream
+from stream_edge.core.stream import ApplyFunction, Stream
 
 from .base import BaseStreaming
 

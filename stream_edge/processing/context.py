@@ -35,6 +35,7 @@ class ProcessingContext:
         self.sink_manager = sink_manager
         self.pausing_manager = pausing_manager
         self.checkpoint = checkpoint
+        self.checkpoint_hook: Optional[Callable[..., None]] = None  # set by the runner
 
     @property
     def state_manager(self) -> Optional["StateStoreManager"]:
@@ -93,13 +94,23 @@ class ProcessingContext:
             raise RuntimeError("get_transaction() is only available while a message is processed")
         return manager.get_transaction(msg.topic(), msg.partition(), store_name)
 
-    # v3 names kept for programs that call them directly
+    # v3 names, for code that drives checkpoints itself; the running Application sets the hook
     def store_offset(self, topic: str, partition: int, offset: int) -> None:
         """Record a processed offset in the current checkpoint."""
-        if self.checkpoint is not None:
-            self.checkpoint.store_offset(topic, partition, offset)
+        if self.checkpoint is None:
+            raise RuntimeError("no checkpoint: the application is not running")
+        self.checkpoint.store_offset(topic, partition, offset)
+
+    def init_checkpoint(self) -> None:
+        """Start a new checkpoint (the running Application's runner does it)."""
+        self._checkpoint_hook(False, True)
 
     def commit_checkpoint(self, force: bool = False) -> None:
-        """Commit the current checkpoint if it is due (or ``force``)."""
-        if self.checkpoint is not None:
-            self.checkpoint.commit_if_due(force=force)
+        """Commit the current checkpoint if it is due (or ``force``), then start a new one."""
+        self._checkpoint_hook(force, False)
+
+    def _checkpoint_hook(self, force: bool, only_new: bool) -> None:
+        hook = self.checkpoint_hook
+        if hook is None:
+            raise RuntimeError("checkpoints are driven by a running Application")
+        hook(force=force, only_new=only_new)

@@ -19,8 +19,7 @@ from stream_edge.models.timestamps import TimestampType
 from stream_edge.models.topics import Topic
 from stream_edge.rowproducer import ProducerError
 
-__all__ = ("build_handler", "build_batch_processor", "last_offsets", "first_offsets", "ConsumerError",
-           "ProcessingError")
+__all__ = ("build_handler", "build_batch_processor", "last_offsets", "first_offsets", "ConsumerError")
 
 logger = logging.getLogger("stream_edge")
 _SKIP = object()
@@ -28,10 +27,6 @@ _SKIP = object()
 
 class ConsumerError(Exception):
     """Consuming or deserializing failed and on_consumer_error did not ignore it."""
-
-
-class ProcessingError(Exception):
-    """Marker base: never raised; processing errors propagate as the user's own exception."""
 
 
 def _where(msg: Any) -> str:

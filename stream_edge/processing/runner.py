@@ -91,6 +91,14 @@ class Runner:
             checkpoint.commit()
         self._checkpoint = self._new_checkpoint()
 
+    def _checkpoint_hook(self, force: bool = False, only_new: bool = False) -> None:
+        """ProcessingContext.commit_checkpoint()/init_checkpoint() while running."""
+        if only_new:
+            self._checkpoint.close()
+            self._checkpoint = self._new_checkpoint()
+        elif force or self._checkpoint.expired():
+            self._commit()
+
     # -- rebalancing ----------------------------------------------------------------------------
     def _on_assign(self, consumer: Any, partitions: List[Any]) -> None:
         tps = [(p.topic, p.partition) for p in partitions]
@@ -145,8 +153,6 @@ class Runner:
     # -- main -------------------------------------------------------------------------------------
     def run(self) -> List[dict]:
         app = self._app
-        ctx = app.processing_context
-        cfg = app.config
         sources = app._source_manager
         previous_signals = self._install_signals()
         try:
@@ -194,6 +200,7 @@ class Runner:
         consumer.subscribe(list(topics.values()), on_assign=self._on_assign, on_revoke=self._on_revoke,
                            on_lost=self._on_lost)
         self._checkpoint = self._new_checkpoint()
+        ctx.checkpoint_hook = self._checkpoint_hook
         self._last_activity = time.monotonic()
         logger.info("processing topics %s (consumer group '%s', %s)", sorted(topics), cfg.consumer_group,
                     cfg.processing_guarantee)
@@ -203,6 +210,8 @@ class Runner:
             self._failed = True
             self._shutdown(commit=False)
             raise
+        finally:
+            ctx.checkpoint_hook = None
         self._shutdown(commit=not self._failed)
         return collector.items if collector is not None else []
 

@@ -4,7 +4,6 @@ exactly-once duplicates nothing downstream (read with read_committed). SIGTERM s
 from __future__ import annotations
 
 import collections
-import os
 import signal
 import subprocess
 import sys

@@ -75,7 +75,7 @@ def test_kafka_replicator_source_copies_a_topic(new_app, make_topic, produce, ka
     app, _ = new_app()
     source = KafkaReplicatorSource(name=f"mirror-{uuid.uuid4().hex[:6]}", app_config=app.config, topic=remote,
                                    broker_address=kafka_bootstrap, auto_offset_reset="earliest")
-    sdf = app.dataframe(source=source)
+    app.dataframe(source=source)
     rows = app.run(count=8, timeout=30, metadata=True)
     assert sorted(r["i"] for r in rows) == list(range(8))
     assert all(r["_headers"] == [("origin", b"remote")] for r in rows)
