@@ -1,0 +1,3 @@
+from .state import State, TransactionState
+
+__all__ = ("State", "TransactionState")

@@ -1,0 +1,299 @@
+"""StateStoreManager: registers stores, opens them per assigned partition, runs checkpoints.
+
+Layout on disk: ``<state_dir>/<group>/<store>/<topic>/<partition>/`` is one RocksDB database.
+A checkpoint is two calls from the runtime (see docs/internals.md):
+``prepare_checkpoint(offsets)`` serialises every changed partition and produces its changelog
+records; ``commit_checkpoint(offsets)`` writes each one in a single RocksDB write batch with its
+processed offset. Partitions missing from ``offsets`` (nothing committed for them) are rolled back.
+
+Example::
+
+    manager = StateStoreManager(group_id="g", state_dir="state", use_changelog_topics=False)
+    manager.register_store("input")
+    manager.on_partition_assign("input", 0, committed_offset=-1001)
+    manager.get_transaction("input", 0).as_state(b"key").set("n", 1)
+    manager.prepare_checkpoint({("input", 0): 7}); manager.commit_checkpoint({("input", 0): 7})
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, Optional, Tuple, Union
+
+from .backends import MemoryBackend, RocksDBBackend, StoreBackend
+from .changelog import ChangelogWriter
+from .exceptions import (ChangelogTopicError, PartitionNotAssignedError, StateOffsetMismatchError,
+                         StoreNotRegisteredError)
+from .recovery import ChangelogRecovery
+from .rocksdb.options import RocksDBOptions
+from .transaction import BaseTransaction, PartitionTransaction
+from .windowed import WindowedPartitionTransaction
+
+__all__ = ("StateStoreManager", "StoreTypes", "DEFAULT_STATE_STORE_NAME")
+
+logger = logging.getLogger("stream_edge.state")
+
+DEFAULT_STATE_STORE_NAME = "default"
+StoreTypes = str  # "rocksdb" or "memory"
+_STORE_TYPES = ("rocksdb", "memory")
+
+
+@dataclass
+class _StoreSpec:
+    name: str
+    topic: str
+    store_type: str
+    windowed: bool
+    changelog: Optional[ChangelogWriter] = None
+
+
+@dataclass
+class _StorePartition:
+    spec: _StoreSpec
+    partition: int
+    backend: StoreBackend
+    transaction: BaseTransaction
+    pending_offset: Optional[int] = None  # processed offset of the prepared checkpoint
+
+    @property
+    def label(self) -> str:
+        return f"store '{self.spec.name}' of topic '{self.spec.topic}' partition {self.partition}"
+
+
+class StateStoreManager:
+    """Keyed state stores of one application (see the module docstring)."""
+
+    def __init__(self, group_id: str, state_dir: Union[str, Path], rocksdb_options: Optional[RocksDBOptions] = None,
+                 use_changelog_topics: bool = True, producer: Any = None, consumer: Any = None,
+                 topic_manager: Any = None, default_store_type: StoreTypes = "rocksdb",
+                 recovery_timeout: float = 60.0) -> None:
+        if default_store_type not in _STORE_TYPES:
+            raise ValueError(f"default_store_type must be one of {_STORE_TYPES}, got {default_store_type!r}")
+        self._group_id = group_id
+        self._state_dir = Path(state_dir)
+        self._options = rocksdb_options or RocksDBOptions()
+        self._use_changelog_topics = use_changelog_topics
+        self._producer = producer
+        self._consumer = consumer
+        self._topic_manager = topic_manager
+        self._default_store_type = default_store_type
+        self._recovery_timeout = recovery_timeout
+        self._stores: Dict[str, Dict[str, _StoreSpec]] = {}
+        self._partitions: Dict[Tuple[str, int], Dict[str, _StorePartition]] = {}
+        self._transactions: Dict[Tuple[str, int, str], BaseTransaction] = {}
+        self._recovery: Optional[ChangelogRecovery] = None
+        self._changelog_topics_created = False
+
+    # -- registration ---------------------------------------------------------------------------
+    @property
+    def stores_registered(self) -> bool:
+        return bool(self._stores)
+
+    @property
+    def stores(self) -> Dict[str, Dict[str, _StoreSpec]]:
+        return self._stores
+
+    @property
+    def using_changelogs(self) -> bool:
+        return self._use_changelog_topics
+
+    def register_store(self, topic_name: str, store_name: str = DEFAULT_STATE_STORE_NAME,
+                       store_type: Optional[StoreTypes] = None) -> None:
+        """Register a key-value store for ``topic_name`` (again with the same name: no-op)."""
+        self._register(topic_name, store_name, store_type or self._default_store_type, windowed=False)
+
+    def register_windowed_store(self, topic_name: str, store_name: str) -> None:
+        """Register a windowed store (always RocksDB-backed unless the default type is memory)."""
+        self._register(topic_name, store_name, self._default_store_type, windowed=True)
+
+    def _register(self, topic: str, name: str, store_type: str, windowed: bool) -> None:
+        if store_type not in _STORE_TYPES:
+            raise ValueError(f"store_type must be one of {_STORE_TYPES}, got {store_type!r}")
+        existing = self._stores.get(topic, {}).get(name)
+        if existing is not None:
+            if existing.windowed != windowed:
+                raise ValueError(f"store '{name}' of topic '{topic}' is already registered as "
+                                 f"{'windowed' if existing.windowed else 'key-value'}")
+            return
+        spec = _StoreSpec(name=name, topic=topic, store_type=store_type, windowed=windowed)
+        if self._use_changelog_topics:
+            spec.changelog = self._changelog_writer(topic, name)
+        self._stores.setdefault(topic, {})[name] = spec
+
+    def _changelog_writer(self, topic: str, store_name: str) -> ChangelogWriter:
+        if self._topic_manager is None or self._producer is None:
+            raise ChangelogTopicError("use_changelog_topics=True needs the application's topic manager and "
+                                      "producer; pass them or set use_changelog_topics=False")
+        changelog = self._topic_manager.changelog_topic(topic_name=topic, store_name=store_name)
+        self._changelog_topics_created = False
+        return ChangelogWriter(self._producer, changelog.name)
+
+    def _ensure_changelog_topics(self) -> None:
+        if self._changelog_topics_created or not self._use_changelog_topics:
+            return
+        topics = [self._topic_manager.changelog_topics[topic][name]
+                  for topic, specs in self._stores.items() for name in specs]
+        # compacted, one partition per source partition; existing topics are left alone
+        self._topic_manager.create_topics(topics)
+        self._changelog_topics_created = True
+
+    # -- assignment -----------------------------------------------------------------------------
+    def _recovery_reader(self) -> ChangelogRecovery:
+        if self._recovery is None:
+            config = dict(getattr(self._consumer, "_config", None) or {})
+            if not config.get("bootstrap.servers"):
+                raise ChangelogTopicError("changelog recovery needs the application's consumer (its broker "
+                                          "configuration) to read changelog topics")
+            self._recovery = ChangelogRecovery(config, timeout=self._recovery_timeout)
+        return self._recovery
+
+    def _partition_path(self, spec: _StoreSpec, partition: int) -> Path:
+        return self._state_dir / self._group_id / spec.name / spec.topic / str(partition)
+
+    def on_partition_assign(self, topic: str, partition: int, committed_offset: int) -> None:
+        """Open the partition's stores and recover them from their changelogs (blocking)."""
+        specs = self._stores.get(topic)
+        if not specs or (topic, partition) in self._partitions:
+            return
+        committed = committed_offset if committed_offset is not None and committed_offset >= 0 else None
+        opened: Dict[str, _StorePartition] = {}
+        try:
+            for name, spec in specs.items():
+                if spec.store_type == "rocksdb":
+                    backend: StoreBackend = RocksDBBackend(self._partition_path(spec, partition), self._options)
+                else:
+                    backend = MemoryBackend()
+                tx_cls = WindowedPartitionTransaction if spec.windowed else PartitionTransaction
+                sp = _StorePartition(spec, partition, backend, tx_cls(backend, self._options.dumps, self._options.loads))
+                opened[name] = sp
+                self._check_offsets(sp, committed)
+                if spec.changelog is not None:
+                    self._ensure_changelog_topics()
+                    self._recovery_reader().recover(backend, spec.changelog.topic, partition, committed, sp.label)
+        except BaseException:
+            for sp in opened.values():
+                sp.backend.close()
+            raise
+        if committed is not None and self._use_changelog_topics:
+            self._check_retention(topic, partition, committed)
+        self._partitions[(topic, partition)] = opened
+        for name, sp in opened.items():
+            self._transactions[(topic, partition, name)] = sp.transaction
+
+    def _check_offsets(self, sp: _StorePartition, committed: Optional[int]) -> None:
+        processed = sp.backend.processed_offset
+        if processed is None:
+            return
+        if committed is None or processed >= committed:
+            where = getattr(sp.backend, "path", "memory")
+            raise StateOffsetMismatchError(
+                f"{sp.label}: the local state holds messages up to offset {processed}, but the consumer group "
+                f"'{self._group_id}' has {'no committed offset' if committed is None else f'committed offset {committed}'} "
+                f"for this partition (its offsets expired or were reset). Processing would apply old state to "
+                f"messages it already contains. Delete the state (Application.clear_state(), or remove {where}) "
+                f"to rebuild it from the messages, or reset the group's offset to {processed + 1}.")
+
+    def _check_retention(self, topic: str, partition: int, committed: int) -> None:
+        try:
+            low, _high = self._recovery_reader().watermarks(topic, partition)
+        except Exception as exc:  # informative only: the consumer reports real broker errors
+            logger.debug("could not read watermarks of %s[%d]: %s", topic, partition, exc)
+            return
+        if committed < low:
+            logger.warning(
+                "topic '%s' partition %d: committed offset %d is no longer retained by Kafka (log start %d); "
+                "%d messages were deleted by retention before they were processed. The state reflects offsets "
+                "below %d and processing resumes at the consumer's auto.offset.reset position.",
+                topic, partition, committed, low, low - committed, committed)
+
+    def on_partition_revoke(self, topic: str, partition: int) -> None:
+        """Close the partition's stores; changes not committed by a checkpoint are dropped."""
+        opened = self._partitions.pop((topic, partition), None)
+        if not opened:
+            return
+        for name, sp in opened.items():
+            self._transactions.pop((topic, partition, name), None)
+            sp.transaction.rollback()
+            sp.backend.close()
+
+    # -- processing -----------------------------------------------------------------------------
+    def get_transaction(self, topic: str, partition: int, store_name: str = DEFAULT_STATE_STORE_NAME) -> Any:
+        """The transaction of ``store_name`` for ``topic[partition]`` (lives across checkpoints)."""
+        try:
+            return self._transactions[(topic, partition, store_name)]
+        except KeyError:
+            if store_name not in self._stores.get(topic, {}):
+                raise StoreNotRegisteredError(
+                    f"no state store '{store_name}' is registered for topic '{topic}'") from None
+            raise PartitionNotAssignedError(
+                f"topic '{topic}' partition {partition} is not assigned to this instance "
+                f"(store '{store_name}')") from None
+
+    # -- checkpoints ----------------------------------------------------------------------------
+    def prepare_checkpoint(self, offsets: Optional[Dict[Tuple[str, int], int]] = None) -> None:
+        """Produce changelog records for what changed since the last checkpoint.
+
+        ``offsets`` are the last processed offsets of the checkpoint; a partition missing from
+        them commits nothing, so its changes are rolled back instead.
+        """
+        for tp, opened in self._partitions.items():
+            processed = None if offsets is None else offsets.get(tp)
+            for sp in opened.values():
+                if not sp.transaction.dirty:
+                    sp.pending_offset = processed
+                    continue
+                if offsets is not None and processed is None:
+                    sp.transaction.rollback()
+                    continue
+                changes = sp.transaction.prepare()
+                sp.pending_offset = processed
+                if sp.spec.changelog is not None and changes:
+                    sp.spec.changelog.produce(sp.partition, changes, processed)
+
+    def commit_checkpoint(self, offsets: Dict[Tuple[str, int], int]) -> None:
+        """Write every changed partition in one RocksDB write batch, with its processed offset."""
+        for tp, opened in self._partitions.items():
+            processed = offsets.get(tp)
+            for sp in opened.values():
+                if processed is None:
+                    if sp.transaction.dirty:
+                        sp.transaction.rollback()
+                    continue
+                changelog_offset = None
+                if sp.spec.changelog is not None and sp.transaction.dirty:
+                    # the producer was flushed by the checkpoint: everything up to here is written
+                    changelog_offset = self._recovery_reader().watermarks(sp.spec.changelog.topic, sp.partition)[1] - 1
+                sp.transaction.commit(processed, changelog_offset)
+                sp.pending_offset = None
+
+    def abort_checkpoint(self) -> None:
+        """Forget every uncommitted change (after a failed checkpoint)."""
+        for opened in self._partitions.values():
+            for sp in opened.values():
+                sp.transaction.rollback()
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def clear_state(self) -> None:
+        """Delete this group's local state (only while no partition is assigned)."""
+        if self._partitions:
+            raise RuntimeError("clear_state() cannot run while partitions are assigned")
+        path = self._state_dir / self._group_id
+        if path.exists():
+            logger.info("deleting local state %s", path)
+            shutil.rmtree(path)
+
+    def close(self) -> None:
+        for topic, partition in list(self._partitions):
+            self.on_partition_revoke(topic, partition)
+        if self._recovery is not None:
+            self._recovery.close()
+            self._recovery = None
+
+    def __enter__(self) -> "StateStoreManager":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -1,0 +1,157 @@
+"""Stores and per-checkpoint transactions: memory and RocksDB, no broker (changelogs off)."""
+
+from __future__ import annotations
+
+import pytest
+
+from stream_edge.dataframe.windows.aggregations import Sum
+from stream_edge.dataframe.windows.fixed_engine import FixedWindowEngine
+from stream_edge.state import (MemoryBackend, PartitionTransaction, RocksDBBackend, RocksDBOptions,
+                               StateStoreManager)
+from stream_edge.state.exceptions import (PartitionNotAssignedError, StateOffsetMismatchError, StoreLockedError,
+                                          StoreNotRegisteredError)
+
+NO_OFFSET = -1001
+
+
+def manager(tmp_path, store_type="rocksdb", **kwargs) -> StateStoreManager:
+    return StateStoreManager(group_id="g", state_dir=tmp_path, use_changelog_topics=False,
+                             default_store_type=store_type, **kwargs)
+
+
+def checkpoint(mgr, offsets):
+    mgr.prepare_checkpoint(offsets)
+    mgr.commit_checkpoint(offsets)
+
+
+@pytest.mark.parametrize("backend_factory", [MemoryBackend, lambda: None], ids=["memory", "rocksdb"])
+def test_state_is_scoped_per_message_key(tmp_path, backend_factory):
+    backend = backend_factory() or RocksDBBackend(tmp_path / "db")
+    tx = PartitionTransaction(backend)
+    a, b = tx.as_state(b"key-a"), tx.as_state(b"key-b")
+    a.set("n", 1)
+    assert (a.get("n"), b.get("n"), b.get("n", 0)) == (1, None, 0)
+    assert a.exists("n") and not b.exists("n")
+    tx.commit(processed_offset=5, changelog_offset=None)
+    assert a.get("n") == 1 and backend.processed_offset == 5
+    a.delete("n")
+    assert not a.exists("n") and a.get("n", "gone") == "gone"
+    tx.rollback()
+    assert a.get("n") == 1
+    backend.close()
+
+
+def test_rocksdb_state_survives_restart_and_a_failed_checkpoint_leaves_nothing(tmp_path):
+    mgr = manager(tmp_path)
+    mgr.register_store("input")
+    mgr.on_partition_assign("input", 0, NO_OFFSET)
+    state = mgr.get_transaction("input", 0).as_state(b"k")
+    state.set("total", 10)
+    checkpoint(mgr, {("input", 0): 99})
+    state.set("total", 11)
+    state.set("other", [1, 2])
+    mgr.prepare_checkpoint({("input", 0): 120})  # the offset commit then fails: no commit_checkpoint
+    mgr.close()
+
+    again = manager(tmp_path)
+    again.register_store("input")
+    again.on_partition_assign("input", 0, 100)
+    state = again.get_transaction("input", 0).as_state(b"k")
+    assert state.get("total") == 10 and not state.exists("other")
+    assert (tmp_path / "g" / "default" / "input" / "0").is_dir()
+    again.close()
+
+
+def test_partitions_are_isolated_and_uncommitted_partitions_roll_back(tmp_path):
+    mgr = manager(tmp_path, store_type="memory")
+    mgr.register_store("input")
+    for p in (0, 1):
+        mgr.on_partition_assign("input", p, NO_OFFSET)
+    mgr.get_transaction("input", 0).as_state(b"k").set("v", "p0")
+    mgr.get_transaction("input", 1).as_state(b"k").set("v", "p1")
+    # partition 1 was rewound by sink backpressure: nothing of it is committed
+    checkpoint(mgr, {("input", 0): 3})
+    assert mgr.get_transaction("input", 0).as_state(b"k").get("v") == "p0"
+    assert mgr.get_transaction("input", 1).as_state(b"k").get("v") is None
+
+
+def test_windowed_store_persists_key_states_once_per_checkpoint(tmp_path):
+    engine = FixedWindowEngine(10, 0, None, Sum())
+    mgr = manager(tmp_path)
+    mgr.register_windowed_store("input", "tumbling_window_10_sum")
+    mgr.on_partition_assign("input", 0, NO_OFFSET)
+    tx = mgr.get_transaction("input", 0, "tumbling_window_10_sum")
+    for ts in (1, 2, 3):
+        engine.process_final(tx.key_state(b"k", engine), 1, ts)
+    assert [key for key, _ in tx.prepare()] == [b"k"]
+    mgr.commit_checkpoint({("input", 0): 2})
+    mgr.close()
+
+    again = manager(tmp_path)
+    again.register_windowed_store("input", "tumbling_window_10_sum")
+    again.on_partition_assign("input", 0, 3)
+    tx = again.get_transaction("input", 0, "tumbling_window_10_sum")
+    assert engine.process_final(tx.key_state(b"k", engine), 1, 12) == [(0, 10, 3)]
+    again.close()
+
+
+def test_rocksdb_options_dumps_and_loads_are_used(tmp_path):
+    calls = []
+
+    def dumps(value):
+        calls.append(value)
+        return repr(value).encode()
+
+    opts = RocksDBOptions(dumps=dumps, loads=lambda data: eval(data.decode()), block_cache_size=8 * 1024 * 1024)
+    mgr = manager(tmp_path, rocksdb_options=opts)
+    mgr.register_store("input")
+    mgr.on_partition_assign("input", 0, NO_OFFSET)
+    mgr.get_transaction("input", 0).as_state(b"k").set("t", (1, 2))
+    checkpoint(mgr, {("input", 0): 0})
+    assert mgr.get_transaction("input", 0).as_state(b"k").get("t") == (1, 2)
+    assert (1, 2) in calls
+    mgr.close()
+
+
+def test_locked_store_fails_with_an_actionable_error(tmp_path):
+    first = RocksDBBackend(tmp_path / "db")
+    with pytest.raises(StoreLockedError, match="locked by another process"):
+        RocksDBBackend(tmp_path / "db", RocksDBOptions(open_max_retries=1, open_retry_backoff=0.01))
+    first.close()
+
+
+def test_stale_state_against_missing_committed_offset_is_an_error(tmp_path):
+    mgr = manager(tmp_path)
+    mgr.register_store("input")
+    mgr.on_partition_assign("input", 0, NO_OFFSET)
+    mgr.get_transaction("input", 0).as_state(b"k").set("n", 1)
+    checkpoint(mgr, {("input", 0): 50})
+    mgr.close()
+    again = manager(tmp_path)
+    again.register_store("input")
+    with pytest.raises(StateOffsetMismatchError, match="clear_state"):
+        again.on_partition_assign("input", 0, NO_OFFSET)  # the group's offsets expired
+    with pytest.raises(StateOffsetMismatchError, match="committed offset 20"):
+        again.on_partition_assign("input", 0, 20)  # the group was reset behind the state
+    again.on_partition_assign("input", 0, 51)
+    assert again.get_transaction("input", 0).as_state(b"k").get("n") == 1
+    again.close()
+
+
+def test_errors_name_the_store_and_partition(tmp_path):
+    mgr = manager(tmp_path, store_type="memory")
+    mgr.register_store("input")
+    with pytest.raises(PartitionNotAssignedError, match="'input' partition 3"):
+        mgr.get_transaction("input", 3)
+    with pytest.raises(StoreNotRegisteredError, match="'other'"):
+        mgr.get_transaction("input", 0, "other")
+
+
+def test_clear_state_deletes_the_group_directory(tmp_path):
+    mgr = manager(tmp_path)
+    mgr.register_store("input")
+    mgr.on_partition_assign("input", 0, NO_OFFSET)
+    mgr.close()
+    assert (tmp_path / "g").exists()
+    mgr.clear_state()
+    assert not (tmp_path / "g").exists()
