@@ -82,3 +82,25 @@ def test_kill9_twice_in_a_row(kafka_bootstrap, make_topic, tmp_path):
     assert run_worker(args + ["after-commit-record", "2"]).returncode == -signal.SIGKILL
     assert run_worker(args).returncode == 0
     assert sorted(lake_ids(tmp_path / "lake" / "events")) == list(range(RECORDS))
+
+
+APP_PROGRAM = Path(__file__).with_name("datalake_app_program.py")
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("point", ["before-stage", "after-stage", "after-commit-record", "after-publish"])
+def test_kill9_through_the_application(kafka_bootstrap, make_topic, tmp_path, point):
+    """The same crash points with the runtime's Application driving the checkpoints."""
+    topic = make_topic(partitions=2, prefix="lake-app-kill9")
+    produce(kafka_bootstrap, topic)
+    group = f"lake-app-kill9-{uuid.uuid4().hex[:8]}"
+    args = [kafka_bootstrap, topic, group, (tmp_path / "lake").as_uri()]
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    crashed = subprocess.run([sys.executable, str(APP_PROGRAM), *args, point, "3"], capture_output=True,
+                             text=True, timeout=180, env=env, cwd=REPO)
+    assert crashed.returncode == -signal.SIGKILL, crashed.stdout + crashed.stderr
+    finished = subprocess.run([sys.executable, str(APP_PROGRAM), *args], capture_output=True, text=True,
+                              timeout=180, env=env, cwd=REPO)
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+    ids = lake_ids(tmp_path / "lake" / "edge" / "events")
+    assert len(ids) == RECORDS and sorted(ids) == list(range(RECORDS))
