@@ -109,7 +109,8 @@ class RowProducer:
                 msg_key = key_func(value)
             if kdump is not None and msg_key is not None:
                 msg_key = kdump(msg_key)
-            return (vdump(value) if vdump is not None and value is not None else value), msg_key
+            # None goes through the serializer too (JSON: b"null"), as in Quix Streams
+            return (vdump(value) if vdump is not None else value), msg_key
 
         def slow(value, msg_key, timestamp, headers, first_exc):
             # Full queue: serve delivery reports and retry; anything else goes to on_producer_error.

@@ -122,16 +122,27 @@ class Topic:
                         config={k: str(v) for k, v in (config.extra_config or {}).items()})
 
     # -- slow-path (de)serialization, for programs that call these directly ------------------
-    def row_serialize(self, row: Row, key: Any) -> KafkaMessage:
-        """Serialize a Row (and a key) to a KafkaMessage."""
+    def serialize(self, key: Any = None, value: Any = None, headers: Any = None,
+                  timestamp_ms: Optional[int] = None) -> KafkaMessage:
+        """Serialize a key and value with this topic's serializers (e.g. in a custom source).
+
+        >>> Topic("t", value_serializer="json").serialize(key=b"k", value={"a": 1}).value
+        b'{"a":1}'
+        """
         if self._value_serializer is None:
             raise SerializerIsNotProvidedError(f"topic '{self.name}' has no value serializer")
-        headers = row.headers
-        ctx = SerializationContext(self.name, MessageField.VALUE, headers)
-        kctx = SerializationContext(self.name, MessageField.KEY, headers)
-        value = self._value_serializer(row.value, ctx)
-        key = self._key_serializer(key, kctx) if (self._key_serializer is not None and key is not None) else key
-        return KafkaMessage(key=key, value=value, headers=headers, timestamp=row.timestamp)
+        if self._key_serializer is not None and key is not None:
+            key = self._key_serializer(key, SerializationContext(self.name, MessageField.KEY, headers))
+        value = self._value_serializer(value, SerializationContext(self.name, MessageField.VALUE, headers))
+        return KafkaMessage(key=key, value=value, headers=headers, timestamp=timestamp_ms)
+
+    def deserialize(self, message: Any) -> Union[Row, List[Row], None]:
+        """Deserialize a Kafka message (same as :meth:`row_deserialize`)."""
+        return self.row_deserialize(message)
+
+    def row_serialize(self, row: Row, key: Any) -> KafkaMessage:
+        """Serialize a Row (and a key) to a KafkaMessage."""
+        return self.serialize(key=key, value=row.value, headers=row.headers, timestamp_ms=row.timestamp)
 
     def row_deserialize(self, message: Any) -> Union[Row, List[Row], None]:
         """Deserialize a Kafka message to a Row (a list with ``split_values``), None if ignored."""

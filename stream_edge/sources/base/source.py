@@ -10,7 +10,6 @@ import abc
 import logging
 from typing import Any, Optional, Union
 
-from stream_edge.models.serializers import MessageField, SerializationContext
 from stream_edge.models.topics import KafkaMessage, Topic
 
 __all__ = ("BaseSource", "Source")
@@ -117,13 +116,7 @@ class Source(BaseSource):
     def serialize(self, key: Optional[object] = None, value: Optional[object] = None,
                   headers: Any = None, timestamp_ms: Optional[int] = None) -> KafkaMessage:
         """Serialize with the source topic's serializers."""
-        topic = self._producer_topic
-        vser, kser = topic.value_serializer, topic.key_serializer
-        if vser is not None and value is not None:
-            value = vser(value, SerializationContext(topic.name, MessageField.VALUE, headers))
-        if kser is not None and key is not None:
-            key = kser(key, SerializationContext(topic.name, MessageField.KEY, headers))
-        return KafkaMessage(key=key, value=value, headers=headers, timestamp=timestamp_ms)
+        return self._producer_topic.serialize(key=key, value=value, headers=headers, timestamp_ms=timestamp_ms)
 
     def produce(self, value: Optional[Union[str, bytes]] = None, key: Optional[Union[str, bytes]] = None,
                 headers: Any = None, partition: Optional[int] = None, timestamp: Optional[int] = None,

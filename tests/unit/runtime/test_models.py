@@ -74,3 +74,11 @@ def test_connection_config_masks_secrets():
     assert cfg.as_librdkafka_dict()["sasl.mechanism"] == "PLAIN"
     with pytest.raises(ValueError, match="not connection settings"):
         ConnectionConfig.from_librdkafka_dict({"bootstrap.servers": "b", "linger.ms": 5})
+
+
+def test_topic_serialize_and_deserialize_like_v3():
+    topic = Topic("t", value_serializer="json", key_serializer="str", value_deserializer="json")
+    msg = topic.serialize(key="k1", value={"a": 1}, headers=[("h", b"v")], timestamp_ms=5)
+    assert (msg.key, msg.value, msg.headers, msg.timestamp) == (b"k1", b'{"a":1}', [("h", b"v")], 5)
+    assert topic.serialize(value=None).value == b"null"  # None goes through the serializer
+    assert topic.deserialize(FakeMessage(b'{"a": 2}')).value == {"a": 2}
