@@ -475,3 +475,27 @@ def test_rewound_partition_keeps_one_copy_in_the_buffer(tmp_path):
     feed(sink, [{"i": i} for i in range(3, 8)], start=3)  # rewound to offset 3 without on_paused
     sink.flush("sensors", 0)
     assert sorted(r["i"] for r in read_rows(tmp_path / "lake" / "readings")) == list(range(8))
+
+
+def test_leftover_commit_record_temp_file_is_removed(tmp_path):
+    sink = make_sink(tmp_path)
+    feed(sink, [{"i": 0}])
+    sink.flush("sensors", 0)
+    commits = tmp_path / "lake" / "readings" / "_commits" / "sensors" / "0"
+    (commits / ".00000000000000000009.json.123.tmp").write_bytes(b"{half")
+    feed(sink, [{"i": 1}], start=1)
+    sink.flush("sensors", 0)
+    assert sorted(p.name for p in commits.iterdir()) == [f"{0:020d}.json", f"{1:020d}.json"]
+
+
+def test_catalog_token_goes_to_pyiceberg_but_not_to_logs(tmp_path, caplog, monkeypatch):
+    from stream_edge.sinks.core.datalake.catalog import IcebergRegistrar
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    registrar = IcebergRegistrar("http://127.0.0.1:9/catalog", "ns", "t", token="s3cr3t", hive_columns=["day"])
+    props = registrar._catalog_properties()
+    assert props["token"] == "s3cr3t" and props["type"] == "rest" and props["s3.endpoint"] == "http://127.0.0.1:9"
+    with caplog.at_level(logging.DEBUG):
+        DataLakeSink("t", storage_url=str(tmp_path), catalog_url="http://127.0.0.1:9/catalog",
+                     catalog_auth_token="s3cr3t")
+    assert caplog.records and all("s3cr3t" not in r.getMessage() for r in caplog.records)

@@ -93,7 +93,13 @@ class LakeTableWriter:
     # -- reading the log ------------------------------------------------------------------------
     def latest_commit(self, topic: str, partition: int) -> Optional[CommitRecord]:
         """The newest commit record of the partition, read from storage (cached by name)."""
-        names = [self._rel(info.path) for info in self._list(commit_dir(topic, partition), recursive=False)]
+        names = []
+        for info in self._list(commit_dir(topic, partition), recursive=False):
+            if info.base_name.startswith("."):
+                # A temp file of a commit record whose writer died before the rename.
+                self.fs.delete_file(info.path)
+                continue
+            names.append(self._rel(info.path))
         self._names[(topic, partition)] = names
         name = latest_commit_name(names)
         if name is None:
