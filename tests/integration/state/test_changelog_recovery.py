@@ -1,0 +1,134 @@
+"""StateStoreManager against the real broker: compacted changelog topics are created, state is
+rebuilt from them before processing (with progress in the log), records of a checkpoint whose
+offsets were never committed are not applied, and untrustworthy local state is rebuilt."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import pytest
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import ConfigResource
+
+from stream_edge import Application
+
+pytestmark = pytest.mark.integration
+
+
+def new_manager(bootstrap, group, state_dir, store_type="rocksdb"):
+    app = Application(bootstrap, consumer_group=group, state_dir=state_dir, loglevel=None)
+    manager = app.processing_context.state_manager
+    manager._default_store_type = store_type
+    return app, manager
+
+
+def checkpoint(app, manager, offsets):
+    manager.prepare_checkpoint(offsets)
+    app._producer.flush()
+    manager.commit_checkpoint(offsets)
+
+
+def write_totals(app, manager, src, partition, values, offset):
+    tx = manager.get_transaction(src, partition)
+    for key, total in values.items():
+        tx.as_state(key).set("total", total)
+    checkpoint(app, manager, {(src, partition): offset})
+
+
+def totals(manager, src, partition, keys):
+    tx = manager.get_transaction(src, partition)
+    return {key: tx.as_state(key).get("total") for key in keys}
+
+
+def test_changelog_is_compacted_and_recovers_a_fresh_memory_store(kafka_bootstrap, kafka_admin, make_topic, group,
+                                                                   tmp_path, caplog):
+    src = make_topic(partitions=2)
+    app, manager = new_manager(kafka_bootstrap, group, tmp_path / "a")
+    manager.register_store(src)
+    for p in (0, 1):
+        manager.on_partition_assign(src, p, -1001)
+    keys = [f"key-{i}".encode() for i in range(300)]
+    write_totals(app, manager, src, 0, {k: i for i, k in enumerate(keys)}, offset=299)
+    write_totals(app, manager, src, 0, {keys[0]: "updated"}, offset=300)
+    manager.get_transaction(src, 0).as_state(keys[1]).delete("total")
+    checkpoint(app, manager, {(src, 0): 301})
+    manager.close()
+
+    changelog = f"changelog__{group}--{src}--default"
+    config = kafka_admin.describe_configs([ConfigResource("topic", changelog)])
+    (entries,) = [f.result(timeout=30) for f in config.values()]
+    assert entries["cleanup.policy"].value == "compact"
+    assert len(kafka_admin.list_topics(changelog, timeout=10).topics[changelog].partitions) == 2
+
+    caplog.set_level(logging.INFO, logger="stream_edge.state")
+    app2, memory = new_manager(kafka_bootstrap, group, tmp_path / "b", store_type="memory")
+    memory.register_store(src)
+    memory.on_partition_assign(src, 0, 302)
+    got = totals(memory, src, 0, keys)
+    assert got[keys[0]] == "updated" and got[keys[1]] is None
+    assert all(got[k] == i for i, k in enumerate(keys) if i > 1)
+    assert "recovering from changelog" in caplog.text and "recovered 302 records" in caplog.text
+    memory.close()
+
+
+def test_records_of_an_uncommitted_checkpoint_are_not_recovered(kafka_bootstrap, make_topic, group, tmp_path, caplog):
+    src = make_topic()
+    app, manager = new_manager(kafka_bootstrap, group, tmp_path / "a")
+    manager.register_store(src)
+    manager.on_partition_assign(src, 0, -1001)
+    write_totals(app, manager, src, 0, {b"k": 1}, offset=9)
+    # the next checkpoint produces its changelog, then its offset commit fails: the app dies
+    manager.get_transaction(src, 0).as_state(b"k").set("total", 2)
+    manager.prepare_checkpoint({(src, 0): 19})
+    app._producer.flush()
+    manager.close()
+
+    caplog.set_level(logging.INFO, logger="stream_edge.state")
+    for state_dir in ("a", "fresh"):  # the local store, and a rebuild from the changelog alone
+        app2, again = new_manager(kafka_bootstrap, group, tmp_path / state_dir)
+        again.register_store(src)
+        again.on_partition_assign(src, 0, 10)  # the group's committed offset
+        assert totals(again, src, 0, [b"k"]) == {b"k": 1}
+        again.close()
+    assert "1 records of uncommitted checkpoints skipped" in caplog.text
+
+
+def test_local_state_ahead_of_a_recreated_changelog_is_rebuilt(kafka_bootstrap, kafka_admin, make_topic, group,
+                                                                tmp_path, caplog):
+    src = make_topic()
+    app, manager = new_manager(kafka_bootstrap, group, tmp_path / "a")
+    manager.register_store(src)
+    manager.on_partition_assign(src, 0, -1001)
+    for offset in range(5):
+        write_totals(app, manager, src, 0, {b"k": offset}, offset=offset)
+    manager.close()
+    changelog = f"changelog__{group}--{src}--default"
+    kafka_admin.delete_topics([changelog])[changelog].result(timeout=30)
+
+    caplog.set_level(logging.INFO, logger="stream_edge.state")
+    app2, again = new_manager(kafka_bootstrap, group, tmp_path / "a")
+    again.register_store(src)
+    for attempt in range(20):  # the deleted topic disappears asynchronously
+        try:
+            again.on_partition_assign(src, 0, 5)
+            break
+        except Exception:
+            time.sleep(0.5)
+    assert "dropping the local state and rebuilding it from the changelog" in caplog.text
+    assert totals(again, src, 0, [b"k"]) == {b"k": None}
+    again.close()
+
+
+def test_committed_offset_no_longer_retained_is_logged(kafka_bootstrap, kafka_admin, make_topic, send, group,
+                                                        tmp_path, caplog):
+    src = make_topic()
+    send(src, [(b"k", {"n": i}, None) for i in range(20)])
+    for future in kafka_admin.delete_records([TopicPartition(src, 0, 15)]).values():
+        future.result(timeout=30)  # retention deleted the records below offset 15
+    app, manager = new_manager(kafka_bootstrap, group, tmp_path / "a")
+    manager.register_store(src)
+    caplog.set_level(logging.INFO, logger="stream_edge.state")
+    manager.on_partition_assign(src, 0, 4)
+    assert "committed offset 4 is no longer retained by Kafka (log start 15)" in caplog.text
+    manager.close()
