@@ -10,7 +10,7 @@ successful message costs no Python callback; failures are collected and raised a
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, List, Optional, Union
+from typing import Any, Callable, List, Optional, Tuple, Union
 
 import confluent_kafka
 
@@ -93,9 +93,19 @@ class RowProducer:
             self.handle_error(exc, None)
 
     # -- hot path -------------------------------------------------------------------------------
-    def topic_writer(self, topic: Topic, key: Optional[Callable[[Any], Any]] = None,
-                     child: Optional[Callable[[Any, Any, int, Any], None]] = None) -> Callable[[Any, Any, int, Any], None]:
-        """A closure ``(value, key, timestamp, headers)`` producing to ``topic``, then calling ``child``."""
+    def topic_writer(self, topic: Topic, key: Optional[Callable[[Any], Any]] = None) -> Callable[[Any, Any, int, Any], None]:
+        """A closure ``(value, key, timestamp, headers)`` producing to ``topic``."""
+        return self._writer(topic, key)[0]
+
+    def inline_parts(self, topic: Topic, key: Optional[Callable[[Any], Any]] = None) -> Optional[Tuple[Any, ...]]:
+        """``(produce, topic_name, dumps, on_failure)`` when a record can be produced with one line
+        ``produce(name, dumps(value), key, timestamp=..., headers=...)`` (JSON-like value
+        serializer, key passed through, no extra headers); ``on_failure(value, key, timestamp,
+        headers, exc)`` handles a full queue and errors. None otherwise: use :meth:`topic_writer`.
+        """
+        return self._writer(topic, key)[1]
+
+    def _writer(self, topic: Topic, key: Optional[Callable[[Any], Any]]) -> Tuple[Callable, Optional[Tuple[Any, ...]]]:
         raw = self._producer._producer
         produce, poll = raw.produce, raw.poll
         name = topic.name
@@ -112,7 +122,7 @@ class RowProducer:
             # None goes through the serializer too (JSON: b"null"), as in Quix Streams
             return (vdump(value) if vdump is not None else value), msg_key
 
-        def slow(value, msg_key, timestamp, headers, first_exc):
+        def on_failure(value, msg_key, timestamp, headers, first_exc):
             # Full queue: serve delivery reports and retry; anything else goes to on_producer_error.
             exc = first_exc
             for _ in range(10):
@@ -121,42 +131,23 @@ class RowProducer:
                 poll(1.0)
                 try:
                     data, out_key = serialize(value, msg_key)
-                    if extra:
-                        headers = merge_headers(headers, extra)
-                    produce(name, data, out_key, timestamp=timestamp, headers=headers)
+                    produce(name, data, out_key, timestamp=timestamp,
+                            headers=merge_headers(headers, extra) if extra else headers)
                     return
                 except Exception as retry_exc:  # noqa: BLE001
                     exc = retry_exc
             handle_error(exc, current_row(value, msg_key, timestamp, headers))
 
-        if key_func is None and kdump is None and vdump is not None and not extra:
-            # The common case: JSON value, key passed through.
-            if child is None:
-                def write(value, msg_key, timestamp, headers):
-                    try:
-                        produce(name, vdump(value), msg_key, timestamp=timestamp, headers=headers)
-                    except Exception as exc:  # noqa: BLE001 - routed to on_producer_error
-                        slow(value, msg_key, timestamp, headers, exc)
-                return write
-
-            def write_then(value, msg_key, timestamp, headers):
-                try:
-                    produce(name, vdump(value), msg_key, timestamp=timestamp, headers=headers)
-                except Exception as exc:  # noqa: BLE001 - routed to on_producer_error
-                    slow(value, msg_key, timestamp, headers, exc)
-                child(value, msg_key, timestamp, headers)
-            return write_then
-
-        def write_general(value, msg_key, timestamp, headers):
+        def write(value, msg_key, timestamp, headers):
             try:
                 data, out_key = serialize(value, msg_key)
                 produce(name, data, out_key, timestamp=timestamp,
                         headers=merge_headers(headers, extra) if extra else headers)
-            except Exception as exc:  # noqa: BLE001
-                slow(value, msg_key, timestamp, headers, exc)
-            if child is not None:
-                child(value, msg_key, timestamp, headers)
-        return write_general
+            except Exception as exc:  # noqa: BLE001 - routed to on_producer_error
+                on_failure(value, msg_key, timestamp, headers, exc)
+
+        simple = key_func is None and kdump is None and vdump is not None and not extra
+        return write, ((produce, name, vdump, on_failure) if simple else None)
 
     # -- v3 API ---------------------------------------------------------------------------------
     def produce_row(self, row: Row, topic: Topic, key: Any = _KEY_UNSET, partition: Optional[int] = None,

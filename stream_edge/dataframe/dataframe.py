@@ -55,11 +55,32 @@ class _ToTopic(StreamFunction):
         self._ctx, self._topic, self._key = ctx, topic, key
         self.internal = internal  # True for group_by's repartition write
 
-    def build(self, child: Optional[VoidExecutor]) -> VoidExecutor:
+    def _producer(self) -> Any:
         producer = self._ctx.producer
         if producer is None:
             raise InvalidOperation("to_topic() needs the Application's producer (use app.dataframe())")
-        return producer.topic_writer(self._topic, self._key, child)
+        return producer
+
+    def build(self, child: Optional[VoidExecutor]) -> VoidExecutor:
+        write = self._producer().topic_writer(self._topic, self._key)
+        if child is None:
+            return write
+
+        def to_topic(value, key, timestamp, headers):
+            write(value, key, timestamp, headers)
+            child(value, key, timestamp, headers)
+        return to_topic
+
+    def inline(self, ref):
+        producer = self._producer()
+        parts = producer.inline_parts(self._topic, self._key) if hasattr(producer, "inline_parts") else None
+        if parts is None:
+            return [f"{ref(producer.topic_writer(self._topic, self._key))}(value, key, timestamp, headers)"]
+        produce, name, dumps, on_failure = map(ref, parts)
+        return ["try:",
+                f"    {produce}({name}, {dumps}(value), key, timestamp=timestamp, headers=headers)",
+                "except Exception as exc:",
+                f"    {on_failure}(value, key, timestamp, headers, exc)"]
 
     def __repr__(self) -> str:
         return f"to_topic({self._topic.name!r})"
@@ -71,6 +92,9 @@ class _Assign(StreamFunction):
     def __init__(self, column: str, func: Callable[[Any], Any]) -> None:
         super().__init__(func)
         self._column = column
+
+    def inline(self, ref):
+        return [f"value[{ref(self._column)}] = {ref(self.func)}(value)"]
 
     def build(self, child: Optional[VoidExecutor]) -> VoidExecutor:
         func, column = self.func, self._column

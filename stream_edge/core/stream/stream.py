@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable, List, Optional
 
 from .functions import (
+    fan_out,
     ApplyFunction,
     ApplyWithMetadataFunction,
     FilterFunction,
@@ -174,16 +175,51 @@ def _noop(value, key, timestamp, headers):
     return None
 
 
-def _build(node: Stream, sink: Optional[VoidExecutor]) -> Optional[VoidExecutor]:
-    """Build the executor of ``node`` and its subtree, leaves first."""
-    from .functions import fan_out
-
+def _after(node: Stream, sink: Optional[VoidExecutor]) -> Optional[VoidExecutor]:
+    """The executor that receives what ``node`` emits: its children (fanned out) or the sink."""
     if node.children:
-        child = fan_out([c for c in (_build(c, sink) for c in node.children) if c is not None])
-    elif getattr(node.func, "internal", False):
-        child = None  # e.g. group_by's write to its repartition topic: not an output of the pipeline
-    else:
-        child = sink
+        return fan_out([c for c in (_build(c, sink) for c in node.children) if c is not None])
+    if getattr(node.func, "internal", False):
+        return None  # e.g. group_by's write to its repartition topic: not an output of the pipeline
+    return sink
+
+
+def _build(node: Stream, sink: Optional[VoidExecutor]) -> Optional[VoidExecutor]:
+    """Build the executor of ``node`` and its subtree.
+
+    A chain of inlinable steps (no branch, no expansion) becomes ONE generated function whose body
+    is the steps' source lines, so a record costs one Python call for the whole chain plus the
+    user's own functions. Branch points, expanding steps and custom StreamFunctions end a chain by
+    calling their executor (built the same way, recursively).
+    """
     if node.func is None:
-        return child
-    return node.func.build(child)
+        return _after(node, sink)
+    namespace: dict = {}
+
+    def ref(obj: Any) -> str:
+        name = f"_f{len(namespace)}"
+        namespace[name] = obj
+        return name
+
+    lines: List[str] = []
+    current = node
+    while True:
+        code = current.func.inline(ref)
+        if code is None:  # not inlinable: hand over to its own executor
+            lines.append(f"{ref(current.func.build(_after(current, sink)))}(value, key, timestamp, headers)")
+            break
+        lines.extend(code)
+        if len(current.children) == 1 and current.children[0].func is not None:
+            current = current.children[0]
+            continue
+        after = _after(current, sink)
+        if after is not None:
+            lines.append(f"{ref(after)}(value, key, timestamp, headers)")
+        break
+    if len(lines) == 1 and lines[0] == "_f0(value, key, timestamp, headers)":
+        return namespace["_f0"]  # a single opaque executor: no wrapper
+    source = "def composed(value, key, timestamp, headers):\n" + "".join(f"    {line}\n" for line in lines)
+    exec(compile(source, "<stream_edge composed chain>", "exec"), namespace)
+    composed = namespace["composed"]
+    composed.source = source  # for debugging: print(executor.source)
+    return composed

@@ -13,12 +13,10 @@ class RecordingProducer:
     def __init__(self):
         self.produced = []
 
-    def topic_writer(self, topic, key=None, child=None):
+    def topic_writer(self, topic, key=None):
         def write(value, msg_key, ts, headers):
             out_key = key(value) if key is not None else msg_key
             self.produced.append((topic.name, value, out_key, ts, headers))
-            if child is not None:
-                child(value, msg_key, ts, headers)
         return write
 
 

@@ -68,3 +68,24 @@ def test_diff_and_root_path():
     diff = base.diff(longer)  # prunes the diff from the shared tree
     assert diff.compose_returning()(1, None, 0, None) == 6
     assert len(longer.root_path()) == 4
+
+
+def test_a_linear_chain_is_fused_into_one_generated_function():
+    calls = []
+    s = (Stream().add_apply(lambda v: v + 1).add_filter(lambda v: v > 1).add_update(calls.append)
+         .add_transform(lambda v, k, t, h: (v, k, t + 1, h)))
+    out = []
+    executor = s.compose(sink=lambda v, k, t, h: out.append((v, t)))
+    assert executor.source.count("\n") == 7  # def line + 6 step lines + the sink call, one function
+    executor(1, None, 0, None)
+    executor(0, None, 0, None)
+    assert out == [(2, 1)] and calls == [2]
+
+
+def test_branch_points_and_expansions_end_a_fused_chain():
+    root = Stream().add_apply(lambda v: v * 2)
+    root.add_apply(lambda v: [v, v], expand=True).add_apply(lambda v: v + 1)
+    root.add_filter(lambda v: False)
+    out = []
+    root.root().compose(sink=lambda v, k, t, h: out.append(v))(1, None, 0, None)
+    assert out == [3, 3]

@@ -20,6 +20,9 @@ class ApplyFunction(StreamFunction):
         super().__init__(func)
         self.expand = expand
 
+    def inline(self, ref):
+        return None if self.expand else [f"value = {ref(self.func)}(value)"]
+
     def build(self, child: Optional[VoidExecutor]) -> VoidExecutor:
         func = self.func
         if child is None:
@@ -48,6 +51,9 @@ class ApplyWithMetadataFunction(StreamFunction):
     def __init__(self, func: Callable[[Any, Any, int, Any], Any], expand: bool = False) -> None:
         super().__init__(func)
         self.expand = expand
+
+    def inline(self, ref):
+        return None if self.expand else [f"value = {ref(self.func)}(value, key, timestamp, headers)"]
 
     def build(self, child: Optional[VoidExecutor]) -> VoidExecutor:
         func = self.func

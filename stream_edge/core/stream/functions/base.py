@@ -9,7 +9,7 @@ up per message.
 from __future__ import annotations
 
 import pickle
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence
 
 VoidExecutor = Callable[[Any, Any, int, Any], None]
 
@@ -63,6 +63,15 @@ class StreamFunction:
 
     def build(self, child: Optional[VoidExecutor]) -> VoidExecutor:  # pragma: no cover - abstract
         raise TypeError(f"{type(self).__name__} does not build an executor")
+
+    def inline(self, ref: Callable[[Any], str]) -> Optional[List[str]]:
+        """Source lines doing this step on the locals ``value, key, timestamp, headers``.
+
+        Used by :meth:`Stream.compose` to fuse a chain of steps into one generated function;
+        ``ref(obj)`` returns the name an object is bound to there. A line may ``return`` to drop
+        the record. None (the default) means "not inlinable": the step runs as its own executor.
+        """
+        return None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({getattr(self.func, '__name__', self.func)!r})"

@@ -12,6 +12,9 @@ __all__ = ("FilterFunction", "FilterWithMetadataFunction")
 class FilterFunction(StreamFunction):
     """Wrap ``func(value) -> bool``."""
 
+    def inline(self, ref):
+        return [f"if not {ref(self.func)}(value):", "    return"]
+
     def build(self, child: Optional[VoidExecutor]) -> VoidExecutor:
         func = self.func
         if child is None:
@@ -27,6 +30,9 @@ class FilterFunction(StreamFunction):
 
 class FilterWithMetadataFunction(StreamFunction):
     """Wrap ``func(value, key, timestamp, headers) -> bool``."""
+
+    def inline(self, ref):
+        return [f"if not {ref(self.func)}(value, key, timestamp, headers):", "    return"]
 
     def build(self, child: Optional[VoidExecutor]) -> VoidExecutor:
         func = self.func

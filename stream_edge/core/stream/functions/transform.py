@@ -19,6 +19,11 @@ class TransformFunction(StreamFunction):
         super().__init__(func)
         self.expand = expand
 
+    def inline(self, ref):
+        if self.expand:
+            return None
+        return [f"value, key, timestamp, headers = {ref(self.func)}(value, key, timestamp, headers)"]
+
     def build(self, child: Optional[VoidExecutor]) -> VoidExecutor:
         func = self.func
         if child is None:

@@ -12,6 +12,9 @@ __all__ = ("UpdateFunction", "UpdateWithMetadataFunction")
 class UpdateFunction(StreamFunction):
     """Wrap ``func(value)``; the (possibly mutated) input value goes downstream."""
 
+    def inline(self, ref):
+        return [f"{ref(self.func)}(value)"]
+
     def build(self, child: Optional[VoidExecutor]) -> VoidExecutor:
         func = self.func
         if child is None:
@@ -27,6 +30,9 @@ class UpdateFunction(StreamFunction):
 
 class UpdateWithMetadataFunction(StreamFunction):
     """Wrap ``func(value, key, timestamp, headers)``; the input value goes downstream."""
+
+    def inline(self, ref):
+        return [f"{ref(self.func)}(value, key, timestamp, headers)"]
 
     def build(self, child: Optional[VoidExecutor]) -> VoidExecutor:
         func = self.func
