@@ -117,20 +117,27 @@ def _prepare(table: Table, facts: Sequence[_FileFacts], root: LakeLocation) -> N
 
 
 def _commit_batch(table: Table, root: LakeLocation, ledger: RegistrationLedger, number: int,
-                  files: Sequence[EdgeFile]) -> None:
-    """Commit one ledger batch idempotently, then mark it done."""
+                  files: Sequence[EdgeFile]) -> bool:
+    """Commit one ledger batch idempotently, then mark it done.
+
+    Returns False when an earlier (crashed) run had already committed it.
+    """
     from lakehouse.iceberg_tables import IcebergTable
 
     pause_point("register.before-commit")
     if isinstance(table, IcebergTable):
-        if table.last_batch() >= number:
-            log.info("batch %d was already committed to %s by an earlier run", number, table.identifier)
-        else:
+        committed_now = table.last_batch() < number
+        if committed_now:
             table.append_files(root, files, number, progress=Progress(f"batch {number}: adding files"))
     else:
+        version = table.version()
         table.append_files(root, files, number, app_id=f"lakehouse-register-{table.uuid()}")
+        committed_now = table.version() != version  # Delta skips a txn version it already has
+    if not committed_now:
+        log.info("batch %d was already committed to %s by an earlier run", number, table.identifier)
     pause_point("register.after-commit")
     ledger.mark_done(number)
+    return committed_now
 
 
 def run_register(spark: "SparkSession", options: RegisterOptions) -> JobReport:
@@ -169,9 +176,9 @@ def run_register(spark: "SparkSession", options: RegisterOptions) -> JobReport:
             files = [edge_file_at(root, rel) for rel in batch.files]
             facts = _read_footers(root, files)
             _prepare(table, facts, root)
-            _commit_batch(table, root, ledger, batch.number, files)
-            added_files += len(files)
-            added_rows += sum(f.rows for f in facts)
+            if _commit_batch(table, root, ledger, batch.number, files):
+                added_files += len(files)
+                added_rows += sum(f.rows for f in facts)
 
     known = {rel for batch in batches for rel in batch.files}
     new_files = [f for f in committed if f.relative_path not in known]

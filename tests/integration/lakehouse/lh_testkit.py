@@ -77,34 +77,38 @@ class TargetTable:
 
 
 
-def run_job(args: list[str], env: dict, pause_at: str | None = None, timeout: float = 300.0):
+def run_job(args: list[str], env: dict, pause_at: str | None = None, kill_after: tuple[str, float] | None = None,
+            timeout: float = 300.0):
     """Run ``python -m pipelines.cli <args>`` as its own driver process.
 
-    With ``pause_at`` the job stops at that fault-injection point and the whole driver (Python
-    and its JVM) is SIGKILLed there: a crash, not a shutdown. Returns (returncode, stdout, stderr).
+    ``pause_at``: the job stops at that fault-injection point and is killed there.
+    ``kill_after=(text, seconds)``: killed ``seconds`` after a stderr line containing ``text``
+    (e.g. while Spark is rewriting files). A kill is SIGKILL to the whole driver (Python and its
+    JVM): a crash, not a shutdown. Returns (returncode, stdout, stderr).
     """
     full_env = dict(os.environ, **env, PYTHONUNBUFFERED="1", TZ="UTC")
     if pause_at:
         full_env["LAKEHOUSE_PAUSE_AT"] = pause_at
     proc = subprocess.Popen([sys.executable, "-m", "pipelines.cli", *args], cwd=REPO, env=full_env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    if not pause_at:
+    if not pause_at and not kill_after:
         out, err = proc.communicate(timeout=timeout)
         return proc.returncode, out, err
-    deadline = time.monotonic() + timeout
-    seen = []
+    trigger = f"LAKEHOUSE_PAUSED {pause_at}" if pause_at else kill_after[0]  # type: ignore[index]
+    delay = 0.0 if pause_at else kill_after[1]  # type: ignore[index]
+    seen: list[str] = []
+    killed = False
     try:
         for line in proc.stderr:  # type: ignore[union-attr]
             seen.append(line)
-            if line.startswith(f"LAKEHOUSE_PAUSED {pause_at}"):
+            if trigger in line:
+                time.sleep(delay)
                 os.killpg(proc.pid, signal.SIGKILL)
-                break
-            if time.monotonic() > deadline:
+                killed = True
                 break
     finally:
-        if proc.poll() is None and not any(line.startswith("LAKEHOUSE_PAUSED") for line in seen):
+        if proc.poll() is None and not killed:
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=60)
-    assert any(line.startswith(f"LAKEHOUSE_PAUSED {pause_at}") for line in seen), \
-        f"the job never reached {pause_at}; stderr:\n{''.join(seen)[-4000:]}"
+    assert killed, f"the job never printed {trigger!r}; stderr:\n{''.join(seen)[-4000:]}"
     return proc.returncode, "", "".join(seen)
