@@ -167,3 +167,28 @@ def test_on_message_processed_and_message_context(new_app, make_topic, produce):
     sdf = sdf.apply(lambda v: (message_context().partition, message_context().offset))
     assert [r["_value"] for r in app.run(count=2, timeout=30)] == [(1, 0), (1, 1)]
     assert processed == [(src, 1, 0), (src, 1, 1)]
+
+
+def test_general_path_key_deserializer_extractor_tombstone_and_two_topics(new_app, make_topic, produce):
+    first, second = make_topic(), make_topic()
+    produce(first, [(b"k1", {"event_ms": 111}), (b"k2", None)])  # None value: a tombstone
+    produce(second, [(b"\x00\x00\x00\x07", b"\x00\x00\x00\x2a")])
+    app, _ = new_app()
+    sdf1 = app.dataframe(app.topic(first, key_deserializer="str",
+                                   timestamp_extractor=lambda value, headers, ts, ts_type:
+                                   value["event_ms"] if value else ts))
+    sdf1.apply(lambda value, key, ts, headers: ("first", key, ts if value else None), metadata=True)
+    sdf2 = app.dataframe(app.topic(second, key_deserializer="int", value_deserializer="int"))
+    sdf2.apply(lambda value, key, ts, headers: ("second", key, value), metadata=True)
+    rows = sorted(r["_value"] for r in app.run(count=3, timeout=30))
+    assert rows == [("first", "k1", 111), ("first", "k2", None), ("second", 7, 42)]
+
+
+def test_run_twice_resumes_from_the_committed_offsets(new_app, make_topic, produce):
+    src = make_topic()
+    produce(src, [(b"k", {"i": i}) for i in range(3)])
+    app, _ = new_app()
+    app.dataframe(app.topic(src)).apply(lambda v: v["i"])
+    assert [r["_value"] for r in app.run(count=2, timeout=30)] == [0, 1]
+    produce(src, [(b"k", {"i": 3})])
+    assert [r["_value"] for r in app.run(count=2, timeout=30)] == [2, 3]
