@@ -247,6 +247,9 @@ class StreamingDataFrame(BaseStreaming):
 
         Example: ``sdf.to_topic(app.topic("out"), key=lambda v: v["id"])``
         """
+        register = getattr(self._topic_manager, "register", None)
+        if register is not None and topic.name not in self._topic_manager.all_topics:
+            register(topic)  # a Topic built directly (not via app.topic()) is created/validated too
         self._stream = self._stream._add(_ToTopic(self._processing_context, topic, key))
         return self
 

@@ -192,3 +192,15 @@ def test_run_twice_resumes_from_the_committed_offsets(new_app, make_topic, produ
     assert [r["_value"] for r in app.run(count=2, timeout=30)] == [0, 1]
     produce(src, [(b"k", {"i": 3})])
     assert [r["_value"] for r in app.run(count=2, timeout=30)] == [2, 3]
+
+
+def test_to_topic_with_a_directly_built_topic_creates_it(new_app, make_topic, produce, read_topic):
+    from stream_edge.models import Topic
+
+    src = make_topic()
+    produce(src, [(b"k", {"a": 1})])
+    app, _ = new_app()
+    direct = Topic(f"direct-{uuid.uuid4().hex[:8]}", value_serializer="json", config=TopicConfig(num_partitions=2))
+    app.dataframe(app.topic(src)).to_topic(direct)
+    app.run(count=1, timeout=30)
+    assert [orjson.loads(m.value()) for m in read_topic(direct.name, 1)] == [{"a": 1}]
