@@ -210,7 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = _settings(args)
         from lakehouse.session import build_spark
 
-        log.info("starting Spark (%s, catalog %r: %s)", settings.master, settings.catalog_name,
+        log.info("starting Spark (%s, catalog %r: %s)", settings.master or "master from spark-submit/local[2]", settings.catalog_name,
                  "REST " + settings.rest_uri if settings.rest_uri else "embedded")
         spark = build_spark(settings)
         summary = run_command(spark, args, default_catalog=settings.catalog_name)
