@@ -11,6 +11,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from confluent_kafka import KafkaError
+
 from stream_edge.kafka.exceptions import KafkaConsumerException
 from stream_edge.models.messagecontext import MessageContext
 from stream_edge.models.rows import Row
@@ -116,7 +118,7 @@ def build_handler(topic: Topic, executor: Callable[[Any, Any, int, Any], None], 
 
 def _message_error(msg: Any, on_consumer_error: Callable) -> None:
     err = msg.error()
-    if err.code() == -191:  # _PARTITION_EOF: informational
+    if err.code() == KafkaError._PARTITION_EOF:  # informational (enable.partition.eof)
         return
     exc = KafkaConsumerException(err, msg.topic(), msg.partition())
     if not on_consumer_error(exc, msg, logger):
@@ -178,6 +180,16 @@ def build_batch_processor(handlers: Dict[str, Callable[[Any], None]], on_consume
                     _message_error(msg, on_consumer_error)
             return done
         return process_inline_bounded
+
+    if single is not None and on_message_processed is None and stop_at is None:
+        def process_single(msgs: List[Any]) -> int:
+            for msg in msgs:
+                if msg.error() is None:
+                    single(msg)
+                else:
+                    _message_error(msg, on_consumer_error)
+            return len(msgs)
+        return process_single
 
     def process(msgs: List[Any]) -> int:
         done = 0
