@@ -5,7 +5,7 @@
 
 Every contender gets the same in-memory records (dicts, as a JSON deserializer yields them; ~90 B
 of JSON each, 10,000 keys), cut into checkpoints of ``--checkpoint`` records, and writes snappy
-Parquet to a fresh folder on the local disk:
+Parquet to a fresh folder on the local disk, best of 3 interleaved rounds:
 
 - ``pyarrow limit``: per checkpoint, ``pa.array(dicts)`` -> table -> ``pq.write_table`` (one file).
   That is the least any Python sink must do with dict records. (``write only`` is the same
@@ -107,7 +107,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--checkpoint", type=int, default=50_000, help="records per flush")
-    parser.add_argument("--repeat", type=int, default=2, help="best of N runs per contender")
+    parser.add_argument("--repeat", type=int, default=3, help="best of N interleaved rounds")
     parser.add_argument("--skip-quix", action="store_true")
     args = parser.parse_args()
     recs = records(args.records)
@@ -130,21 +130,21 @@ def main() -> None:
     run_limit(recs[: args.checkpoint], args.checkpoint, warm / "limit", convert=True)
     run_sink(recs[: args.checkpoint], args.checkpoint, warm / "sink")
     shutil.rmtree(warm, ignore_errors=True)
-    results = {}
-    for name, run in contenders:
-        best, size = None, 0
-        for _ in range(args.repeat):
+    # Rounds are interleaved (every contender once per round) so that load changes on a shared
+    # machine hit all of them alike; each contender keeps its best round.
+    results, sizes = {}, {}
+    for _ in range(args.repeat):
+        for name, run in contenders:
             out = Path(tempfile.mkdtemp(prefix="sink-bench-"))
             try:
-                target = out / "data"
-                seconds = run(target)
-                size = folder_bytes(out)
+                seconds = run(out / "data")
+                sizes[name] = folder_bytes(out)
             finally:
                 shutil.rmtree(out, ignore_errors=True)
-            best = seconds if best is None else min(best, seconds)
-        results[name] = best
+            results[name] = min(results.get(name, seconds), seconds)
+    for name, best in results.items():
         print(f"  {name:45s} {args.records / best:>11,.0f} rec/s {mb / best:>7.1f} MB/s   "
-              f"({best:.2f} s, {size / 1e6:.1f} MB parquet)", flush=True)
+              f"({best:.2f} s, {sizes[name] / 1e6:.1f} MB parquet)", flush=True)
     limit = results["pyarrow limit (convert + write)"]
     print("ratio to the pyarrow limit (target >= 70% for the sink):")
     for name, seconds in results.items():

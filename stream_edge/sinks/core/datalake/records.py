@@ -158,8 +158,10 @@ class TableBuilder:
             names.append(name)
         return pa.Table.from_arrays(columns, names=names)
 
-    def _convert(self, name, column, known, values, offsets, topic, partition):
-        if pa.types.is_floating(known) and pa.types.is_integer(new := column.type):
+    def _convert(self, name: str, column: pa.ChunkedArray, known: pa.DataType, values: list,
+                 offsets: Sequence[int], topic: str, partition: int) -> pa.ChunkedArray:
+        """Lossless widening (int -> float when exact, struct field union) or a conflict."""
+        if pa.types.is_floating(known) and pa.types.is_integer(column.type):
             bounds = pc.min_max(column)
             lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
             if lo is None or (-_EXACT_FLOAT_INT <= lo and hi <= _EXACT_FLOAT_INT):

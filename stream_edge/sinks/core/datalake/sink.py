@@ -35,20 +35,28 @@ _BACKPRESSURE_SECONDS = 5.0
 
 
 class _Buffer:
-    """Columnar buffer of one topic partition (no per-record object)."""
+    """Columnar buffer of one topic partition (no per-record object).
 
-    __slots__ = ("values", "keys", "timestamps", "offsets")
+    ``keys``/``timestamps`` stay empty when the sink does not need them (see
+    ``DataLakeSink._specialize``); ``last`` is the newest offset, to detect a rewound partition.
+    """
+
+    __slots__ = ("values", "keys", "timestamps", "offsets", "last")
 
     def __init__(self) -> None:
         self.values: List[dict] = []
         self.keys: List[Any] = []
         self.timestamps: List[int] = []
         self.offsets: List[int] = []
+        self.last = -1
 
     def truncate_from(self, offset: int) -> None:
-        """Drop buffered records at or after ``offset``."""
+        """Drop buffered records at or after ``offset`` (the partition was rewound)."""
         keep = bisect.bisect_left(self.offsets, offset)
-        del self.values[keep:], self.keys[keep:], self.timestamps[keep:], self.offsets[keep:]
+        del self.values[keep:], self.offsets[keep:]
+        if self.keys:
+            del self.keys[keep:], self.timestamps[keep:]
+        self.last = self.offsets[-1] if self.offsets else -1
 
 
 class DataLakeSink(BatchingSink):
@@ -130,6 +138,7 @@ class DataLakeSink(BatchingSink):
         self._writer: Optional[LakeTableWriter] = None
         self._registrar: Optional[IcebergRegistrar] = None
         self._registered: Dict[Tuple[str, int], int] = {}
+        self._last_seen_commit = None
         if register_in_catalog:
             if not catalog_url:
                 raise ValueError("register_in_catalog=True needs catalog_url")
@@ -140,7 +149,7 @@ class DataLakeSink(BatchingSink):
         elif catalog_url:
             logger.info("catalog_url given but register_in_catalog is off: the batch side registers files")
         # The seed's name: the sink holds its tracker as ``sink._timeout``.
-        self._timeout = StreamTimeoutTracker(stream_timeout_ms, on_stream_timeout)
+        self._timeout = StreamTimeoutTracker(stream_timeout_ms, on_stream_timeout)  # also picks add()
 
     # -- lifecycle ------------------------------------------------------------------------------
     @property
@@ -170,29 +179,72 @@ class DataLakeSink(BatchingSink):
             logger.info("DataLakeSink writing table %s under %s", self.table_name, display_url(self.storage_url))
             if self._registrar is not None:
                 self._registrar.connect()
-        self._timeout.start()
+        self._tracker.start()
 
     def cleanup(self) -> None:
         """Stop the silence tracker's thread (called by the runtime at shutdown)."""
-        self._timeout.stop()
+        self._tracker.stop()
 
     # -- per record -----------------------------------------------------------------------------
+    @property
+    def _timeout(self) -> StreamTimeoutTracker:
+        """The silence tracker (the seed's ``sink._timeout``); assigning one re-wires ``add``."""
+        return self._tracker
+
+    @_timeout.setter
+    def _timeout(self, tracker: StreamTimeoutTracker) -> None:
+        self._tracker = tracker
+        self._specialize()
+
+    def _specialize(self) -> None:
+        """Pick the cheapest ``add`` for this configuration (it runs once per record).
+
+        Keys and Kafka timestamps are buffered only when something uses them: the tracker, the
+        metadata columns, or time partitions taken from the Kafka timestamp.
+        """
+        needs_all = (self._tracker.enabled or self._builder.include_kafka_metadata
+                     or (self._builder.time_columns and self.timestamp_column is None))
+        self.add = self._add_full if needs_all else self._add_lean
+
     def add(self, value: Any, key: Any, timestamp: int, headers: HeadersTuples,
             topic: str, partition: int, offset: int) -> None:
-        self._timeout.touch(key)  # returns at once when disabled or for None keys
+        """Buffer a record of ``topic[partition]`` (dicts only); touches the silence tracker."""
+        self._add_full(value, key, timestamp, headers, topic, partition, offset)
+
+    def _add_full(self, value: Any, key: Any, timestamp: int, headers: HeadersTuples,
+                  topic: str, partition: int, offset: int) -> None:
+        self._tracker.touch(key)  # returns at once when disabled or for None keys
         if value.__class__ is not dict and not isinstance(value, dict):
             raise RecordTypeError(value, topic, partition, offset)
         buffer = self._buffers.get((topic, partition))
+        if buffer is None or offset <= buffer.last:
+            buffer = self._buffer_for(topic, partition, offset)
+        buffer.last = offset
+        buffer.values.append(value)
+        buffer.offsets.append(offset)
+        buffer.keys.append(key)
+        buffer.timestamps.append(timestamp)
+
+    def _add_lean(self, value: Any, key: Any, timestamp: int, headers: HeadersTuples,
+                  topic: str, partition: int, offset: int) -> None:
+        if value.__class__ is not dict and not isinstance(value, dict):
+            raise RecordTypeError(value, topic, partition, offset)
+        buffer = self._buffers.get((topic, partition))
+        if buffer is None or offset <= buffer.last:
+            buffer = self._buffer_for(topic, partition, offset)
+        buffer.last = offset
+        buffer.values.append(value)
+        buffer.offsets.append(offset)
+
+    def _buffer_for(self, topic: str, partition: int, offset: int) -> _Buffer:
+        buffer = self._buffers.get((topic, partition))
         if buffer is None:
             buffer = self._buffers[(topic, partition)] = _Buffer()
-        elif buffer.offsets and offset <= buffer.offsets[-1]:
+        else:
             # The partition was rewound (replay after a pause or a lost assignment): what was
             # buffered from this offset on is coming again, so keep one copy only.
             buffer.truncate_from(offset)
-        buffer.values.append(value)
-        buffer.keys.append(key)
-        buffer.timestamps.append(timestamp)
-        buffer.offsets.append(offset)
+        return buffer
 
     # -- checkpoints ----------------------------------------------------------------------------
     def flush(self, topic: str, partition: int) -> None:
@@ -202,7 +254,7 @@ class DataLakeSink(BatchingSink):
             if buffer is not None and buffer.offsets:
                 self._write_buffer(topic, partition, buffer)
         finally:
-            self._timeout.check_now()
+            self._tracker.check_now()
 
     def on_paused(self, topic: str, partition: int) -> None:
         self._buffers.pop((topic, partition), None)
@@ -228,8 +280,10 @@ class DataLakeSink(BatchingSink):
             latest = writer.prepare(topic, partition)
         except OSError as exc:
             raise self._backpressure(topic, partition, "reading the commit log", exc) from exc
-        if latest is not None and latest.schema_ipc:
+        if latest is not None and latest.schema_ipc and latest is not self._last_seen_commit:
+            # Another writer (or an earlier life of this one) may have added columns.
             self._builder.remember(_decode_schema(latest.schema_ipc))
+            self._last_seen_commit = latest
         if self._registrar is not None and latest is not None:
             # A crash between the lake commit and the registration leaves the newest commit
             # unregistered; registering is idempotent (offsets in the snapshot summary).
