@@ -27,7 +27,10 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ("Runner",)
 
 logger = logging.getLogger("stream_edge")
-BATCH_SIZE = 1000
+BATCH_SIZE = 1000  # messages per consume() at most
+FIRST_BATCH = 10  # until the processing rate is known
+BATCH_SECONDS = 0.5  # size batches to take about this long, so slow pipelines still rebalance,
+                     # commit and stop promptly (callbacks and checkpoints run between batches)
 
 
 class _Collector:
@@ -228,14 +231,18 @@ class Runner:
         poll_timeout = cfg.consumer_poll_timeout
         monotonic = time.monotonic
         timeout, count, collector = self._timeout, self._count, self._collector
+        batch_size = FIRST_BATCH
         while not self._stopping:
             checkpoint = self._checkpoint
-            batch = min(BATCH_SIZE, checkpoint.remaining())
-            msgs = consume(batch, 0)
+            msgs = consume(min(batch_size, checkpoint.remaining()), 0)
             if not msgs:
                 msgs = consume(1, poll_timeout if not timeout else min(poll_timeout, timeout))
             if msgs:
+                started = monotonic()
                 done = process(msgs)
+                elapsed = monotonic() - started
+                if elapsed > 0:
+                    batch_size = max(1, min(BATCH_SIZE, int(done / elapsed * BATCH_SECONDS)))
                 checkpoint = self._checkpoint  # a rebalance inside consume() may have replaced it
                 parts = len(self._assigned) or 1
                 if done == len(msgs) and self._positions:
