@@ -97,3 +97,17 @@ def test_custom_source_and_add_source_without_dataframe(new_app, read_topic):
     assert app.run(timeout=5) == []
     assert time.monotonic() - started < 30
     assert sorted(orjson.loads(m.value())["n"] for m in read_topic(topic.name, 3)) == [0, 1, 2]
+
+
+def test_a_failing_sink_fails_the_checkpoint_and_commits_nothing(new_app, make_topic, produce, committed):
+    class BrokenSink(BatchingSink):
+        def write(self, batch):
+            raise RuntimeError("destination is down")
+
+    src = make_topic()
+    produce(src, [(b"k", {"i": i}) for i in range(5)])
+    app, group = new_app(commit_every=5)
+    app.dataframe(app.topic(src)).sink(BrokenSink())
+    with pytest.raises(RuntimeError, match="destination is down"):
+        app.run(timeout=30)
+    assert committed(group, src)[0] == -1001
