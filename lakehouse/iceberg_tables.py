@@ -127,26 +127,35 @@ class IcebergTable:
             table.properties().get(NAME_MAPPING_PROPERTY))
         metrics_config = jvm.org.apache.iceberg.MetricsConfig.forTable(table)
         io = table.io()
-        txn = table.newTransaction()
-        append = txn.newAppend()
-        rows = 0
-        for i, edge_file in enumerate(files, 1):
+        parquet_util = jvm.org.apache.iceberg.parquet.ParquetUtil
+        data_files = jvm.org.apache.iceberg.DataFiles
+        array_list = jvm.java.util.ArrayList
+
+        def build(edge_file: EdgeFile):
             values = edge_file.partition_dict()
             missing = [c for c in part_names if c not in values]
             if missing:
                 raise ValueError(f"file {root.child(edge_file.relative_path)} lacks partition column(s) {missing}")
             path = root.child(edge_file.relative_path)
-            metrics = jvm.org.apache.iceberg.parquet.ParquetUtil.fileMetrics(
-                io.newInputFile(path), metrics_config, mapping)
-            data_file = (jvm.org.apache.iceberg.DataFiles.builder(spec)
-                         .withPath(path).withFormat("parquet")
+            metrics = parquet_util.fileMetrics(io.newInputFile(path), metrics_config, mapping)
+            data_file = (data_files.builder(spec).withPath(path).withFormat("parquet")
                          .withFileSizeInBytes(edge_file.size).withMetrics(metrics)
-                         .withPartitionValues(jvm.java.util.ArrayList([values[c] for c in part_names]))
-                         .build())
-            rows += int(metrics.recordCount())
-            append.appendFile(data_file)
-            if progress is not None:
-                progress(i, len(files))
+                         .withPartitionValues(array_list([values[c] for c in part_names])).build())
+            return data_file, int(metrics.recordCount())
+
+        # Footer reads and py4j round trips dominate: a few driver threads overlap them (py4j
+        # gives each Python thread its own connection to the JVM).
+        from concurrent.futures import ThreadPoolExecutor
+
+        txn = table.newTransaction()
+        append = txn.newAppend()
+        rows = 0
+        with ThreadPoolExecutor(max_workers=4, thread_name_prefix="iceberg-metrics") as pool:
+            for i, (data_file, count) in enumerate(pool.map(build, files), 1):
+                append.appendFile(data_file)
+                rows += count
+                if progress is not None:
+                    progress(i, len(files))
         append.set("lakehouse.register.batch", str(batch))
         append.commit()
         txn.updateProperties().set(BATCH_PROPERTY, str(batch)).commit()

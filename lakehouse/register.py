@@ -153,6 +153,7 @@ def run_register(spark: "SparkSession", options: RegisterOptions) -> JobReport:
     committed = list(list_committed_files(root, since=options.since))
     log.info("%d committed files found", len(committed))
 
+    footers: dict[str, _FileFacts] = {}  # read once per run
     if not table.exists():
         if not committed:
             log.info("no committed files under %s: table %s not created yet", root.uri, table.identifier)
@@ -160,6 +161,7 @@ def run_register(spark: "SparkSession", options: RegisterOptions) -> JobReport:
             report.extra["files added"] = 0
             return report
         facts = _read_footers(root, committed)
+        footers = {f.file.relative_path: f for f in facts}
         partition_cols = list(committed[0].partition_columns)
         plan = plan_schema(None, [(root.child(f.file.relative_path), f.schema) for f in facts],
                            partition_columns=partition_cols, table_format=table.table_format)
@@ -168,6 +170,13 @@ def run_register(spark: "SparkSession", options: RegisterOptions) -> JobReport:
     report.before(*table.file_stats())
 
     ledger = RegistrationLedger(root, f"{table.table_format}-{table.uuid()}")
+    others = [k for k in ledger.sibling_keys() if k.startswith("iceberg-") and k != ledger.key]
+    if others:
+        # An Iceberg table owns what it registered: its compaction deletes those edge files once
+        # rewritten, so a second table fed from the same root would lose them.
+        log.warning("the lake root %s is also registered into other Iceberg table(s) (ledgers %s): an "
+                    "Iceberg table's compaction deletes the edge files it owns; feed one table per root",
+                    root.uri, ", ".join(others))
     batches = ledger.batches()
     added_files = added_rows = 0
     for batch in batches:
@@ -186,7 +195,8 @@ def run_register(spark: "SparkSession", options: RegisterOptions) -> JobReport:
     next_number = max((b.number for b in batches), default=0) + 1
     for start in range(0, len(new_files), options.max_files_per_commit):
         chunk = new_files[start:start + options.max_files_per_commit]
-        facts = _read_footers(root, chunk)
+        unread = [f for f in chunk if f.relative_path not in footers]
+        facts = [footers[f.relative_path] for f in chunk if f.relative_path in footers] + _read_footers(root, unread)
         _prepare(table, facts, root)  # before the intent: a refused file must not block later runs
         ledger.write_intent(next_number, [f.relative_path for f in chunk], table.identifier)
         _commit_batch(table, root, ledger, next_number, chunk)

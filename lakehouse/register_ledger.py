@@ -52,8 +52,16 @@ class RegistrationLedger:
     def __init__(self, root: LakeLocation, table_key: str) -> None:
         self.root = root
         self.fs, base = root.filesystem()
-        safe_key = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in table_key)
-        self.dir = f"{base}/{LEDGER_DIR}/{safe_key}"
+        self.key = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in table_key)
+        self.parent = f"{base}/{LEDGER_DIR}"
+        self.dir = f"{self.parent}/{self.key}"
+
+    def sibling_keys(self) -> list[str]:
+        """Keys of every table registered from this root (this one included)."""
+        import pyarrow.fs as pafs
+
+        infos = self.fs.get_file_info(pafs.FileSelector(self.parent, allow_not_found=True))
+        return sorted(i.base_name for i in infos if i.type == pafs.FileType.Directory)
 
     def _path(self, number: int, suffix: str) -> str:
         return f"{self.dir}/batch-{number:06d}.{suffix}"

@@ -142,6 +142,9 @@ class SparkSettings:
                 conf[f"{cat}.token"] = self.token
             if self.credential:
                 conf[f"{cat}.credential"] = self.credential
+                oauth_uri = os.environ.get("ICEBERG_OAUTH2_SERVER_URI")
+                if oauth_uri:
+                    conf[f"{cat}.oauth2-server-uri"] = oauth_uri
         else:
             conf[f"{cat}.type"] = "hadoop"
             conf[f"{cat}.warehouse"] = self.warehouse or Path(self.local_dir, "warehouse").resolve().as_uri()
@@ -155,6 +158,11 @@ class SparkSettings:
         if self.s3_access_key and self.s3_secret_key:
             conf["spark.hadoop.fs.s3a.access.key"] = self.s3_access_key
             conf["spark.hadoop.fs.s3a.secret.key"] = self.s3_secret_key
+        if self.s3_endpoint and self.rest_uri:
+            # With a custom S3 endpoint, a REST catalog's tables do their file IO through Hadoop's
+            # S3A, configured above (the same client Spark reads with). Iceberg's own S3FileIO
+            # would need the AWS SDK's Apache 5 HTTP client, which the cached SDK bundle lacks.
+            conf[f"{cat}.io-impl"] = "org.apache.iceberg.hadoop.HadoopFileIO"
         conf.update(self.extra_conf)
         return conf
 
