@@ -148,7 +148,6 @@ class Application:
         self._registry = DataframeRegistry()
         self._source_manager: Any = None
         self._runner: Optional[Runner] = None
-        self._stop_requested = False
 
     # -- configuration --------------------------------------------------------------------------
     @property
@@ -283,7 +282,6 @@ class Application:
             raise ValueError("nothing to run: define a dataframe (app.dataframe(topic)) or add a source")
         if not self._registry and count:
             raise ValueError("count cannot be used when only sources run (no StreamingDataFrame)")
-        self._stop_requested = False
         _bind(self._processing_context)
         runner = Runner(self, timeout=timeout, count=count, collect=collect, metadata=metadata)
         self._runner = runner
@@ -294,6 +292,5 @@ class Application:
 
     def stop(self, fail: bool = False) -> None:
         """Stop processing; the current checkpoint is committed unless ``fail`` is True."""
-        self._stop_requested = True
         if self._runner is not None:
             self._runner.stop(fail=fail)
