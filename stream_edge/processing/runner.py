@@ -39,12 +39,14 @@ class _Collector:
     def __init__(self, ctx: Any, collect: bool, metadata: bool) -> None:
         self.items: List[dict] = []
         self.count = 0
-        self._ctx, self._collect, self._metadata = ctx, collect, metadata
+        self._ctx, self._metadata = ctx, metadata
+        self.sink = self._collect if collect else self._count  # the leaves of the pipeline call this
 
-    def __call__(self, value: Any, key: Any, timestamp: int, headers: Any) -> None:
+    def _count(self, value: Any, key: Any, timestamp: int, headers: Any) -> None:
         self.count += 1
-        if not self._collect:
-            return
+
+    def _collect(self, value: Any, key: Any, timestamp: int, headers: Any) -> None:
+        self.count += 1
         item = dict(value) if isinstance(value, Mapping) else {"_value": value}
         if self._metadata:
             msg = self._ctx.current_message
@@ -186,7 +188,7 @@ class Runner:
         ctx = app.processing_context
         cfg = app.config
         consumer, producer = app._consumer, app._producer
-        executors = app._registry.compose_all(sink=self._collector)
+        executors = app._registry.compose_all(sink=self._collector.sink if self._collector else None)
         topics = {t.name: t for t in app._registry.consumer_topics}
         handlers = {name: build_handler(topics[name], executor, ctx, app._on_consumer_error,
                                         app._on_processing_error)
