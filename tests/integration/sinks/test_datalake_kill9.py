@@ -104,3 +104,28 @@ def test_kill9_through_the_application(kafka_bootstrap, make_topic, tmp_path, po
     assert finished.returncode == 0, finished.stdout + finished.stderr
     ids = lake_ids(tmp_path / "lake" / "edge" / "events")
     assert len(ids) == RECORDS and sorted(ids) == list(range(RECORDS))
+
+
+@pytest.mark.parametrize("point", ["after-stage", "after-commit-record"])
+def test_kill9_on_s3(kafka_bootstrap, make_topic, s3_bucket, s3_client, point):
+    """The same protocol on the local S3 server, where a move is a copy plus a delete."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    topic = make_topic(partitions=2, prefix="lake-kill9-s3")
+    produce(kafka_bootstrap, topic)
+    group = f"lake-kill9-s3-{uuid.uuid4().hex[:8]}"
+    args = [kafka_bootstrap, topic, group, f"s3://{s3_bucket}"]
+    crashed = run_worker(args + [point, "3"])
+    assert crashed.returncode == -signal.SIGKILL, crashed.stdout + crashed.stderr
+    finished = run_worker(args)
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+    ids = []
+    for page in s3_client.get_paginator("list_objects_v2").paginate(Bucket=s3_bucket, Prefix="events/"):
+        for obj in page.get("Contents", []):
+            key = obj["Key"]
+            if key.endswith(".parquet") and not any(p.startswith(("_", ".")) for p in key.split("/")[1:]):
+                body = s3_client.get_object(Bucket=s3_bucket, Key=key)["Body"].read()
+                ids.extend(pq.read_table(io.BytesIO(body), columns=["id"]).column("id").to_pylist())
+    assert len(ids) == RECORDS and sorted(ids) == list(range(RECORDS))
