@@ -64,7 +64,7 @@ def test_side_channel_example_end_to_end(kafka_bootstrap, make_topic, tmp_path, 
     sink = QuixTSDataLakeSink(
         s3_prefix="data-lake/time-series", table_name="sensor_readings", workspace_id="",
         hive_columns=["year", "month", "day"], timestamp_column="ts_ms",
-        stream_timeout_ms=1_500, on_stream_timeout=on_stream_timeout,
+        stream_timeout_ms=2_500, on_stream_timeout=on_stream_timeout,
     )
     sdf = app.dataframe(topic=app.topic(readings))
     sdf.sink(sink)
@@ -79,7 +79,7 @@ def test_side_channel_example_end_to_end(kafka_bootstrap, make_topic, tmp_path, 
         for i in range(3):  # sensor-a publishes a little, then goes quiet
             feeder.produce(readings, key=b"sensor-a", value=json.dumps({"ts_ms": now + i, "v": i, "s": "a"}))
             sent.append(("a", i))
-        for i in range(30):  # sensor-b keeps publishing for ~6 s
+        for i in range(40):  # sensor-b keeps publishing for ~8 s
             feeder.produce(readings, key=b"sensor-b",
                            value=json.dumps({"ts_ms": int(time.time() * 1000), "v": i, "s": "b"}))
             feeder.flush(5)
