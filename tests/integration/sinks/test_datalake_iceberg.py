@@ -94,3 +94,23 @@ def test_crash_before_registration_registers_once_on_restart(services_env, tmp_p
 def test_registration_needs_a_catalog_url(tmp_path):
     with pytest.raises(ValueError, match="catalog_url"):
         DataLakeSink("t", storage_url=str(tmp_path), register_in_catalog=True)
+
+
+def test_registration_of_s3_files(services_env, s3_bucket):
+    """Files on the S3 server registered by s3:// URI; pyiceberg reads them back through S3."""
+    rest = services_env["ICEBERG_REST_URI"]
+    namespace = f"edge_{uuid.uuid4().hex[:8]}"
+    sink = DataLakeSink("readings", storage_url=f"s3://{s3_bucket}", s3_prefix="lake", hive_columns=["sensor"],
+                        catalog_url=rest, catalog_namespace=namespace, register_in_catalog=True)
+    sink.setup()
+    feed(sink, 0, 4)
+    sink.flush("sensors", 0)
+    from pyiceberg.catalog import load_catalog
+
+    catalog = load_catalog("check", type="rest", uri=rest, **{
+        "s3.endpoint": services_env["S3_ENDPOINT"], "s3.access-key-id": services_env["AWS_ACCESS_KEY_ID"],
+        "s3.secret-access-key": services_env["AWS_SECRET_ACCESS_KEY"], "s3.region": services_env["AWS_REGION"]})
+    table = catalog.load_table((namespace, "readings"))
+    paths = sorted(task.file.file_path for task in table.scan().plan_files())
+    assert all(p.startswith(f"s3://{s3_bucket}/lake/readings/sensor=") for p in paths) and len(paths) == 2
+    assert sorted(r["i"] for r in table.scan().to_arrow().to_pylist()) == [0, 1, 2, 3]
