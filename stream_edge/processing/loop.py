@@ -27,6 +27,13 @@ logger = logging.getLogger("stream_edge")
 _SKIP = object()
 
 
+class _NoCount:
+    count = 0
+
+
+_NEVER = _NoCount()  # the counter of runs without run(count=...)
+
+
 class ConsumerError(Exception):
     """Consuming or deserializing failed and on_consumer_error did not ignore it."""
 
@@ -137,29 +144,10 @@ def build_batch_processor(handlers: Dict[str, Callable[[Any], None]], on_consume
     parts = getattr(single, "inline_parts", None)
     if parts is not None and on_message_processed is None:
         ctx, vloads, executor, handle_general, processing_failed = parts
-        if stop_at is None:
-            def process_inline(msgs: List[Any]) -> int:
-                # build_handler's ``handle``, inlined: saves one Python call per message.
-                for msg in msgs:
-                    if msg.error() is None:
-                        ctx.current_message = msg
-                        try:
-                            value = vloads(msg.value())
-                        except Exception:  # noqa: BLE001 - tombstones and bad input take the general path
-                            handle_general(msg)
-                            continue
-                        try:
-                            executor(value, msg.key(), msg.timestamp()[1], msg.headers())
-                        except Exception as exc:  # noqa: BLE001
-                            processing_failed(exc, value, msg.key(), msg.timestamp()[1], msg.headers(), msg)
-                    else:
-                        _message_error(msg, on_consumer_error)
-                return len(msgs)
-            return process_inline
+        counter, limit = stop_at if stop_at is not None else (_NEVER, float("inf"))
 
-        counter, limit = stop_at
-
-        def process_inline_bounded(msgs: List[Any]) -> int:
+        def process_inline(msgs: List[Any]) -> int:
+            # build_handler's ``handle``, inlined: saves one Python call per message.
             done = 0
             for msg in msgs:
                 done += 1
@@ -167,19 +155,19 @@ def build_batch_processor(handlers: Dict[str, Callable[[Any], None]], on_consume
                     ctx.current_message = msg
                     try:
                         value = vloads(msg.value())
-                    except Exception:  # noqa: BLE001
+                    except Exception:  # noqa: BLE001 - tombstones and bad input take the general path
                         handle_general(msg)
                         continue
                     try:
                         executor(value, msg.key(), msg.timestamp()[1], msg.headers())
                     except Exception as exc:  # noqa: BLE001
                         processing_failed(exc, value, msg.key(), msg.timestamp()[1], msg.headers(), msg)
-                    if counter.count >= limit:
+                    if counter.count >= limit:  # run(count=...): stop right after the n-th output
                         break
                 else:
                     _message_error(msg, on_consumer_error)
             return done
-        return process_inline_bounded
+        return process_inline
 
     if single is not None and on_message_processed is None and stop_at is None:
         def process_single(msgs: List[Any]) -> int:
@@ -207,31 +195,26 @@ def build_batch_processor(handlers: Dict[str, Callable[[Any], None]], on_consume
     return process
 
 
+def _first_seen(msgs: List[Any], indices: range, wanted: int) -> Dict[Tuple[str, int], int]:
+    """The offset of the first message seen per topic-partition, visiting ``msgs`` in ``indices``
+    order; stops once ``wanted`` partitions are found."""
+    found: Dict[Tuple[str, int], int] = {}
+    for i in indices:
+        msg = msgs[i]
+        if msg.error() is None:
+            tp = (msg.topic(), msg.partition())
+            if tp not in found:
+                found[tp] = msg.offset()
+                if len(found) >= wanted:
+                    break
+    return found
+
+
 def last_offsets(msgs: List[Any], count: int, partitions_hint: int) -> Dict[Tuple[str, int], int]:
     """The last offset per topic-partition among ``msgs[:count]`` (scans backwards, stops early)."""
-    last: Dict[Tuple[str, int], int] = {}
-    for i in range(count - 1, -1, -1):
-        msg = msgs[i]
-        if msg.error() is not None:
-            continue
-        tp = (msg.topic(), msg.partition())
-        if tp not in last:
-            last[tp] = msg.offset()
-            if len(last) >= partitions_hint:
-                break
-    return last
+    return _first_seen(msgs, range(count - 1, -1, -1), partitions_hint)
 
 
 def first_offsets(msgs: List[Any], count: int, wanted: int) -> Dict[Tuple[str, int], int]:
     """The first offset per topic-partition among ``msgs[:count]``."""
-    first: Dict[Tuple[str, int], int] = {}
-    for i in range(count):
-        msg = msgs[i]
-        if msg.error() is not None:
-            continue
-        tp = (msg.topic(), msg.partition())
-        if tp not in first:
-            first[tp] = msg.offset()
-            if len(first) >= wanted:
-                break
-    return first
+    return _first_seen(msgs, range(count), wanted)

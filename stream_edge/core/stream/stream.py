@@ -157,16 +157,13 @@ class Stream:
         for func in funcs:
             if func.expand or not isinstance(func, (ApplyFunction, ApplyWithMetadataFunction)):
                 raise ValueError(f"only plain apply functions can be composed into a returning function: {func}")
-        calls = [(f.func, isinstance(f, ApplyWithMetadataFunction)) for f in funcs]
+        calls = [f._call() for f in funcs]  # each as (value, key, timestamp, headers) -> value
         if len(calls) == 1:
-            func, meta = calls[0]
-            if meta:
-                return func
-            return lambda value, key, timestamp, headers: func(value)
+            return calls[0]
 
         def returning(value, key, timestamp, headers):
-            for func, meta in calls:
-                value = func(value, key, timestamp, headers) if meta else func(value)
+            for call in calls:
+                value = call(value, key, timestamp, headers)
             return value
         return returning
 
