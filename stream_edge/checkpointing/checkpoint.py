@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from confluent_kafka import KafkaException, TopicPartition
 
@@ -82,8 +82,7 @@ class Checkpoint(BaseCheckpoint):
 
     def __init__(self, commit_interval: float, commit_every: int, producer: Any, consumer: Any,
                  state_manager: Optional[Any] = None, sink_manager: Optional[Any] = None,
-                 pausing_manager: Optional[Any] = None, exactly_once: bool = False,
-                 on_committed: Optional[Callable[[Dict[Tuple[str, int], int]], None]] = None) -> None:
+                 pausing_manager: Optional[Any] = None, exactly_once: bool = False) -> None:
         super().__init__(commit_interval, commit_every)
         self._producer = producer
         self._consumer = consumer
@@ -91,7 +90,6 @@ class Checkpoint(BaseCheckpoint):
         self._sink_manager = sink_manager
         self._pausing_manager = pausing_manager
         self._exactly_once = exactly_once
-        self._on_committed = on_committed
         if exactly_once:
             producer.begin_transaction()
 
@@ -148,6 +146,4 @@ class Checkpoint(BaseCheckpoint):
             state.commit_checkpoint(offsets)
         if offsets:
             logger.debug("checkpoint committed: %s", offsets)
-        if self._on_committed is not None:
-            self._on_committed(offsets)
         return offsets
