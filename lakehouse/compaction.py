@@ -106,9 +106,10 @@ def since_predicate(since: datetime, partition_cols: Sequence[str]) -> str | Non
     return " OR ".join(ors)
 
 
-def _fingerprint(spark: "SparkSession", source: str, columns: Sequence[str], predicate: str) -> tuple[int, int]:
+def _fingerprint(spark: "SparkSession", source: str, columns: dict[str, str], predicate: str) -> tuple[int, int]:
     """(rows, sum of 64-bit row hashes as an exact decimal): equal multisets give equal results."""
-    cols = ", ".join(f"`{c}`" for c in columns)
+    # Spark refuses to hash maps; their JSON text stands in for them.
+    cols = ", ".join(f"to_json(`{c}`)" if ty.startswith("map<") else f"`{c}`" for c, ty in columns.items())
     row = spark.sql(
         f"SELECT count(*) AS n, coalesce(sum(cast(xxhash64({cols}) AS decimal(38,0))), 0) AS h "
         f"FROM {source} WHERE {predicate}"
@@ -170,9 +171,8 @@ def _compact_iceberg(table: IcebergTable, options: CompactOptions, report: JobRe
         else:
             predicate = (since_predicate(options.since, part_cols) if options.since else None) or "true"
         before_snapshot = int(table.java_table().currentSnapshot().snapshotId())
-        before = _fingerprint(spark, f"{table.sql_name} VERSION AS OF {before_snapshot}", list(types), predicate)
-        log.info("rewriting %d partition(s) of %s (%d rows) toward %d-byte files",
-                 len(needing), table.identifier, before[0], options.target_file_size)
+        log.info("rewriting %d partition(s) of %s toward %d-byte files",
+                 len(needing), table.identifier, options.target_file_size)
         opts = {"target-file-size-bytes": options.target_file_size, "min-input-files": options.min_input_files,
                 "min-file-size-bytes": options.min_file_size, "partial-progress.enabled": "false"}
         opts_sql = ", ".join(f"'{k}', '{v}'" for k, v in opts.items())
@@ -188,12 +188,12 @@ def _compact_iceberg(table: IcebergTable, options: CompactOptions, report: JobRe
         log.info("rewrite done in %.1fs: %d files rewritten into %d", time.monotonic() - started,
                  result.rewritten_data_files_count, result.added_data_files_count)
         pause_point("compact.after-rewrite")
-        _verify_iceberg(table, before_snapshot, list(types), predicate)
+        _verify_iceberg(table, before_snapshot, types, predicate)
     if options.cleanup:
         _cleanup_iceberg(table, options)
 
 
-def _verify_iceberg(table: IcebergTable, before_snapshot: int, columns: list[str], predicate: str) -> None:
+def _verify_iceberg(table: IcebergTable, before_snapshot: int, columns: dict[str, str], predicate: str) -> None:
     spark = table.spark
     table.refresh()
     snaps = spark.sql(
@@ -272,9 +272,8 @@ def _compact_delta(table: DeltaTable, options: CompactOptions, report: JobReport
         else:
             predicate = (since_predicate(options.since, part_cols) if options.since else None) or "true"
         before_version = table.version()
-        before = _fingerprint(spark, f"{table.sql_name} VERSION AS OF {before_version}", list(types), predicate)
-        log.info("optimizing %d partition(s) of %s (%d rows) toward %d-byte files",
-                 len(needing), table.identifier, before[0], options.target_file_size)
+        log.info("optimizing %d partition(s) of %s toward %d-byte files",
+                 len(needing), table.identifier, options.target_file_size)
         spark.conf.set("spark.databricks.delta.optimize.maxFileSize", str(options.target_file_size))
         spark.conf.set("spark.databricks.delta.optimize.minFileSize", str(options.min_file_size))
         zorder = f" ZORDER BY ({', '.join(f'`{c}`' for c in options.zorder)})" if options.zorder else ""
@@ -283,7 +282,7 @@ def _compact_delta(table: DeltaTable, options: CompactOptions, report: JobReport
         log.info("OPTIMIZE done in %.1fs: %d files removed, %d added", time.monotonic() - started,
                  metrics.numFilesRemoved, metrics.numFilesAdded)
         pause_point("compact.after-rewrite")
-        _verify_delta(table, before_version, list(types), predicate)
+        _verify_delta(table, before_version, types, predicate)
     if options.cleanup:
         hours = options.retention.total_seconds() / 3600
         key = "spark.databricks.delta.retentionDurationCheck.enabled"
@@ -296,7 +295,7 @@ def _compact_delta(table: DeltaTable, options: CompactOptions, report: JobReport
         log.info("vacuumed files removed more than %s ago", options.retention)
 
 
-def _verify_delta(table: DeltaTable, before_version: int, columns: list[str], predicate: str) -> None:
+def _verify_delta(table: DeltaTable, before_version: int, columns: dict[str, str], predicate: str) -> None:
     spark = table.spark
     history = spark.sql(f"DESCRIBE HISTORY {table.sql_name}").collect()
     optimizes = [h for h in history if h.version > before_version and h.operation == "OPTIMIZE"]

@@ -80,6 +80,16 @@ class DeltaTable:
     def version(self) -> int:
         return int(self.spark.sql(f"DESCRIBE HISTORY {self.sql_name} LIMIT 1").collect()[0].version)
 
+    def batch_committed(self, number: int) -> bool:
+        """Registration batch ``number`` is in the table (its commit carries the batch number).
+
+        Read from the table history; should the history have been cleaned up meanwhile, the
+        batch is replayed and Delta skips it by its txn version anyway.
+        """
+        marker = f"lakehouse register batch {number}"
+        return bool(self.spark.sql(f"DESCRIBE HISTORY {self.sql_name}")
+                    .where(f"userMetadata = '{marker}'").limit(1).collect())
+
     def columns(self) -> dict[str, str]:
         schema = self.spark.read.format("delta").load(self.location).schema
         return {f.name: f.dataType.simpleString() for f in schema.fields}

@@ -79,6 +79,10 @@ class IcebergTable:
         value = self.java_table().properties().get(BATCH_PROPERTY)
         return int(value) if value else 0
 
+    def batch_committed(self, number: int) -> bool:
+        """Registration batch ``number`` is in the table (set atomically with its files)."""
+        return self.last_batch() >= number
+
     # -- schema ---------------------------------------------------------------------------------
     def create(self, columns: Sequence[tuple[str, str]], partition_columns: Sequence[str]) -> None:
         self.spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {quote_ident(self.catalog + '.' + self.namespace)}")
@@ -123,6 +127,9 @@ class IcebergTable:
         spec = table.spec()
         schema = table.schema()
         part_names = [schema.findColumnName(f.sourceId()) for f in spec.fields()]
+        if table.properties().get(NAME_MAPPING_PROPERTY) is None:  # e.g. a crash right after CREATE
+            self._update_name_mapping()
+            table = self.java_table()
         mapping = jvm.org.apache.iceberg.mapping.NameMappingParser.fromJson(
             table.properties().get(NAME_MAPPING_PROPERTY))
         metrics_config = jvm.org.apache.iceberg.MetricsConfig.forTable(table)

@@ -25,7 +25,6 @@ from typing import Iterator
 
 from stream_edge.lake import (  # the edge's layout code: one source of truth for paths
     DEFAULT_PARTITION_NAME as HIVE_DEFAULT_PARTITION,
-    TIME_PARTITION_COLUMNS as TIME_COLUMNS,
     is_hidden_name,
     unescape_path_name,
 )

@@ -180,14 +180,21 @@ def run_register(spark: "SparkSession", options: RegisterOptions) -> JobReport:
     batches = ledger.batches()
     added_files = added_rows = 0
     for batch in batches:
-        if not batch.done:
-            log.info("finishing batch %d (%d files) left pending by an earlier run", batch.number, len(batch.files))
-            files = [edge_file_at(root, rel) for rel in batch.files]
-            facts = _read_footers(root, files)
-            _prepare(table, facts, root)
-            if _commit_batch(table, root, ledger, batch.number, files):
-                added_files += len(files)
-                added_rows += sum(f.rows for f in facts)
+        if batch.done:
+            continue
+        if table.batch_committed(batch.number):
+            # Committed, but the run died before its done marker. Do not touch the files: a
+            # compaction since then may already have replaced and deleted them.
+            log.info("batch %d was committed by an earlier run; marking it done", batch.number)
+            ledger.mark_done(batch.number)
+            continue
+        log.info("finishing batch %d (%d files) left pending by an earlier run", batch.number, len(batch.files))
+        files = [edge_file_at(root, rel) for rel in batch.files]
+        facts = _read_footers(root, files)
+        _prepare(table, facts, root)
+        if _commit_batch(table, root, ledger, batch.number, files):
+            added_files += len(files)
+            added_rows += sum(f.rows for f in facts)
 
     known = {rel for batch in batches for rel in batch.files}
     new_files = [f for f in committed if f.relative_path not in known]

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import re
 import sys
 import time
@@ -200,10 +199,35 @@ def _one_line(exc: BaseException) -> str:
     return " | ".join(lines[:4]) if lines else type(exc).__name__
 
 
+_NAME_PART = re.compile(r"^`?[A-Za-z_][A-Za-z0-9_]*`?$")
+
+
+def _table_problem(table: str, table_format: str | None) -> str | None:
+    """Why ``--table`` cannot name a table of that format (None if it can), checked before Spark starts."""
+    from lakehouse.tables import resolve_format
+
+    fmt = resolve_format(table, table_format)
+    if fmt == "delta" and table.strip().startswith("delta.`"):
+        return None if table.strip().endswith("`") and len(table.strip()) > len("delta.``") else \
+            "a Delta path table is written delta.`/path/to/table`"
+    parts = table.split(".")
+    if not all(_NAME_PART.match(p) for p in parts):
+        return f"{table!r} is not a dotted table name (letters, digits, _; optionally `quoted`)"
+    if fmt == "iceberg" and len(parts) not in (2, 3):
+        return f"an Iceberg table is [catalog.]db.table, got {table!r}"
+    if fmt == "delta" and not (len(parts) == 2 or (len(parts) == 3 and parts[0] == "spark_catalog")):
+        return f"a Delta table is db.table, spark_catalog.db.table or delta.`/path`, got {table!r}"
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point ``lakehouse``; also called by ``pipelines/jobs/<job>.py``."""
     parser = build_parser()
     args = parser.parse_args(argv)  # exits with 2 and a usage message on bad arguments
+    if getattr(args, "table", None) is not None:
+        problem = _table_problem(args.table, args.table_format)
+        if problem:
+            parser.error(f"--table: {problem}")
     _setup_logging(args.quiet)
     started = time.monotonic()
     try:

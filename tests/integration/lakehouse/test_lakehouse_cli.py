@@ -58,6 +58,9 @@ def test_spark_submit_and_lakehouse_command_run_the_same_register_job(spark, edg
     (["compact", "--table", "lake.db.t", "--target-file-size", "big"], "not a size"),
     (["compact", "--table", "lake.db.t", "--retention", "7 days"], "not a duration"),
     (["register", "--source", "/x", "--table", "t", "--format", "hudi"], "invalid choice"),
+    (["register", "--source", "/x", "--table", "sensors"], "[catalog.]db.table"),
+    (["compact", "--table", "a.b.c", "--format", "delta"], "a Delta table is db.table"),
+    (["compact", "--table", "lake.db.t; DROP TABLE x"], "not a dotted table name"),
 ])
 def test_bad_arguments_exit_2_with_a_clear_message(argv, message, capsys):
     with pytest.raises(SystemExit) as exc:

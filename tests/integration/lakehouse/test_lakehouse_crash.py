@@ -45,6 +45,11 @@ def test_register_killed_mid_job_then_rerun(spark, edge_lake, make_target, kind,
 
     run_job(["register", "--source", lake.uri, "--table", target.name, "--format", target.table_format],
             target.env, pause_at=point)
+    if kind == "embedded":
+        # Compaction runs before the next register and deletes the replaced edge files -- also
+        # those of the batch whose done marker the killed run never wrote.
+        run_compact(spark, CompactOptions(table=target.name, retention=timedelta(0),
+                                          orphan_retention=timedelta(0), allow_unsafe_retention=True))
 
     report = run_register(spark, RegisterOptions(source=lake.uri, table=target.name,
                                                  table_format=target.table_format))
