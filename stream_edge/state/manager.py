@@ -84,6 +84,8 @@ class StateStoreManager:
         self._stores: Dict[str, Dict[str, _StoreSpec]] = {}
         self._partitions: Dict[Tuple[str, int], Dict[str, _StorePartition]] = {}
         self._transactions: Dict[Tuple[str, int, str], BaseTransaction] = {}
+        # per store: {(topic, partition): transaction}, kept up to date in place for hot loops
+        self._store_transactions: Dict[str, Dict[Tuple[str, int], BaseTransaction]] = {}
         self._recovery: Optional[ChangelogRecovery] = None
         self._changelog_topics_created = False
 
@@ -182,6 +184,7 @@ class StateStoreManager:
         self._partitions[(topic, partition)] = opened
         for name, sp in opened.items():
             self._transactions[(topic, partition, name)] = sp.transaction
+            self._store_transactions.setdefault(name, {})[(topic, partition)] = sp.transaction
 
     def _check_offsets(self, sp: _StorePartition, committed: Optional[int]) -> None:
         processed = sp.backend.processed_offset
@@ -216,6 +219,7 @@ class StateStoreManager:
             return
         for name, sp in opened.items():
             self._transactions.pop((topic, partition, name), None)
+            self._store_transactions.get(name, {}).pop((topic, partition), None)
             sp.transaction.rollback()
             sp.backend.close()
 
@@ -231,6 +235,14 @@ class StateStoreManager:
             raise PartitionNotAssignedError(
                 f"topic '{topic}' partition {partition} is not assigned to this instance "
                 f"(store '{store_name}')") from None
+
+    def store_transactions(self, store_name: str) -> Dict[Tuple[str, int], Any]:
+        """A live ``{(topic, partition): transaction}`` view of one store (updated on assign/revoke).
+
+        Hot loops look transactions up here directly; a miss falls back to
+        :meth:`get_transaction`, which raises the explanatory error.
+        """
+        return self._store_transactions.setdefault(store_name, {})
 
     # -- checkpoints ----------------------------------------------------------------------------
     def prepare_checkpoint(self, offsets: Optional[Dict[Tuple[str, int], int]] = None) -> None:

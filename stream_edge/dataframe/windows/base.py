@@ -59,15 +59,20 @@ class Window:
         process = engine.process_final if final else engine.process_current
         get_transaction = ctx.get_transaction
         store_name = self._name
+        manager = ctx.state_manager
+        transactions = manager.store_transactions(store_name) if hasattr(manager, "store_transactions") else {}
 
         def window_op(value: Any, key: Any, timestamp: int, headers: Any) -> Any:
+            msg = ctx.current_message
             if key is None:
-                msg = ctx.current_message
                 logger.warning("Skipping window processing for a message because the key is None, "
                                "partition='%s[%s]' offset='%s'", msg.topic() if msg else None,
                                msg.partition() if msg else None, msg.offset() if msg else None)
                 return _EMPTY
-            results = process(get_transaction(store_name).key_state(key, engine), value, timestamp)
+            tx = transactions.get((msg.topic(), msg.partition())) if msg is not None else None
+            if tx is None:
+                tx = get_transaction(store_name)
+            results = process(tx.key_state(key, engine), value, timestamp)
             if not results:
                 return _EMPTY
             return [({"start": start, "end": end, "value": result}, key, start, None)

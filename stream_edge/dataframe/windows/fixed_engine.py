@@ -113,6 +113,23 @@ class FixedWindowEngine:
 
     def process_final(self, ks: list, value: Any, timestamp: int) -> List[WindowResult]:
         """Add one message; return the windows of this key it closed, oldest first."""
+        if self.step_ms is None:
+            # tumbling fast path (the common case): one window, and nothing to close while the
+            # key's only window is the one just updated
+            duration = self.duration_ms
+            latest = ks[0]
+            if timestamp > latest:
+                latest = ks[0] = timestamp
+            max_expired_start = latest - self.grace_ms - duration
+            start = timestamp - timestamp % duration
+            windows = ks[1]
+            if start > max_expired_start:
+                windows[start] = self._aggregate(windows.get(start, MISSING), value, timestamp)
+                if len(windows) == 1:
+                    return _EMPTY
+            else:
+                self.on_late(timestamp, start, start + duration, latest - self.grace_ms - timestamp)
+            return self._expire(ks, max_expired_start)
         return self._expire(ks, self._update(ks, value, timestamp, None))
 
     def process_current(self, ks: list, value: Any, timestamp: int) -> List[WindowResult]:

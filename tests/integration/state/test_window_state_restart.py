@@ -4,9 +4,11 @@ taking over a partition. Results must equal a recomputation of every window from
 
 from __future__ import annotations
 
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -37,19 +39,59 @@ def expected_windows(events):
     return out
 
 
-def start(bootstrap, src, dst, group, state_dir, sleep_s, idle):
-    return subprocess.Popen([sys.executable, str(PROGRAM), bootstrap, src, dst, group, str(state_dir), str(sleep_s),
-                             str(idle)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+class Program:
+    """The window program as a subprocess; stdout lines are read by a thread (no blocking reads)."""
 
+    def __init__(self, bootstrap, src, dst, group, state_dir, sleep_s, idle, log_path):
+        self.log_path = log_path
+        self._log = open(log_path, "w")
+        self.proc = subprocess.Popen([sys.executable, str(PROGRAM), bootstrap, src, dst, group, str(state_dir),
+                                      str(sleep_s), str(idle)], stdout=subprocess.PIPE, stderr=self._log, text=True)
+        self.lines: "queue.Queue[str]" = queue.Queue()
+        self.stdout: list = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
 
-def wait_for(proc, count, timeout=90):
-    seen, deadline = 0, time.monotonic() + timeout
-    while seen < count and time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        seen += line.startswith("processed")
-    assert seen >= count, f"no progress:\n{proc.stderr.read()[-3000:] if proc.poll() is not None else ''}"
+    def _read(self):
+        for line in self.proc.stdout:
+            self.stdout.append(line)
+            self.lines.put(line)
+
+    def wait_for(self, count, timeout=90, partitions=()):
+        """Wait until ``count`` messages (of each of ``partitions``) are processed, at most ``timeout`` s."""
+        seen, deadline = {}, time.monotonic() + timeout
+
+        def done():
+            if partitions:
+                return all(seen.get(str(p), 0) >= count for p in partitions)
+            return sum(seen.values()) >= count
+
+        while not done() and time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=0.5)
+            except queue.Empty:
+                if self.proc.poll() is not None and self.lines.empty():
+                    break
+                continue
+            if line.startswith("processed"):
+                seen[line.split()[1]] = seen.get(line.split()[1], 0) + 1
+        assert done(), f"no progress {seen}:\n{self.stderr()[-3000:]}"
+
+    def finish(self, sig=None, timeout=180):
+        """Signal (optionally) and wait; return (stdout, stderr, returncode)."""
+        if sig is not None and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+        self._reader.join(10)
+        self._log.close()
+        return "".join(self.stdout), self.stderr(), self.proc.returncode
+
+    def stderr(self):
+        return Path(self.log_path).read_text()
 
 
 def results(read_all, dst, expected):
@@ -68,14 +110,13 @@ def test_window_state_survives_sigkill(kafka_bootstrap, make_topic, send, read_a
     send(src, events)
     expected = expected_windows(events)
 
-    first = start(kafka_bootstrap, src, dst, group, tmp_path / "one", 0.004, 0)
-    wait_for(first, 500)  # several 0.3 s checkpoints are committed by now
-    first.send_signal(signal.SIGKILL)
-    first.wait(10)
+    first = Program(kafka_bootstrap, src, dst, group, tmp_path / "one", 0.004, 0, tmp_path / "first.log")
+    first.wait_for(500)  # several 0.3 s checkpoints are committed by now
+    first.finish(signal.SIGKILL)
     state_dir = tmp_path / ("one" if restart_on == "same-rocksdb" else "two")
-    second = start(kafka_bootstrap, src, dst, group, state_dir, 0, 4)
-    out, err = second.communicate(timeout=180)
-    assert second.returncode == 0, err[-3000:]
+    second = Program(kafka_bootstrap, src, dst, group, state_dir, 0, 4, tmp_path / "second.log")
+    out, err, code = second.finish()
+    assert code == 0 and "stopped cleanly" in out, err[-3000:]
     if restart_on == "empty-state-dir":
         assert "recovering from changelog" in err
 
@@ -93,21 +134,20 @@ def test_second_consumer_takes_over_a_partition_from_the_changelog(kafka_bootstr
     send(src, events)
     expected = expected_windows(events)
 
-    first = start(kafka_bootstrap, src, dst, group, tmp_path / "one", 0.01, 0)
-    wait_for(first, 200)
-    # a second instance with its own (empty) state directory joins the group: the partitions are
-    # split and the one it takes over is rebuilt from the changelog before it processes anything
-    second = start(kafka_bootstrap, src, dst, group, tmp_path / "two", 0, 0)
+    first = Program(kafka_bootstrap, src, dst, group, tmp_path / "one", 0.03, 0, tmp_path / "first.log")
+    second = None
     try:
-        wait_for(second, 1, timeout=120)
+        first.wait_for(50, partitions=(0, 1))  # both partitions have state (and changelog records)
+        # a second instance with its own (empty) state directory joins the group: the partitions
+        # are split and the one it takes over is rebuilt from the changelog before it processes
+        second = Program(kafka_bootstrap, src, dst, group, tmp_path / "two", 0, 0, tmp_path / "second.log")
+        second.wait_for(1, timeout=120)
         deadline, got = time.monotonic() + 120, []
         while time.monotonic() < deadline and set(got) != expected:
             got = results(read_all, dst, expected)
     finally:
-        for proc in (first, second):
-            proc.send_signal(signal.SIGTERM)
-        outs = [proc.communicate(timeout=120) for proc in (first, second)]
-    for out, err in outs:
+        outs = [p.finish(signal.SIGTERM) for p in (first, second) if p is not None]
+    for out, err, code in outs:
         assert "stopped cleanly" in out, err[-3000:]
     assert "recovering from changelog" in outs[1][1], outs[1][1][-3000:]
     assert set(got) == expected

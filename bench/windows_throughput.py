@@ -1,0 +1,175 @@
+"""Window throughput: ``tumbling_window(1s).mean().final()`` on stream_edge vs quixstreams==3.28.1.
+
+    ./dev bench windows_throughput                       # 1M messages, 10,000 keys (+ 1k / 100k keys)
+    ./dev bench windows_throughput --messages 200000     # quicker, for development
+    ./dev bench windows_throughput --keys 10000 --no-scaling --only stream_edge --profile /tmp/w.prof
+
+Pre-produces N JSON messages (~90 B, 2 partitions, round-robin over K keys) once per (N, K) on the
+local broker. Event time advances so that each key spans ~10 windows of 1 s (N / (10 K) messages
+per key per window, at least 1). Runs
+``bench/windows_program.py`` (the same Quix Streams 3.x program) once per package as a subprocess,
+each with a fresh consumer group, state directory and output topic, against the same messages.
+Prints messages/s, the ratio, peak RSS, whether both outputs are identical (multisets of key and
+JSON value, count checked against the pure window engine), and the same at 1,000 and 100,000 keys.
+quixstreams runs in its own venv (~/.cache/streaming-lakehouse/venv-quixstreams, created on first
+use by the helper shared with bench/runtime_throughput.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import orjson  # noqa: E402
+from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from runtime_throughput import quix_python, read_output  # noqa: E402
+
+from stream_edge.dataframe.windows.aggregations import Mean  # noqa: E402
+from stream_edge.dataframe.windows.fixed_engine import FixedWindowEngine  # noqa: E402
+
+PROGRAM = ROOT / "bench" / "windows_program.py"
+WINDOWS_PER_KEY = 10
+
+
+def per_window(n: int, keys: int) -> int:
+    """Messages per key per 1 s window, so that every key spans ~10 windows whatever N and K."""
+    return max(1, n // (keys * WINDOWS_PER_KEY))
+
+
+def event(i: int, keys: int, base_ms: int, n: int) -> tuple:
+    key = f"sensor-{i % keys:06d}".encode()
+    ts = base_ms + (i * 1000) // (per_window(n, keys) * keys)
+    value = {"sensor": i % keys, "seq": i, "temp": round(15 + (i * 7919 % 2000) / 100, 2),
+             "hum": round(30 + (i * 104729 % 5000) / 100, 2), "unit": "C"}
+    return key, value, ts
+
+
+def base_time(n: int) -> int:
+    # a recent, fixed origin (whole days): retention never deletes it and reruns reuse the topic
+    return (int(time.time() * 1000) // 86_400_000) * 86_400_000
+
+
+def input_topic(bootstrap: str, admin: AdminClient, n: int, keys: int) -> tuple[str, int]:
+    base = base_time(n)
+    name = f"bench-windows-input-v2-{n}-{keys}-{base // 86_400_000}"
+    if name in admin.list_topics(timeout=10).topics:
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-probe"})
+        total = sum(consumer.get_watermark_offsets(TopicPartition(name, p), timeout=10)[1] for p in (0, 1))
+        consumer.close()
+        if total == n:
+            return name, base
+        admin.delete_topics([name])[name].result(timeout=30)
+        time.sleep(2)
+    admin.create_topics([NewTopic(name, num_partitions=2, replication_factor=1)])[name].result(timeout=30)
+    print(f"pre-producing {n} messages over {keys} keys to {name} (once)", file=sys.stderr)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "compression.type": "lz4",
+                         "queue.buffering.max.messages": 1_000_000})
+    for i in range(n):
+        key, value, ts = event(i, keys, base, n)
+        while True:
+            try:
+                producer.produce(name, orjson.dumps(value), key, timestamp=ts)
+                break
+            except BufferError:
+                producer.poll(0.5)
+    producer.flush()
+    return name, base
+
+
+def expected_outputs(n: int, keys: int, base: int) -> int:
+    """Closed windows, computed by the pure engine (per key, in production order)."""
+    engine = FixedWindowEngine(1000, 0, None, Mean())
+    states: dict = {}
+    closed = 0
+    for i in range(n):
+        key, value, ts = event(i, keys, base, n)
+        ks = states.get(key)
+        if ks is None:
+            ks = states[key] = engine.new_key_state()
+        closed += len(engine.process_final(ks, value["temp"], ts))
+    return closed
+
+
+def run_variant(python: Path, package: str, bootstrap: str, admin: AdminClient, source: str, n: int, expected: int,
+                profile: str | None) -> tuple[dict, str]:
+    output = f"bench-windows-output-{package}-{uuid.uuid4().hex[:8]}"
+    admin.create_topics([NewTopic(output, num_partitions=2, replication_factor=1)])[output].result(timeout=30)
+    cmd = [str(python), str(PROGRAM), "--package", package, "--broker", bootstrap, "--input", source,
+           "--output", output, "--group", f"bench-w-{package}-{uuid.uuid4().hex[:8]}", "--expected", str(expected),
+           "--messages", str(n)]
+    if profile:
+        cmd += ["--profile", profile]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+    if proc.returncode != 0:
+        raise SystemExit(f"{package} run failed:\n{proc.stderr[-4000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1]), output
+
+
+def compare(bootstrap: str, keys: int, n: int, admin: AdminClient, packages: list, profile: str | None,
+            check: bool) -> dict:
+    source, base = input_topic(bootstrap, admin, n, keys)
+    expected = expected_outputs(n, keys, base)
+    python = {"stream_edge": Path(sys.executable)}
+    if "quixstreams" in packages:
+        python["quixstreams"] = quix_python()
+    figures, outputs = {}, {}
+    for package in packages:
+        figures[package], outputs[package] = run_variant(python[package], package, bootstrap, admin, source, n,
+                                                         expected, profile if package == "stream_edge" else None)
+        f = figures[package]
+        print(f"  {keys:>7,} keys  {package:<12} {f['msgs_per_s']:>10,.0f} msg/s  {f['seconds']:6.1f} s  "
+              f"peak RSS {f['peak_rss_mb']:6.0f} MB", flush=True)
+    result = {"keys": keys, "messages": n, "expected_outputs": expected, **{p: figures[p] for p in packages}}
+    if len(packages) == 2:
+        result["ratio"] = figures["stream_edge"]["msgs_per_s"] / figures["quixstreams"]["msgs_per_s"]
+        print(f"  {keys:>7,} keys  ratio stream_edge / quixstreams = {result['ratio']:.2f}x", flush=True)
+    if check:
+        seen = {p: read_output(bootstrap, outputs[p], expected) for p in packages}
+        counts = {p: sum(s.values()) for p, s in seen.items()}
+        same = len(packages) < 2 or seen["stream_edge"] == seen["quixstreams"]
+        result["outputs"] = counts
+        result["identical"] = same and all(c == expected for c in counts.values())
+        print(f"  {keys:>7,} keys  outputs {counts} (expected {expected}); identical: {result['identical']}",
+              flush=True)
+    for topic in outputs.values():
+        admin.delete_topics([topic])
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--messages", type=int, default=1_000_000)
+    parser.add_argument("--keys", type=int, default=10_000, help="key count of the main comparison")
+    parser.add_argument("--scaling", default="1000,100000", help="other key counts to measure")
+    parser.add_argument("--no-scaling", action="store_true")
+    parser.add_argument("--only", choices=("stream_edge", "quixstreams"))
+    parser.add_argument("--profile", help="cProfile the stream_edge run into this file")
+    parser.add_argument("--json", help="also write the figures to this file")
+    args = parser.parse_args()
+
+    from infra.local import services
+
+    bootstrap = services.up()["KAFKA_BOOTSTRAP"]
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    packages = [args.only] if args.only else ["stream_edge", "quixstreams"]
+    print(f"tumbling_window(1s).mean().final(), {args.messages:,} messages, 2 partitions, broker {bootstrap}")
+    results = [compare(bootstrap, args.keys, args.messages, admin, packages, args.profile, check=True)]
+    if not args.no_scaling:
+        for keys in (int(k) for k in args.scaling.split(",") if k):
+            results.append(compare(bootstrap, keys, args.messages, admin, packages, None, check=True))
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
