@@ -81,16 +81,20 @@ def test_job_failure_exits_1_with_one_line_and_no_secret(spark, make_target, tar
     assert secret not in err and "embedded.lh_***.missing" in err
 
 
-def test_sql_prints_a_table_and_writes_csv_and_parquet(spark, edge_lake, make_target, target_env, tmp_path, capsys):
+@pytest.mark.parametrize("kind", ["rest", "embedded", "delta"])
+def test_sql_prints_a_table_and_writes_csv_and_parquet(spark, edge_lake, make_target, target_env, tmp_path, capsys,
+                                                      kind):
     lake = edge_lake()
     lake.write(sensor_records(20, 0))
-    target = make_target("delta")
+    target = make_target(kind)
     target_env(target)
-    assert main(["register", "--source", lake.uri, "--table", target.name, "--format", "delta"]) == 0
+    extra = ["--embedded-catalog"] if kind == "embedded" else []
+    assert main(["register", "--source", lake.uri, "--table", target.name, "--format", target.table_format,
+                 *extra]) == 0
     capsys.readouterr()
 
     query = f"SELECT sensor, count(*) AS n, round(avg(value), 2) AS mean FROM {target.name} GROUP BY sensor ORDER BY sensor"
-    assert main(["sql", query]) == 0
+    assert main(["sql", query, *extra]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].split("|")[0].strip() == "sensor"
     assert [line.split("|")[0].strip() for line in out[2:4]] == ["s-1", "s/2"]
