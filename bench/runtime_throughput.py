@@ -61,13 +61,9 @@ def message(i: int, now_ms: int) -> tuple:
     return key, orjson.dumps(value)
 
 
-def input_topic(bootstrap: str, admin: AdminClient, n: int, program: str = "stateless") -> str:
-    """The pre-produced input topic of ``n`` messages (created and filled only once).
-
-    The window program's topic has deterministic event times (``base + i // 10`` ms: each key's
-    messages fall 1 s apart, one per 1 s window), the stateless one the producer's clock.
-    """
-    name = f"bench-runtime-input-{n}" if program == "stateless" else f"bench-runtime-window-input-{n}"
+def input_topic(bootstrap: str, admin: AdminClient, n: int) -> str:
+    """The pre-produced input topic of ``n`` messages (created and filled only once)."""
+    name = f"bench-runtime-input-{n}"
     md = admin.list_topics(timeout=10)
     if name in md.topics:
         consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-probe"})
@@ -86,10 +82,9 @@ def input_topic(bootstrap: str, admin: AdminClient, n: int, program: str = "stat
     for i in range(n):
         key, value = message(i, now_ms)
         sizes += len(value)
-        extra = {} if program == "stateless" else {"timestamp": now_ms + i // 10}
         while True:
             try:
-                producer.produce(name, value, key, **extra)
+                producer.produce(name, value, key)
                 break
             except BufferError:
                 producer.poll(0.5)
@@ -98,9 +93,7 @@ def input_topic(bootstrap: str, admin: AdminClient, n: int, program: str = "stat
     return name
 
 
-def expected_outputs(n: int, program: str = "stateless") -> int:
-    if program == "window":  # every message opens a new window of its key and closes the previous one
-        return n - min(n, KEYS)
+def expected_outputs(n: int) -> int:
     return sum(1 for i in range(n) if LEVELS[i % len(LEVELS)] != "debug")
 
 
@@ -123,12 +116,12 @@ def read_output(bootstrap: str, topic: str, expected: int) -> collections.Counte
 
 
 def run_variant(python: Path, package: str, bootstrap: str, admin: AdminClient, source: str, n: int,
-                expected: int, profile: str | None, program: str) -> tuple[dict, str]:
+                expected: int, profile: str | None) -> tuple[dict, str]:
     output = f"bench-runtime-output-{package}-{uuid.uuid4().hex[:8]}"
     admin.create_topics([NewTopic(output, num_partitions=2, replication_factor=1)])[output].result(timeout=30)
     cmd = [str(python), str(PIPELINE), "--package", package, "--broker", bootstrap, "--input", source,
            "--output", output, "--group", f"bench-{package}-{uuid.uuid4().hex[:8]}", "--expected", str(expected),
-           "--messages", str(n), "--program", program]
+           "--messages", str(n)]
     if profile:
         cmd += ["--profile", profile]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
@@ -140,9 +133,6 @@ def run_variant(python: Path, package: str, bootstrap: str, admin: AdminClient, 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--messages", type=int, default=1_000_000)
-    parser.add_argument("--program", choices=("stateless", "window"), default="stateless",
-                        help="stateless: apply+filter+column+to_topic (the reference); "
-                             "window: tumbling_window(1s).mean().final() to a topic")
     parser.add_argument("--only", choices=("stream_edge", "quixstreams", "bare"), help="run one variant only")
     parser.add_argument("--bare", action="store_true",
                         help="also run the same work as a bare confluent-kafka loop (the floor)")
@@ -154,19 +144,19 @@ def main() -> None:
 
     bootstrap = services.up(["kafka"])["KAFKA_BOOTSTRAP"]
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    source = input_topic(bootstrap, admin, args.messages, args.program)
-    expected = expected_outputs(args.messages, args.program)
+    source = input_topic(bootstrap, admin, args.messages)
+    expected = expected_outputs(args.messages)
     results, outputs = {}, {}
     variants = [("stream_edge", Path(sys.executable)), ("quixstreams", None), ("bare", Path(sys.executable))]
     for package, python in variants:
         if args.only and package != args.only:
             continue
-        if package == "bare" and (args.program != "stateless" or not (args.bare or args.only == "bare")):
+        if package == "bare" and not (args.bare or args.only == "bare"):
             continue
         python = python or quix_python()
         results[package], outputs[package] = run_variant(
             python, package, bootstrap, admin, source, args.messages, expected,
-            args.profile if package == "stream_edge" else None, args.program)
+            args.profile if package == "stream_edge" else None)
         r = results[package]
         print(f"{package:12} {r['msgs_per_s']:>10,.0f} msg/s  ({r['messages']:,} messages in {r['seconds']:.2f}s)")
     if "bare" in results and "stream_edge" in results:

@@ -29,21 +29,16 @@ def main() -> None:
     parser.add_argument("--expected", type=int, required=True, help="number of outputs to wait for")
     parser.add_argument("--messages", type=int, required=True, help="number of input messages")
     parser.add_argument("--profile", help="write a cProfile of run() to this file")
-    parser.add_argument("--program", choices=("stateless", "window"), default="stateless")
     args = parser.parse_args()
 
     if args.package == "bare":
-        if args.program != "stateless":
-            raise SystemExit("the bare loop exists for the stateless program only")
         return bare_loop(args)
     if args.package == "stream_edge":  # the project's package, from the repository checkout
         sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     Application = importlib.import_module(args.package).Application
 
-    import tempfile
-
     app = Application(broker_address=args.broker, consumer_group=args.group, auto_offset_reset="earliest",
-                      loglevel="WARNING", state_dir=tempfile.mkdtemp(prefix="bench-state-"))
+                      loglevel="WARNING")
     input_topic = app.topic(args.input, value_deserializer="json")
     output_topic = app.topic(args.output, value_serializer="json")
 
@@ -55,14 +50,9 @@ def main() -> None:
         return {**value, "temp_f": round(value["temp"] * 1.8 + 32, 2)}
 
     sdf = app.dataframe(input_topic)
-    if args.program == "window":
-        # tumbling_window(1s).mean().final() per key, results to the output topic
-        sdf = sdf.apply(lambda value: enrich(value)["temp"])
-        sdf = sdf.tumbling_window(1000).mean().final()
-    else:
-        sdf = sdf.apply(enrich)
-        sdf = sdf.filter(lambda value: value["level"] != "debug")
-        sdf["hot"] = sdf["temp_f"] > 80
+    sdf = sdf.apply(enrich)
+    sdf = sdf.filter(lambda value: value["level"] != "debug")
+    sdf["hot"] = sdf["temp_f"] > 80
     sdf.to_topic(output_topic)
 
     if args.profile:
