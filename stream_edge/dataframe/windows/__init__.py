@@ -1,6 +1,6 @@
 """Time windows: tumbling, hopping and sliding, with a pure engine shared with Spark.
 
-Pure modules (no Kafka, no RocksDB): ``math``, ``aggregations``, ``fixed_engine``,
+Pure modules (no Kafka, no RocksDB): ``math``, ``aggregations``, ``fixed_engine``, ``replay``,
 ``sliding_engine``. Runtime glue: ``definitions``, ``time_based``, ``sliding``, ``base``.
 """
 

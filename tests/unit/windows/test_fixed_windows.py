@@ -115,3 +115,13 @@ def test_none_values_are_skipped_by_the_numeric_aggregations():
     assert run_engine(tumbling(10, 0, Min()), events + [("k", 4, 3)], "current")[-1] == [("k", 0, 10, 3)]
     assert run_engine(tumbling(10, 0, Collect()), events + [("k", 14, 3)], "final")[-1] == [
         ("k", 0, 10, [None, 5, None])]
+
+
+def test_batch_replay_gives_the_rows_final_emits():
+    from stream_edge.dataframe.windows.replay import replay
+
+    rows = replay([(k, ts, v) for k, ts, v in EVENTS] + [(None, 30, 1)], kind="tumbling", duration_ms=10,
+                  aggregation="sum")
+    assert rows == [{"key": "a", "start": 0, "end": 10, "value": 3}, {"key": "a", "start": 10, "end": 20, "value": 4}]
+    hop = replay([("k", 3, 1), ("k", 12, 1)], kind="hopping", duration_ms=10, step_ms=5, aggregation="count")
+    assert hop == [{"key": "k", "start": 0, "end": 10, "value": 1}]
