@@ -212,6 +212,10 @@ def run_register(spark: "SparkSession", options: RegisterOptions) -> JobReport:
         log.info("batch %d committed: %d files, %d rows", next_number, len(chunk), sum(f.rows for f in facts))
         next_number += 1
 
+    if options.since is None:  # a full listing: safe to forget files that are gone
+        folded = ledger.checkpoint({f.relative_path for f in committed})
+        if folded:
+            log.info("registration ledger: batches up to %d folded into one checkpoint", folded)
     report.after(*table.file_stats())
     report.extra["files added"] = added_files
     report.extra["rows added"] = added_rows

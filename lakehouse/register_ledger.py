@@ -66,23 +66,79 @@ class RegistrationLedger:
     def _path(self, number: int, suffix: str) -> str:
         return f"{self.dir}/batch-{number:06d}.{suffix}"
 
-    def batches(self) -> list[LedgerBatch]:
+    def _read(self, name: str) -> dict:
+        try:
+            with self.fs.open_input_stream(f"{self.dir}/{name}") as handle:
+                return json.loads(handle.read())
+        except (OSError, ValueError) as exc:
+            raise LedgerError(f"registration ledger entry {self.dir}/{name} is unreadable: {exc}") from exc
+
+    def _names(self) -> set[str]:
         import pyarrow.fs as pafs
 
         infos = self.fs.get_file_info(pafs.FileSelector(self.dir, allow_not_found=True))
-        names = {i.base_name for i in infos if i.type == pafs.FileType.File}
-        out = []
+        return {i.base_name for i in infos if i.type == pafs.FileType.File}
+
+    def batches(self) -> list[LedgerBatch]:
+        """Every batch in number order; a checkpoint stands for all batches up to its number."""
+        names = self._names()
+        checkpoints = sorted(n for n in names if n.startswith("checkpoint-") and n.endswith(".json"))
+        out: list[LedgerBatch] = []
+        through = 0
+        if checkpoints:
+            doc = self._read(checkpoints[-1])
+            through = int(doc["through_batch"])
+            out.append(LedgerBatch(through, tuple(doc["files"]), True))
         for name in sorted(names):
             if not (name.startswith("batch-") and name.endswith(".json")):
                 continue
             number = int(name[len("batch-"):-len(".json")])
-            try:
-                with self.fs.open_input_stream(self._path(number, "json")) as handle:
-                    doc = json.loads(handle.read())
-            except (OSError, ValueError) as exc:
-                raise LedgerError(f"registration ledger entry {self.dir}/{name} is unreadable: {exc}") from exc
+            if number <= through:
+                continue  # folded into the checkpoint (a crash stopped the clean-up)
+            doc = self._read(name)
             out.append(LedgerBatch(number, tuple(doc["files"]), f"batch-{number:06d}.done" in names))
         return out
+
+    def checkpoint(self, existing: set[str], min_batches: int = 50) -> int | None:
+        """Fold the leading done batches into one checkpoint file, keeping only paths that still
+        exist (``existing``: every committed file under the root, from a full listing).
+
+        Keeps the ledger small: a file that compaction deleted can no longer be re-registered, so
+        it need not be remembered. Returns the checkpoint's batch number, or None if not worth it.
+        """
+        batches = self.batches()
+        prefix = []
+        for batch in batches:
+            if not batch.done:
+                break
+            prefix.append(batch)
+        folded = [b for b in prefix if not (b is batches[0] and self._is_checkpoint(b))]
+        if len(folded) < min_batches:
+            return None
+        through = prefix[-1].number
+        files = sorted({p for b in prefix for p in b.files} & existing)
+        data = json.dumps({"through_batch": through, "files": files,
+                           "written_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}).encode()
+        target = f"{self.dir}/checkpoint-{through:06d}.json"
+        if self.root.is_local:
+            tmp = f"{self.dir}/.tmp-{uuid.uuid4().hex}"
+            with open(tmp, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, target)
+        else:
+            with self.fs.open_output_stream(target) as handle:
+                handle.write(data)
+        # The checkpoint is durable: what it replaces can go (readers skip it anyway).
+        for name in self._names():
+            if name.startswith("batch-") and int(name[6:12]) <= through or \
+                    (name.startswith("checkpoint-") and name != f"checkpoint-{through:06d}.json"):
+                self.fs.delete_file(f"{self.dir}/{name}")
+        return through
+
+    def _is_checkpoint(self, batch: LedgerBatch) -> bool:
+        return any(n == f"checkpoint-{batch.number:06d}.json" for n in self._names())
 
     def registered(self) -> set[str]:
         """Relative paths of every file in any batch (committed, or pending and about to be)."""

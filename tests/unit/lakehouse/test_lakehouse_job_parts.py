@@ -80,3 +80,22 @@ def test_ledger_intents_done_markers_and_exclusive_batches(tmp_path):
     with pytest.raises(LedgerError, match="another register run"):
         ledger.write_intent(2, ["a=2/f4.parquet"], "lake.db.t")
     assert (tmp_path / "_lakehouse" / "register" / "iceberg-uuid-1").is_dir()
+
+
+def test_ledger_checkpoint_folds_done_batches_and_forgets_deleted_files(tmp_path):
+    ledger = RegistrationLedger(LakeLocation.parse(str(tmp_path)), "delta-uuid-2")
+    for n in range(1, 5):
+        ledger.write_intent(n, [f"h={n}/a.parquet", f"h={n}/b.parquet"], "db.t")
+        ledger.mark_done(n)
+    ledger.write_intent(5, ["h=5/a.parquet"], "db.t")  # pending: stays a batch of its own
+    assert ledger.checkpoint(set(), min_batches=5) is None  # not worth it yet
+    existing = {"h=3/a.parquet", "h=4/b.parquet", "h=5/a.parquet"}
+    assert ledger.checkpoint(existing, min_batches=3) == 4
+    batches = ledger.batches()
+    assert [(b.number, b.done) for b in batches] == [(4, True), (5, False)]
+    assert ledger.registered() == existing
+    names = sorted(p.name for p in (tmp_path / "_lakehouse" / "register" / "delta-uuid-2").iterdir())
+    assert names == ["batch-000005.json", "checkpoint-000004.json"]
+    ledger.mark_done(5)
+    ledger.write_intent(6, ["h=6/a.parquet"], "db.t")
+    assert [b.number for b in ledger.batches()] == [4, 5, 6]
