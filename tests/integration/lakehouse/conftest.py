@@ -19,24 +19,43 @@ def edge_lake(tmp_path: Path):
     return make
 
 
+def _target(kind: str, services_env: dict, spark_local_dir: Path) -> TargetTable:
+    suffix = uuid.uuid4().hex[:8]
+    base_env = {"LAKEHOUSE_LOCAL_DIR": str(spark_local_dir)}
+    if kind == "rest":
+        env = dict(base_env, LAKEHOUSE_CATALOG="rest", ICEBERG_REST_URI=services_env["ICEBERG_REST_URI"],
+                   ICEBERG_WAREHOUSE=services_env["ICEBERG_WAREHOUSE"])
+        return TargetTable(kind, "iceberg", f"rest.lh_{suffix}.sensor_readings", env)
+    if kind == "embedded":
+        env = dict(base_env, LAKEHOUSE_CATALOG="embedded", ICEBERG_REST_URI="",
+                   ICEBERG_WAREHOUSE=(spark_local_dir / "embedded-warehouse").as_uri())
+        return TargetTable(kind, "iceberg", f"embedded.lh_{suffix}.sensor_readings", env)
+    if kind == "delta":
+        env = dict(base_env, LAKEHOUSE_CATALOG="rest", ICEBERG_REST_URI=services_env["ICEBERG_REST_URI"])
+        return TargetTable(kind, "delta", f"lh_{suffix}.sensor_readings", env)
+    raise ValueError(kind)
+
+
 @pytest.fixture()
 def make_target(services_env, spark_local_dir, spark):
-    """Factory: ``make_target(kind)`` -> a fresh, not yet created :class:`TargetTable`."""
+    """Factory: ``make_target(kind)`` -> a fresh, not yet created :class:`TargetTable`
+    (kind: rest | embedded | delta). The tables are dropped from their catalogs afterwards: the
+    REST server is shared and outlives the test run."""
+    made: list[TargetTable] = []
 
     def make(kind: str) -> TargetTable:
-        suffix = uuid.uuid4().hex[:8]
-        base_env = {"LAKEHOUSE_LOCAL_DIR": str(spark_local_dir)}
-        if kind == "rest":
-            env = dict(base_env, LAKEHOUSE_CATALOG="rest", ICEBERG_REST_URI=services_env["ICEBERG_REST_URI"],
-                       ICEBERG_WAREHOUSE=services_env["ICEBERG_WAREHOUSE"])
-            return TargetTable(kind, "iceberg", f"rest.lh_{suffix}.sensor_readings", env)
-        if kind == "embedded":
-            env = dict(base_env, LAKEHOUSE_CATALOG="embedded", ICEBERG_REST_URI="",
-                       ICEBERG_WAREHOUSE=(spark_local_dir / "embedded-warehouse").as_uri())
-            return TargetTable(kind, "iceberg", f"embedded.lh_{suffix}.sensor_readings", env)
-        if kind == "delta":
-            env = dict(base_env, LAKEHOUSE_CATALOG="rest", ICEBERG_REST_URI=services_env["ICEBERG_REST_URI"])
-            return TargetTable(kind, "delta", f"lh_{suffix}.sensor_readings", env)
-        raise ValueError(kind)
+        made.append(_target(kind, services_env, spark_local_dir))
+        return made[-1]
 
-    return make
+    yield make
+    for target in made:
+        db, table = target.name.split(".")[-2:]
+        try:
+            if target.kind == "delta":
+                spark.sql(f"DROP TABLE IF EXISTS spark_catalog.`{db}`.`{table}`")
+            else:
+                catalog = target.name.split(".")[0]
+                spark.sql(f"DROP TABLE IF EXISTS {target.sql_name()}")
+                spark.sql(f"DROP NAMESPACE IF EXISTS `{catalog}`.`{db}`")
+        except Exception as exc:  # noqa: BLE001 - clean-up must not hide the test's own result
+            print(f"clean-up of {target.name} failed: {exc}")
