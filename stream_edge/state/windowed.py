@@ -48,6 +48,7 @@ class WindowedPartitionTransaction(BaseTransaction):
         self._live: Dict[Any, Any] = {}
         self._dirty: Set[Any] = set()
         self._codec: Optional[KeyStateCodec] = None
+        self._partition_state: Any = None
 
     @property
     def dirty(self) -> bool:
@@ -72,6 +73,20 @@ class WindowedPartitionTransaction(BaseTransaction):
         data = self.backend.get(message_key_bytes(key))
         return None if data is None else codec.load_key_state(self._loads(data))
 
+    def partition_state(self, codec: Any) -> Any:
+        """Partition-wide window state (``closing_strategy="partition"``), built once from every key.
+
+        Keys are the state's bytes keys: all of them are loaded (and kept) in memory.
+        """
+        if self._partition_state is None:
+            loads, live = self._loads, self._live
+            for raw_key, data in self.backend.items():
+                if raw_key not in live:
+                    live[raw_key] = codec.load_key_state(loads(data))
+            self._codec = codec
+            self._partition_state = codec.new_partition_state(list(live.items()))
+        return self._partition_state
+
     def _serialize_changes(self) -> Dict[bytes, Optional[bytes]]:
         if not self._dirty:
             return {}
@@ -80,9 +95,10 @@ class WindowedPartitionTransaction(BaseTransaction):
 
     def _after_commit(self) -> None:
         self._dirty = set()
-        if len(self._live) > LIVE_KEYS_LIMIT:
+        if len(self._live) > LIVE_KEYS_LIMIT and self._partition_state is None:
             self._live = {}
 
     def _forget(self) -> None:
         self._live = {}
         self._dirty = set()
+        self._partition_state = None

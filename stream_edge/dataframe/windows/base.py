@@ -51,7 +51,13 @@ class Window:
         logger.warning("Skipping window processing for the closed window timestamp_ms=%d window=(%d, %d) "
                        "late_by_ms=%d store_name='%s'%s", timestamp, start, end, late_by_ms, self._name, where)
 
-    def _apply(self, final: bool) -> "StreamingDataFrame":
+    #: closing strategies this window supports (see :meth:`final`)
+    closing_strategies: Tuple[str, ...] = ("key",)
+
+    def _apply(self, final: bool, closing_strategy: str = "key") -> "StreamingDataFrame":
+        if closing_strategy not in self.closing_strategies:
+            raise ValueError(f"closing_strategy must be one of {self.closing_strategies} for this window, "
+                             f"got {closing_strategy!r}")
         dataframe = self._dataframe
         ctx = dataframe.processing_context
         ctx.state_manager.register_windowed_store(dataframe.stream_id, self._name)
@@ -62,13 +68,38 @@ class Window:
         manager = ctx.state_manager
         transactions = manager.store_transactions(store_name) if hasattr(manager, "store_transactions") else {}
 
+        def transaction(msg: Any) -> Any:
+            tx = transactions.get((msg.topic(), msg.partition())) if msg is not None else None
+            return get_transaction(store_name) if tx is None else tx
+
+        def skip_none_key(msg: Any) -> Tuple:
+            logger.warning("Skipping window processing for a message because the key is None, "
+                           "partition='%s[%s]' offset='%s'", msg.topic() if msg else None,
+                           msg.partition() if msg else None, msg.offset() if msg else None)
+            return _EMPTY
+
+        if closing_strategy == "partition":
+            from stream_edge.state.serialization import message_key_bytes
+
+            def partition_window_op(value: Any, key: Any, timestamp: int, headers: Any) -> Any:
+                msg = ctx.current_message
+                if key is None:
+                    return skip_none_key(msg)
+                tx = transaction(msg)
+                raw_key = message_key_bytes(key)
+                rows = engine.process_partition(tx.partition_state(engine), raw_key, tx.key_state(raw_key, engine),
+                                                value, timestamp, final, lambda owner: tx.key_state(owner, engine))
+                if not rows:
+                    return _EMPTY
+                return [({"start": start, "end": end, "value": result}, owner, start, None)
+                        for owner, start, end, result in rows]
+
+            return dataframe._add_expanding_op(partition_window_op)
+
         def window_op(value: Any, key: Any, timestamp: int, headers: Any) -> Any:
             msg = ctx.current_message
             if key is None:
-                logger.warning("Skipping window processing for a message because the key is None, "
-                               "partition='%s[%s]' offset='%s'", msg.topic() if msg else None,
-                               msg.partition() if msg else None, msg.offset() if msg else None)
-                return _EMPTY
+                return skip_none_key(msg)
             tx = transactions.get((msg.topic(), msg.partition())) if msg is not None else None
             if tx is None:
                 tx = get_transaction(store_name)
@@ -84,31 +115,25 @@ class Window:
         """Emit each window once, when it closes: the key's event time passes ``end + grace``.
 
         Results are ``{"start": ..., "end": ..., "value": ...}`` with the window start as the
-        timestamp. Windows close per message key: a key that goes quiet keeps its last window
-        open until its next message.
+        timestamp. With ``closing_strategy="key"`` (the default, as in Quix Streams) event time is
+        tracked per message key: a key that goes quiet keeps its last window open until its next
+        message. With ``"partition"`` (tumbling and hopping windows) the partition's largest
+        timestamp closes the windows of every key and decides lateness.
 
         Example: ``sdf = sdf.tumbling_window(timedelta(seconds=1)).mean().final()``
         """
-        _check_closing_strategy(closing_strategy)
-        return self._apply(final=True)
+        return self._apply(final=True, closing_strategy=closing_strategy)
 
     def current(self, closing_strategy: str = "key") -> "StreamingDataFrame":
         """Emit every window a message updated, as it is updated (before it closes).
 
         Example: ``sdf = sdf.hopping_window(60_000, 10_000).count().current()``
         """
-        _check_closing_strategy(closing_strategy)
         if self._engine.aggregation.collects:
             from stream_edge.dataframe.exceptions import InvalidOperation
 
             raise InvalidOperation("BaseCollectors are not supported by `current` windows")
-        return self._apply(final=False)
-
-
-def _check_closing_strategy(closing_strategy: str) -> None:
-    if closing_strategy != "key":
-        raise ValueError(f"closing_strategy {closing_strategy!r} is not supported: windows close per message "
-                         f"key ('key'), as in Quix Streams' default")
+        return self._apply(final=False, closing_strategy=closing_strategy)
 
 
 #: window results as built by the op, for type hints

@@ -16,6 +16,7 @@ Example::
 
 from __future__ import annotations
 
+from heapq import heappop, heappush
 from typing import Any, Callable, List, Optional, Tuple
 
 from .aggregations import MISSING, Aggregation
@@ -137,3 +138,53 @@ class FixedWindowEngine:
         updated: list = []
         self._expire(ks, self._update(ks, value, timestamp, updated))
         return updated
+
+    # -- "partition" closing strategy -------------------------------------------------------------
+    @staticmethod
+    def new_partition_state(key_states: Any) -> list:
+        """``[latest, heap of (start, key)]`` of a partition, from all its ``(key, ks)`` pairs.
+
+        The partition's event time is the largest of its keys' event times.
+        """
+        latest, heap = 0, []
+        for key, ks in key_states:
+            latest = max(latest, ks[0])
+            for start in ks[1]:
+                heap.append((start, key))
+        heap.sort()
+        return [latest, heap]
+
+    def process_partition(self, pstate: list, key: Any, ks: list, value: Any, timestamp: int, final: bool,
+                          key_state: Callable[[Any], list]) -> List[Tuple[Any, int, int, Any]]:
+        """Add one message with event time tracked per *partition*: any key's message closes every
+        key's windows once ``end + grace`` is reached. Returns ``(key, start, end, value)`` rows:
+        the closed windows of all keys (``final``) or this message's updated windows."""
+        duration = self.duration_ms
+        if timestamp > ks[0]:
+            ks[0] = timestamp
+        latest = pstate[0]
+        if timestamp > latest:
+            latest = pstate[0] = timestamp
+        max_expired_start = latest - self.grace_ms - duration
+        windows = ks[1]
+        heap = pstate[1]
+        updated: list = []
+        for start, end in reversed(window_ranges(timestamp, duration, self.step_ms)):
+            if start <= max_expired_start:
+                self.on_late(timestamp, start, end, latest - self.grace_ms - timestamp)
+                continue
+            stored = windows.get(start, MISSING)
+            if stored is MISSING:
+                heappush(heap, (start, key))
+            stored = windows[start] = self._aggregate(stored, value, timestamp)
+            if not final:
+                updated.append((key, start, end, self._result(stored)))
+        closed: list = []
+        result = self._result
+        while heap and heap[0][0] <= max_expired_start:
+            start, owner = heappop(heap)
+            stored = key_state(owner)[1].pop(start, MISSING)
+            if stored is not MISSING:
+                closed.append((owner, start, start + duration, result(stored)))
+        return closed if final else updated
+

@@ -17,6 +17,8 @@ __all__ = ("FixedTimeWindow", "TimeWindow")
 class FixedTimeWindow(Window):
     """A tumbling (``step_ms=None``) or hopping window with one aggregation."""
 
+    closing_strategies = ("key", "partition")
+
     def __init__(self, duration_ms: int, grace_ms: int, name: str, dataframe: "StreamingDataFrame",
                  aggregation: Aggregation, step_ms: Optional[int] = None) -> None:
         super().__init__(name, dataframe, FixedWindowEngine(duration_ms, grace_ms, step_ms, aggregation))

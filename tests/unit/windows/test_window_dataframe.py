@@ -66,3 +66,26 @@ def test_collect_is_final_only(app):
     topic = app.topic("readings")
     with pytest.raises(InvalidOperation):
         app.dataframe(topic).tumbling_window(10).collect().current()
+
+
+def test_partition_closing_strategy_closes_every_key_and_survives_restart(app, tmp_path):
+    topic = app.topic("readings")
+    sdf = app.dataframe(topic).tumbling_window(10).sum().final(closing_strategy="partition")
+    out = feed(app, sdf, topic, [(b"a", 1, 1), (b"b", 2, 2), (b"b", 12, 3), (b"a", 5, 9)])
+    assert out == [[], [], [({"start": 0, "end": 10, "value": 1}, b"a", 0, None),
+                            ({"start": 0, "end": 10, "value": 2}, b"b", 0, None)], []]  # a@5 is late
+    manager = app.processing_context.state_manager
+    manager.prepare_checkpoint({(topic.name, 0): 3})
+    manager.commit_checkpoint({(topic.name, 0): 3})
+    manager.close()
+
+    again = Application(broker_address="127.0.0.1:9", consumer_group="windows-unit", state_dir=tmp_path,
+                        use_changelog_topics=False)
+    topic = again.topic("readings")
+    sdf = again.dataframe(topic).tumbling_window(10).sum().final(closing_strategy="partition")
+    again.processing_context.state_manager.on_partition_assign(topic.name, 0, 4)
+    # the partition's event time (12) and b's open window come back from RocksDB
+    assert sdf.test(1, key=b"c", timestamp=25, ctx=MessageContext(topic.name, 0, 4, 0, None)) == [
+        ({"start": 10, "end": 20, "value": 3}, b"b", 10, None)]
+    with pytest.raises(ValueError, match="closing_strategy"):
+        again.dataframe(again.topic("other")).sliding_window(10).sum().final(closing_strategy="partition")

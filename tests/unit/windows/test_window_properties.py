@@ -197,3 +197,50 @@ def test_sliding_final_windows_cover_every_distinct_message_time(raw, duration, 
     got = [r for batch in run_engine(sliding(duration, grace, Count()), events, "final") for r in batch]
     assert len(got) == len({(key, start, end) for key, start, end, _ in got})
     assert all(end - start == duration or start == 0 for _, start, end, _ in got)
+
+
+def oracle_partition(events, duration: int, step: Optional[int], grace: int, agg: str, mode: str):
+    """``closing_strategy="partition"``: the partition's largest timestamp closes every key's windows."""
+    step = step or duration
+    latest = 0
+    content: Dict[Tuple[Any, int], list] = defaultdict(list)
+    emitted = set()
+    out = []
+    for key, ts, value in events:
+        latest = max(latest, ts)
+        updated = []
+        for s in range(0, ts + 1):
+            if s % step == 0 and s <= ts < s + duration and s + duration + grace > latest:
+                content[(key, s)].append((ts, value))
+                updated.append(s)
+        if mode == "current":
+            out.append([(key, s, s + duration, FULL[agg](content[(key, s)])) for s in updated])
+        else:
+            closed = sorted((s, k) for (k, s) in content if (k, s) not in emitted and s + duration + grace <= latest)
+            emitted.update((k, s) for s, k in closed)
+            out.append([(k, s, s + duration, FULL[agg](content[(k, s)])) for s, k in closed])
+    return out
+
+
+def run_partition(engine, events, mode):
+    states: Dict[Any, Any] = {}
+
+    def key_state(key):
+        if key not in states:
+            states[key] = engine.new_key_state()
+        return states[key]
+
+    pstate = engine.new_partition_state([])
+    return [engine.process_partition(pstate, key, key_state(key), value, ts, mode == "final", key_state)
+            for key, ts, value in events]
+
+
+@settings(max_examples=300, deadline=None)
+@given(raw=RAW_EVENTS, duration=st.integers(2, 30), hop=st.booleans(), grace=st.integers(0, 20), agg=AGGS,
+       mode=st.sampled_from(["final", "current"]))
+def test_partition_closing_strategy_matches_brute_force(raw, duration, hop, grace, agg, mode):
+    step = max(1, duration // 3) if hop else None
+    events, mode = build_stream(raw), mode_for(agg, mode)
+    engine = hopping(duration, step, grace, make_aggregation(agg)) if hop else tumbling(duration, grace,
+                                                                                        make_aggregation(agg))
+    assert run_partition(engine, events, mode) == oracle_partition(events, duration, step, grace, agg, mode)
