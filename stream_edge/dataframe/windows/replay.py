@@ -41,15 +41,23 @@ def make_engine(kind: str, duration_ms: int, grace_ms: int = 0, step_ms: Optiona
 
 def replay(records: Iterable[Tuple[Any, int, Any]], kind: str, duration_ms: int, grace_ms: int = 0,
            step_ms: Optional[int] = None, aggregation: Union[str, Aggregation] = "mean",
-           mode: str = "final") -> List[Dict[str, Any]]:
+           mode: str = "final", closing_strategy: str = "key") -> List[Dict[str, Any]]:
     """Window results for ``(key, timestamp_ms, value)`` records, in emission order.
 
     Records with a ``None`` key are ignored, as on the edge. Each row is
     ``{"key", "start", "end", "value"}``; the edge's record timestamp is ``start``.
+    ``closing_strategy="partition"`` (tumbling/hopping) needs one partition's records in offset
+    order: the partition's event time closes every key's windows.
     """
     engine = make_engine(kind, duration_ms, grace_ms, step_ms, aggregation)
     if mode not in ("final", "current"):
         raise ValueError("mode must be 'final' or 'current'")
+    if closing_strategy == "partition":
+        if kind == "sliding":
+            raise ValueError("sliding windows close per key only")
+        return _replay_partition(records, engine, mode == "final")
+    if closing_strategy != "key":
+        raise ValueError("closing_strategy must be 'key' or 'partition'")
     process = engine.process_final if mode == "final" else engine.process_current
     states: Dict[Any, Any] = {}
     rows: List[Dict[str, Any]] = []
@@ -62,3 +70,24 @@ def replay(records: Iterable[Tuple[Any, int, Any]], kind: str, duration_ms: int,
         for start, end, result in process(ks, value, timestamp):
             rows.append({"key": key, "start": start, "end": end, "value": result})
     return rows
+
+
+def _replay_partition(records: Iterable[Tuple[Any, int, Any]], engine: Any, final: bool) -> List[Dict[str, Any]]:
+    states: Dict[Any, Any] = {}
+
+    def key_state(key: Any) -> Any:
+        ks = states.get(key)
+        if ks is None:
+            ks = states[key] = engine.new_key_state()
+        return ks
+
+    pstate = engine.new_partition_state([])
+    rows: List[Dict[str, Any]] = []
+    for key, timestamp, value in records:
+        if key is None:
+            continue
+        for owner, start, end, result in engine.process_partition(pstate, key, key_state(key), value, timestamp,
+                                                                   final, key_state):
+            rows.append({"key": owner, "start": start, "end": end, "value": result})
+    return rows
+

@@ -125,3 +125,11 @@ def test_batch_replay_gives_the_rows_final_emits():
     assert rows == [{"key": "a", "start": 0, "end": 10, "value": 3}, {"key": "a", "start": 10, "end": 20, "value": 4}]
     hop = replay([("k", 3, 1), ("k", 12, 1)], kind="hopping", duration_ms=10, step_ms=5, aggregation="count")
     assert hop == [{"key": "k", "start": 0, "end": 10, "value": 1}]
+
+
+def test_batch_replay_partition_closing_strategy():
+    from stream_edge.dataframe.windows.replay import replay
+
+    rows = replay([(b"a", 1, 1), (b"b", 2, 2), (b"b", 12, 3), (b"a", 5, 9)], kind="tumbling", duration_ms=10,
+                  aggregation="sum", closing_strategy="partition")
+    assert rows == [{"key": b"a", "start": 0, "end": 10, "value": 1}, {"key": b"b", "start": 0, "end": 10, "value": 2}]
