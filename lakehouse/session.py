@@ -227,10 +227,3 @@ def build_spark(settings: SparkSettings | None = None) -> "SparkSession":
     spark.sparkContext.setLogLevel(os.environ.get("SPARK_LOG_LEVEL", "WARN"))
     return spark
 
-
-if __name__ == "__main__":  # python -m lakehouse.session spark-defaults
-    import sys
-
-    if sys.argv[1:] != ["spark-defaults"]:
-        sys.exit("usage: python -m lakehouse.session spark-defaults")
-    print(f"wrote {write_spark_defaults()}")

@@ -8,13 +8,17 @@ sets=("$@"); [ ${#sets[@]} -gt 0 ] || sets=(kafka iceberg-rest spark)
 pom_hash=$(sha256sum "$here/pom.xml" | cut -c1-16)
 mkdir -p "$cache"
 for set in "${sets[@]}"; do
+  grep -q "<id>$set</id>" "$here/pom.xml" || { echo "fetch.sh: unknown jar set '$set' (see the profiles in $here/pom.xml)" >&2; exit 2; }
   stamp="$cache/$set/.complete-$pom_hash"
   if [ -f "$stamp" ]; then continue; fi
   command -v mvn >/dev/null || { echo "fetch.sh: Maven (mvn) is required to fetch the '$set' jars once" >&2; exit 1; }
   echo "fetching jar set '$set' into $cache/$set (once; later runs are offline)" >&2
   rm -rf "$cache/$set.partial"
-  mvn -q -B -Dstyle.color=never -f "$here/pom.xml" -Dmaven.repo.local="$cache/m2" -P "$set" \
-      dependency:copy-dependencies -DoutputDirectory="$cache/$set.partial" -DincludeScope=runtime >&2
+  log="$cache/$set.fetch.log"
+  if ! mvn -q -B -f "$here/pom.xml" -Dmaven.repo.local="$cache/m2" -P "$set" \
+      dependency:copy-dependencies -DoutputDirectory="$cache/$set.partial" -DincludeScope=runtime >"$log" 2>&1; then
+    cat "$log" >&2; echo "fetch.sh: resolving jar set '$set' failed (log: $log)" >&2; exit 1
+  fi
   # Swap the finished set in whole, so a killed fetch never leaves a half set that looks complete.
   rm -rf "$cache/$set"; mv "$cache/$set.partial" "$cache/$set"; touch "$stamp"
 done
