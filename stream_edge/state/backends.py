@@ -15,6 +15,8 @@ Example::
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import gc
 import logging
 import shutil
@@ -42,25 +44,29 @@ def _decode_offset(data: Optional[bytes]) -> Optional[int]:
     return None if data is None else int.from_bytes(data, "big", signed=True)
 
 
-class StoreBackend:
+class StoreBackend(ABC):
     """Interface of a partition's committed storage."""
 
     persistent = False
     processed_offset: Optional[int] = None
     changelog_offset: Optional[int] = None
 
-    def get(self, key: bytes) -> Optional[bytes]:  # pragma: no cover - interface
-        raise NotImplementedError
+    @abstractmethod
+    def get(self, key: bytes) -> Optional[bytes]:
+        """The committed value of ``key`` (None if absent)."""
 
+    @abstractmethod
     def write(self, changes: Dict[bytes, Optional[bytes]], processed_offset: Optional[int],
-              changelog_offset: Optional[int]) -> None:  # pragma: no cover - interface
-        raise NotImplementedError
+              changelog_offset: Optional[int]) -> None:
+        """Apply one checkpoint's changes atomically, with the offsets they correspond to."""
 
-    def items(self) -> Iterator[Tuple[bytes, bytes]]:  # pragma: no cover - interface
-        raise NotImplementedError
+    @abstractmethod
+    def items(self) -> Iterator[Tuple[bytes, bytes]]:
+        """Every committed key and value."""
 
-    def clear(self) -> None:  # pragma: no cover - interface
-        raise NotImplementedError
+    @abstractmethod
+    def clear(self) -> None:
+        """Delete everything."""
 
     def close(self) -> None:
         return None

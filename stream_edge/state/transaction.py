@@ -20,6 +20,8 @@ Example::
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .backends import StoreBackend
@@ -36,7 +38,7 @@ _UNSET: Any = object()
 Changes = List[Tuple[bytes, Optional[bytes]]]
 
 
-class BaseTransaction:
+class BaseTransaction(ABC):
     """Shared checkpoint protocol: prepare -> commit, or rollback."""
 
     def __init__(self, backend: StoreBackend, dumps: Callable[[Any], bytes] = default_dumps,
@@ -47,14 +49,17 @@ class BaseTransaction:
         self._prepared: Optional[Dict[bytes, Optional[bytes]]] = None
 
     @property
-    def dirty(self) -> bool:  # pragma: no cover - interface
-        raise NotImplementedError
+    @abstractmethod
+    def dirty(self) -> bool:
+        """True when this checkpoint changed something."""
 
-    def _serialize_changes(self) -> Dict[bytes, Optional[bytes]]:  # pragma: no cover - interface
-        raise NotImplementedError
+    @abstractmethod
+    def _serialize_changes(self) -> Dict[bytes, Optional[bytes]]:
+        """This checkpoint's changes as serialised key -> value (None deletes)."""
 
-    def _forget(self) -> None:  # pragma: no cover - interface
-        raise NotImplementedError
+    @abstractmethod
+    def _forget(self) -> None:
+        """Drop this checkpoint's in-memory changes."""
 
     def prepare(self) -> Changes:
         """Serialise this checkpoint's changes (the changelog records to produce)."""

@@ -14,6 +14,8 @@ Example::
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 from typing import Any, Callable, List
 
 __all__ = ("MISSING", "Aggregation", "Sum", "Count", "Mean", "Min", "Max", "Reduce", "Collect")
@@ -29,15 +31,16 @@ class _Missing:
 MISSING: Any = _Missing()
 
 
-class Aggregation:
+class Aggregation(ABC):
     """Base: ``aggregate(stored, value, timestamp) -> stored`` and ``result(stored) -> value``."""
 
     name = "aggregation"
     #: collect-style aggregations keep every value and are only allowed with ``final()``
     collects = False
 
-    def aggregate(self, stored: Any, value: Any, timestamp: int) -> Any:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def aggregate(self, stored: Any, value: Any, timestamp: int) -> Any:
+        """Fold ``value`` into the ``stored`` aggregate and return the new one."""
 
     def result(self, stored: Any) -> Any:
         return stored
