@@ -159,17 +159,24 @@ def _iceberg_files(table: IcebergTable) -> list[dict]:
     return [{"partition": (r.partition.asDict() if r.partition is not None else {}), "size": r.size} for r in rows]
 
 
-def _compact_iceberg(table: IcebergTable, options: CompactOptions, report: JobReport) -> None:
-    spark = table.spark
+def _rewrite_scope(table: IcebergTable | DeltaTable, files: list[dict], options: CompactOptions,
+                   report: JobReport) -> tuple[list[dict], str, dict[str, str]]:
+    """The partitions that need compaction, a SQL predicate selecting them, and the column types."""
     types = table.columns()
     part_cols = table.partition_columns()
-    needing = _needing_partitions(_iceberg_files(table), options, part_cols)
+    needing = _needing_partitions(files, options, part_cols)
     report.extra["partitions compacted"] = len(needing)
+    if len(needing) <= MAX_PARTITIONS_IN_FILTER:
+        predicate = partition_predicate(needing, types)
+    else:
+        predicate = (since_predicate(options.since, part_cols) if options.since else None) or "true"
+    return needing, predicate, types
+
+
+def _compact_iceberg(table: IcebergTable, options: CompactOptions, report: JobReport) -> None:
+    spark = table.spark
+    needing, predicate, types = _rewrite_scope(table, _iceberg_files(table), options, report)
     if needing:
-        if len(needing) <= MAX_PARTITIONS_IN_FILTER:
-            predicate = partition_predicate(needing, types)
-        else:
-            predicate = (since_predicate(options.since, part_cols) if options.since else None) or "true"
         before_snapshot = int(table.java_table().currentSnapshot().snapshotId())
         log.info("rewriting %d partition(s) of %s toward %d-byte files",
                  len(needing), table.identifier, options.target_file_size)
@@ -262,15 +269,8 @@ def _delta_files(table: DeltaTable) -> list[dict]:
 
 def _compact_delta(table: DeltaTable, options: CompactOptions, report: JobReport) -> None:
     spark = table.spark
-    types = table.columns()
-    part_cols = table.partition_columns()
-    needing = _needing_partitions(_delta_files(table), options, part_cols)
-    report.extra["partitions compacted"] = len(needing)
+    needing, predicate, types = _rewrite_scope(table, _delta_files(table), options, report)
     if needing:
-        if len(needing) <= MAX_PARTITIONS_IN_FILTER:
-            predicate = partition_predicate(needing, types)
-        else:
-            predicate = (since_predicate(options.since, part_cols) if options.since else None) or "true"
         before_version = table.version()
         log.info("optimizing %d partition(s) of %s toward %d-byte files",
                  len(needing), table.identifier, options.target_file_size)
