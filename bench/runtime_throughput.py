@@ -116,15 +116,17 @@ def read_output(bootstrap: str, topic: str, expected: int) -> collections.Counte
 
 
 def run_variant(python: Path, package: str, bootstrap: str, admin: AdminClient, source: str, n: int,
-                expected: int, profile: str | None) -> tuple[dict, str]:
-    output = f"bench-runtime-output-{package}-{uuid.uuid4().hex[:8]}"
+                expected: int, profile: str | None, program: Path = PIPELINE, label: str = "runtime",
+                timeout: float = 1800) -> tuple[dict, str]:
+    """Run ``program`` (a Quix 3.x program taking --package) once; returns its figures and output topic."""
+    output = f"bench-{label}-output-{package}-{uuid.uuid4().hex[:8]}"
     admin.create_topics([NewTopic(output, num_partitions=2, replication_factor=1)])[output].result(timeout=30)
-    cmd = [str(python), str(PIPELINE), "--package", package, "--broker", bootstrap, "--input", source,
-           "--output", output, "--group", f"bench-{package}-{uuid.uuid4().hex[:8]}", "--expected", str(expected),
-           "--messages", str(n)]
+    cmd = [str(python), str(program), "--package", package, "--broker", bootstrap, "--input", source,
+           "--output", output, "--group", f"bench-{label}-{package}-{uuid.uuid4().hex[:8]}",
+           "--expected", str(expected), "--messages", str(n)]
     if profile:
         cmd += ["--profile", profile]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
         raise SystemExit(f"{package} run failed:\n{proc.stderr[-4000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1]), output

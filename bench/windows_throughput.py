@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,7 +30,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import orjson  # noqa: E402
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
-from runtime_throughput import quix_python, read_output  # noqa: E402
+from runtime_throughput import quix_python, read_output, run_variant  # noqa: E402
 
 from stream_edge.dataframe.windows.aggregations import Mean  # noqa: E402
 from stream_edge.dataframe.windows.fixed_engine import FixedWindowEngine  # noqa: E402
@@ -100,21 +98,6 @@ def expected_outputs(n: int, keys: int, base: int) -> int:
     return closed
 
 
-def run_variant(python: Path, package: str, bootstrap: str, admin: AdminClient, source: str, n: int, expected: int,
-                profile: str | None) -> tuple[dict, str]:
-    output = f"bench-windows-output-{package}-{uuid.uuid4().hex[:8]}"
-    admin.create_topics([NewTopic(output, num_partitions=2, replication_factor=1)])[output].result(timeout=30)
-    cmd = [str(python), str(PROGRAM), "--package", package, "--broker", bootstrap, "--input", source,
-           "--output", output, "--group", f"bench-w-{package}-{uuid.uuid4().hex[:8]}", "--expected", str(expected),
-           "--messages", str(n)]
-    if profile:
-        cmd += ["--profile", profile]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
-    if proc.returncode != 0:
-        raise SystemExit(f"{package} run failed:\n{proc.stderr[-4000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1]), output
-
-
 def compare(bootstrap: str, keys: int, n: int, admin: AdminClient, packages: list, profile: str | None,
             check: bool) -> dict:
     source, base = input_topic(bootstrap, admin, n, keys)
@@ -124,8 +107,9 @@ def compare(bootstrap: str, keys: int, n: int, admin: AdminClient, packages: lis
         python["quixstreams"] = quix_python()
     figures, outputs = {}, {}
     for package in packages:
-        figures[package], outputs[package] = run_variant(python[package], package, bootstrap, admin, source, n,
-                                                         expected, profile if package == "stream_edge" else None)
+        figures[package], outputs[package] = run_variant(
+            python[package], package, bootstrap, admin, source, n, expected,
+            profile if package == "stream_edge" else None, program=PROGRAM, label="windows", timeout=3600)
         f = figures[package]
         print(f"  {keys:>7,} keys  {package:<12} {f['msgs_per_s']:>10,.0f} msg/s  {f['seconds']:6.1f} s  "
               f"peak RSS {f['peak_rss_mb']:6.0f} MB", flush=True)
