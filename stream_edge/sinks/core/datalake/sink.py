@@ -296,8 +296,10 @@ class DataLakeSink(BatchingSink):
                         offsets[start - 1], latest.last_offset)
         if start == len(offsets):
             return
-        values, keys = buffer.values[start:], buffer.keys[start:]
-        timestamps, offsets = buffer.timestamps[start:], offsets[start:]
+        values, keys, timestamps = buffer.values, buffer.keys, buffer.timestamps
+        if start:
+            values, keys = values[start:], keys[start:]
+            timestamps, offsets = timestamps[start:], offsets[start:]
         parts = self._builder.build(values, offsets, timestamps, keys, topic, partition)
         schema = _union_schema([p.table.schema for p in parts])
         try:
