@@ -23,6 +23,7 @@ The jars (Iceberg and Delta runtimes, S3A) come from the local jar cache filled 
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -220,6 +221,10 @@ def build_spark(settings: SparkSettings | None = None) -> "SparkSession":
     master = settings.master or default_master()
     if master:
         builder = builder.master(master)
+    if (master or "").startswith("local"):
+        # Python workers (pandas UDFs of the windows job) run on this machine: the driver's own
+        # interpreter has the project's packages; a bare "python3" from PATH may not.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     for key, value in settings.conf().items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

@@ -10,8 +10,8 @@ Replace ``quixstreams`` with ``stream_edge`` in a Quix Streams 3.x program's imp
     sdf.to_topic(app.topic("output"))
     app.run()
 
-Heavy or independently owned parts (``State`` lives in ``stream_edge.state``) resolve lazily, so
-importing the package never fails because one of them is missing or still being written.
+Every public name resolves lazily, so importing a pure submodule (``stream_edge.lake``, the
+window engines) never pulls in the Kafka client, RocksDB or the runtime.
 """
 
 from __future__ import annotations
@@ -19,12 +19,14 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .context import message_context, set_message_context
-from .models.messagecontext import MessageContext
-
 __version__ = "0.1.0"
 
+# Everything resolves on first use: the pure parts (window engines, lake layout) are imported by
+# Spark workers that have no Kafka client installed.
 _LAZY = {
+    "MessageContext": ("stream_edge.models.messagecontext", "MessageContext"),
+    "message_context": ("stream_edge.context", "message_context"),
+    "set_message_context": ("stream_edge.context", "set_message_context"),
     "Application": ("stream_edge.app", "Application"),
     "ApplicationConfig": ("stream_edge.app", "ApplicationConfig"),
     "State": ("stream_edge.state", "State"),

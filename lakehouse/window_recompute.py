@@ -1,0 +1,291 @@
+"""The ``windows`` job: recompute the edge's time windows in batch, with the edge's exact semantics.
+
+The edge emits ``tumbling_window(...).mean().final()`` results as it reads Kafka; this job reads
+the raw records back from a lake table and produces the same rows, for backfills, for a changed
+window definition, or to check the edge. Both sides run the same window engines
+(``stream_edge.dataframe.windows.replay``): Spark only groups and orders the records.
+
+What "the same input" means: the edge sees each Kafka partition in offset order and keys are
+independent, so the job groups by key (``--closing key``, the edge's default) or by Kafka
+partition (``--closing partition``, for edges built with ``closing_strategy="partition"``) and
+feeds each group in offset order. The lake table must therefore carry the offsets: write it with
+``DataLakeSink(include_kafka_metadata=True)`` (columns ``_kafka_key``, ``_kafka_timestamp``,
+``_kafka_partition``, ``_kafka_offset``), or name other columns with ``--order-by``.
+
+Output: one row per emitted window, ``key``, ``window_start``, ``window_end`` (epoch ms, start
+inclusive; sliding windows include their end, as on the edge) and ``value``, written with
+create-or-replace semantics (a rerun replaces the previous result). Rows whose key is NULL are
+ignored, as on the edge; rows whose timestamp or value is NULL are counted and skipped (the edge
+would have failed on them).
+
+Example::
+
+    spec = WindowSpec.parse("tumbling", "1s", aggregation="mean")
+    report = run_window_recompute(spark, WindowRecomputeOptions(
+        table="lake.db.sensor_readings", output="lake.db.sensor_temp_1s",
+        value_column="temp", window=spec))
+    print(report.summary_line())
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from lakehouse.tables import open_table, resolve_format
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger("lakehouse.windows")
+
+WINDOW_KINDS = ("tumbling", "hopping", "sliding")
+AGGREGATIONS = ("sum", "count", "mean", "min", "max")
+CLOSING = ("key", "partition")
+OUTPUT_COLUMNS = ("key", "window_start", "window_end", "value")
+_DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d)?\s*$")
+_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def parse_duration_ms(text: str | int, what: str = "duration") -> int:
+    """``500ms``, ``1s``, ``5m``, ``1h``, ``1d`` or a plain number of milliseconds -> ms.
+
+    >>> parse_duration_ms("5m")
+    300000
+    """
+    if isinstance(text, int):
+        return text
+    match = _DURATION.match(text)
+    if not match:
+        raise ValueError(f"{what}: not a duration: {text!r} (examples: 500ms, 1s, 5m, 1h, 1d)")
+    return int(match.group(1)) * _UNIT_MS[match.group(2) or "ms"]
+
+
+@dataclass(frozen=True)
+class WindowSpec:
+    """A window definition in the edge's vocabulary (``tumbling_window(duration, grace)`` ...).
+
+    Checked the way the edge checks it: positive duration, grace >= 0, and for hopping windows a
+    step that is positive, smaller than the duration; sliding windows close per key only.
+    """
+
+    kind: str
+    duration_ms: int
+    grace_ms: int = 0
+    step_ms: int | None = None
+    aggregation: str = "mean"
+    closing: str = "key"
+
+    def __post_init__(self) -> None:
+        if self.kind not in WINDOW_KINDS:
+            raise ValueError(f"window kind must be one of {', '.join(WINDOW_KINDS)}, got {self.kind!r}")
+        if self.aggregation not in AGGREGATIONS:
+            raise ValueError(f"aggregation must be one of {', '.join(AGGREGATIONS)}, got {self.aggregation!r}")
+        if self.closing not in CLOSING:
+            raise ValueError(f"closing must be 'key' or 'partition', got {self.closing!r}")
+        if self.duration_ms <= 0:
+            raise ValueError(f"window duration must be positive, got {self.duration_ms} ms")
+        if self.grace_ms < 0:
+            raise ValueError(f"grace must not be negative, got {self.grace_ms} ms")
+        if self.kind == "hopping":
+            if self.step_ms is None or not 0 < self.step_ms < self.duration_ms:
+                raise ValueError(f"a hopping window needs 0 < step < duration, got step {self.step_ms} ms "
+                                 f"and duration {self.duration_ms} ms")
+        elif self.step_ms is not None:
+            raise ValueError(f"step applies to hopping windows only, not {self.kind}")
+        if self.kind == "sliding" and self.closing == "partition":
+            raise ValueError("sliding windows close per key only (closing 'key')")
+
+    @classmethod
+    def parse(cls, kind: str, duration: str | int, grace: str | int = 0, step: str | int | None = None,
+              aggregation: str = "mean", closing: str = "key") -> "WindowSpec":
+        """From command-line style text: ``WindowSpec.parse("hopping", "10s", step="5s")``."""
+        return cls(kind, parse_duration_ms(duration, "duration"), parse_duration_ms(grace, "grace"),
+                   None if step is None else parse_duration_ms(step, "step"), aggregation, closing)
+
+    def describe(self) -> str:
+        step = f", step {self.step_ms} ms" if self.step_ms else ""
+        return (f"{self.kind} {self.duration_ms} ms{step}, grace {self.grace_ms} ms, {self.aggregation}, "
+                f"closing per {self.closing}")
+
+
+def windows_of_group(records: "pd.DataFrame", spec: WindowSpec, order_by: Sequence[str]) -> "pd.DataFrame":
+    """The window rows the edge emits for one group (one key, or one Kafka partition).
+
+    ``records`` has columns ``key``, ``ts``, ``value`` and the ``order_by`` columns. Pure pandas +
+    the edge's engines, so it is tested without Spark.
+    """
+    import pandas as pd
+
+    from stream_edge.dataframe.windows.replay import replay
+
+    ordered = records.sort_values(list(order_by), kind="stable") if order_by else records
+    rows = replay(zip(ordered["key"].tolist(), ordered["ts"].tolist(), ordered["value"].tolist()),
+                  kind=spec.kind, duration_ms=spec.duration_ms, grace_ms=spec.grace_ms, step_ms=spec.step_ms,
+                  aggregation=spec.aggregation, mode="final", closing_strategy=spec.closing)
+    return pd.DataFrame({
+        "key": [r["key"] for r in rows],
+        "window_start": pd.array([r["start"] for r in rows], dtype="int64"),
+        "window_end": pd.array([r["end"] for r in rows], dtype="int64"),
+        "value": [r["value"] for r in rows],
+    })
+
+
+@dataclass
+class WindowRecomputeOptions:
+    """What the ``windows`` job reads, computes and writes."""
+
+    table: str
+    output: str
+    value_column: str
+    window: WindowSpec
+    key_column: str = "_kafka_key"
+    timestamp_column: str = "_kafka_timestamp"
+    order_by: Sequence[str] = ("_kafka_partition", "_kafka_offset")
+    partition_column: str = "_kafka_partition"
+    table_format: str | None = None
+    output_format: str | None = None
+    where: str | None = None
+    default_catalog: str | None = None
+
+
+@dataclass
+class WindowReport:
+    """The outcome of one recompute, with the job's one-line summary."""
+
+    table: str
+    output: str
+    spec: str
+    rows_read: int = 0
+    rows_skipped: int = 0
+    groups: int = 0
+    windows: int = 0
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    def summary_line(self) -> str:
+        skipped = f" ({self.rows_skipped} with NULL timestamp/value skipped)" if self.rows_skipped else ""
+        return (f"windows {self.table} -> {self.output}: {self.spec}; {self.rows_read} rows{skipped} in "
+                f"{self.groups} groups -> {self.windows} windows in {self.seconds:.1f}s")
+
+
+def _value_type(spark_type: Any, aggregation: str) -> Any:
+    """Spark type of the result: count -> long, mean -> double, sum/min/max keep the input's
+    integer or floating kind (as the edge's Python arithmetic does)."""
+    from pyspark.sql import types as T
+
+    if aggregation == "count":
+        return T.LongType()
+    if aggregation == "mean":
+        return T.DoubleType()
+    if isinstance(spark_type, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
+        return T.LongType()
+    if isinstance(spark_type, (T.FloatType, T.DoubleType, T.DecimalType)):
+        return T.DoubleType()
+    raise TypeError(f"value column must be numeric for {aggregation}, got {spark_type.simpleString()}")
+
+
+def _check_columns(df: "DataFrame", options: WindowRecomputeOptions, needed: Sequence[str]) -> None:
+    missing = [c for c in needed if c not in df.columns]
+    if missing:
+        hint = ""
+        if any(c.startswith("_kafka_") for c in missing):
+            hint = (" (write the lake with DataLakeSink(include_kafka_metadata=True), or name other columns "
+                    "with --key-column/--timestamp-column/--order-by)")
+        raise ValueError(f"table {options.table} has no column(s) {', '.join(missing)}{hint}; "
+                         f"it has: {', '.join(df.columns)}")
+
+
+def prepare_input(df: "DataFrame", options: WindowRecomputeOptions) -> "DataFrame":
+    """Select and rename the columns the engines need: ``key``, ``ts``, ``value``, order columns."""
+    from pyspark.sql import functions as F
+
+    spec = options.window
+    extra = list(options.order_by)
+    if spec.closing == "partition" and options.partition_column not in extra:
+        extra.append(options.partition_column)
+    needed = [options.key_column, options.timestamp_column, options.value_column, *extra]
+    _check_columns(df, options, needed)
+    if options.where:
+        df = df.where(options.where)
+    ts_type = df.schema[options.timestamp_column].dataType.simpleString()
+    ts = F.col(options.timestamp_column)
+    if ts_type.startswith("timestamp"):
+        ts = (F.unix_micros(ts) / 1000).cast("long") if "ntz" not in ts_type else \
+            (F.unix_micros(ts.cast("timestamp")) / 1000).cast("long")
+    elif ts_type not in ("bigint", "int", "smallint", "tinyint"):
+        raise TypeError(f"timestamp column {options.timestamp_column} must hold epoch milliseconds "
+                        f"(integer) or timestamps, got {ts_type}")
+    cols = [F.col(options.key_column).alias("key"), ts.cast("long").alias("ts"),
+            F.col(options.value_column).alias("value")]
+    cols += [F.col(c).alias(f"__order_{i}") for i, c in enumerate(extra)]
+    return df.select(*cols).where(F.col("key").isNotNull())
+
+
+def run_window_recompute(spark: "SparkSession", options: WindowRecomputeOptions,
+                         progress: Callable[[str], None] | None = None) -> WindowReport:
+    """Recompute the windows of ``options.table`` into ``options.output``; returns the report."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    say = progress or log.info
+    started = time.monotonic()
+    spec = options.window
+    report = WindowReport(options.table, options.output, spec.describe())
+    source = open_table(spark, options.table, options.table_format, options.default_catalog)
+    if not source.exists():
+        raise ValueError(f"table {options.table} does not exist")
+    raw = spark.table(source.sql_name)
+    data = prepare_input(raw, options)
+    value_type = _value_type(data.schema["value"].dataType, spec.aggregation)
+    order_cols = [f"__order_{i}" for i in range(len(options.order_by))]
+    complete = F.col("ts").isNotNull() & F.col("value").isNotNull()
+    counts = data.agg(F.count(F.lit(1)).alias("rows"), F.sum(F.when(complete, 0).otherwise(1)).alias("skipped"),
+                      F.countDistinct("key").alias("keys")).collect()[0]
+    report.rows_read, report.rows_skipped = int(counts.rows), int(counts.skipped or 0)
+    say(f"windows: {report.rows_read} rows, {int(counts.keys)} keys in {options.table}; {spec.describe()}")
+    data = data.where(complete)
+
+    if spec.closing == "partition":
+        group_col = f"__order_{len(options.order_by)}" if options.partition_column not in options.order_by \
+            else f"__order_{list(options.order_by).index(options.partition_column)}"
+    else:
+        group_col = "key"
+    report.groups = data.select(group_col).distinct().count()
+    key_type = data.schema["key"].dataType
+    schema = T.StructType([T.StructField("key", key_type), T.StructField("window_start", T.LongType()),
+                           T.StructField("window_end", T.LongType()), T.StructField("value", value_type)])
+    integral = isinstance(value_type, T.LongType)
+
+    def compute(group: "pd.DataFrame") -> "pd.DataFrame":
+        result = windows_of_group(group, spec, order_cols)
+        if integral:
+            result["value"] = result["value"].astype("int64")
+        return result
+
+    windows = data.groupBy(group_col).applyInPandas(compute, schema=schema)
+    report.windows = _write_output(spark, windows, options, say)
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _write_output(spark: "SparkSession", windows: "DataFrame", options: WindowRecomputeOptions,
+                  say: Callable[[str], None]) -> int:
+    """Create or replace the output table with ``windows``; returns its row count."""
+    fmt = resolve_format(options.output, options.output_format)
+    target = open_table(spark, options.output, fmt, options.default_catalog)
+    windows = windows.orderBy("key", "window_start", "window_end")
+    if fmt == "iceberg":
+        spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {target.sql_name.rsplit('.', 1)[0]}")
+        windows.writeTo(target.sql_name).using("iceberg").createOrReplace()
+    else:
+        (windows.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
+         .save(target.location))
+        target.declare()
+    written = spark.table(target.sql_name).count()
+    say(f"windows: wrote {written} window rows to {options.output} ({fmt})")
+    return written
