@@ -1,4 +1,4 @@
-"""The ``lakehouse`` command: the batch jobs (register, compact) and SQL over the catalog tables.
+"""The ``lakehouse`` command: the batch jobs (register, compact, windows) and SQL over the catalog tables.
 
 ``lakehouse <job> ...`` and ``spark-submit pipelines/jobs/<job>.py ...`` run the same code with
 the same arguments (the job scripts call :func:`main`). Exit codes: 0 done, 2 bad arguments,
@@ -9,6 +9,7 @@ Examples::
     lakehouse register --source file:///data/lake/time-series/sensor_readings --table lake.db.sensor_readings
     lakehouse register --source s3://bucket/time-series/sensor_readings --table db.sensors --format delta
     lakehouse compact  --table lake.db.sensor_readings --since 2d --target-file-size 128MB
+    lakehouse windows  --table lake.db.sensor_readings --output lake.db.temp_1m --duration 1m --value-column temp
     lakehouse sql "SELECT sensor, avg(value) FROM lake.db.sensor_readings GROUP BY sensor"
 
 Connection settings come from the environment (see ``lakehouse.session.SparkSettings``:
@@ -86,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     conn.add_argument("--quiet", action="store_true", help="only warnings and the summary line")
 
     parser = argparse.ArgumentParser(prog="lakehouse", description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{register,compact,sql}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{register,compact,windows,sql}")
 
     def table_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("--table", required=True,
@@ -118,6 +119,36 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--allow-unsafe-retention", action="store_true",
                       help="accept retentions shorter than the safe minimum (tests, emergencies)")
     comp.add_argument("--no-cleanup", action="store_true", help="skip expire/orphan removal/vacuum")
+
+    win = sub.add_parser(
+        "windows", parents=[common], help="recompute the edge's time windows from a lake table",
+        description="Recompute tumbling/hopping/sliding window results with the edge's exact semantics "
+                    "(same engines, records in Kafka offset order) and create or replace --output.")
+    win.add_argument("--table", required=True, help="source table: [catalog.]db.table (Iceberg) or Delta")
+    win.add_argument("--format", dest="table_format", choices=("iceberg", "delta"),
+                     help="source table format (default: delta for delta.`path`, else iceberg)")
+    win.add_argument("--output", required=True, help="result table (replaced on every run)")
+    win.add_argument("--output-format", choices=("iceberg", "delta"),
+                     help="result table format (default: delta for delta.`path`, else iceberg)")
+    win.add_argument("--kind", choices=("tumbling", "hopping", "sliding"), default="tumbling",
+                     help="window kind (default tumbling)")
+    win.add_argument("--duration", required=True, help="window length: 500ms, 1s, 5m, 1h, 1d")
+    win.add_argument("--step", help="hopping windows: the step (e.g. 1s)")
+    win.add_argument("--grace", default="0", help="grace period for late records (default 0)")
+    win.add_argument("--aggregation", choices=("sum", "count", "mean", "min", "max"), default="mean",
+                     help="aggregation of --value-column (default mean)")
+    win.add_argument("--closing", choices=("key", "partition"), default="key",
+                     help="windows close per key (the edge's default) or per Kafka partition "
+                          "(edges built with closing_strategy='partition')")
+    win.add_argument("--value-column", required=True, help="the column aggregated")
+    win.add_argument("--key-column", default="_kafka_key", help="message key column (default _kafka_key)")
+    win.add_argument("--timestamp-column", default="_kafka_timestamp",
+                     help="event time, epoch ms or timestamp (default _kafka_timestamp)")
+    win.add_argument("--order-by", default="_kafka_partition,_kafka_offset",
+                     help="columns giving the edge's reading order (default _kafka_partition,_kafka_offset)")
+    win.add_argument("--partition-column", default="_kafka_partition",
+                     help="Kafka partition column, for --closing partition (default _kafka_partition)")
+    win.add_argument("--where", help="SQL filter on the source rows, e.g. \"_kafka_partition = 0\"")
 
     sql = sub.add_parser("sql", parents=[common], help="run a SQL query over catalog tables",
                          description="Run a query; print a table, or write CSV/Parquet with --output.")
@@ -183,6 +214,18 @@ def run_command(spark, args: argparse.Namespace, default_catalog: str | None = N
             allow_unsafe_retention=args.allow_unsafe_retention, cleanup=not args.no_cleanup,
             default_catalog=default_catalog))
         return report.summary_line()
+    if args.command == "windows":
+        from lakehouse.window_recompute import WindowRecomputeOptions, WindowSpec, run_window_recompute
+
+        spec = WindowSpec.parse(args.kind, args.duration, grace=args.grace, step=args.step,
+                                aggregation=args.aggregation, closing=args.closing)
+        report = run_window_recompute(spark, WindowRecomputeOptions(
+            table=args.table, output=args.output, value_column=args.value_column, window=spec,
+            key_column=args.key_column, timestamp_column=args.timestamp_column,
+            order_by=tuple(c.strip() for c in args.order_by.split(",") if c.strip()),
+            partition_column=args.partition_column, table_format=args.table_format,
+            output_format=args.output_format, where=args.where, default_catalog=default_catalog))
+        return report.summary_line()
     if args.command == "sql":
         from lakehouse.sql_query import run_sql
 
@@ -220,6 +263,18 @@ def _table_problem(table: str, table_format: str | None) -> str | None:
     return None
 
 
+def _window_problem(args: argparse.Namespace) -> str | None:
+    """Why the window options are invalid (None if they are fine), checked before Spark starts."""
+    from lakehouse.window_recompute import WindowSpec
+
+    try:
+        WindowSpec.parse(args.kind, args.duration, grace=args.grace, step=args.step,
+                         aggregation=args.aggregation, closing=args.closing)
+    except ValueError as exc:
+        return f"--kind/--duration/--step/--grace: {exc}"
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point ``lakehouse``; also called by ``pipelines/jobs/<job>.py``."""
     parser = build_parser()
@@ -228,6 +283,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         problem = _table_problem(args.table, args.table_format)
         if problem:
             parser.error(f"--table: {problem}")
+    if args.command == "windows":
+        problem = _table_problem(args.output, args.output_format) or _window_problem(args)
+        if problem:
+            parser.error(problem if problem.startswith("--") else f"--output: {problem}")
     _setup_logging(args.quiet)
     started = time.monotonic()
     try:

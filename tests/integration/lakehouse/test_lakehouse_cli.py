@@ -61,6 +61,15 @@ def test_spark_submit_and_lakehouse_command_run_the_same_register_job(spark, edg
     (["register", "--source", "/x", "--table", "sensors"], "[catalog.]db.table"),
     (["compact", "--table", "a.b.c", "--format", "delta"], "a Delta table is db.table"),
     (["compact", "--table", "lake.db.t; DROP TABLE x"], "not a dotted table name"),
+    (["windows", "--table", "lake.db.t", "--output", "lake.db.w", "--value-column", "v"], "--duration"),
+    (["windows", "--table", "lake.db.t", "--output", "w", "--duration", "1s", "--value-column", "v"],
+     "--output: an Iceberg table is [catalog.]db.table"),
+    (["windows", "--table", "lake.db.t", "--output", "lake.db.w", "--duration", "1 minute", "--value-column", "v"],
+     "duration: not a duration"),
+    (["windows", "--table", "lake.db.t", "--output", "lake.db.w", "--duration", "10s", "--kind", "hopping",
+      "--value-column", "v"], "needs 0 < step < duration"),
+    (["windows", "--table", "lake.db.t", "--output", "lake.db.w", "--duration", "1s", "--aggregation", "median",
+      "--value-column", "v"], "invalid choice"),
 ])
 def test_bad_arguments_exit_2_with_a_clear_message(argv, message, capsys):
     with pytest.raises(SystemExit) as exc:

@@ -3,16 +3,22 @@ the batch recompute produces exactly the rows the edge's ``final()`` emitted."""
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
 import time
 import uuid
 from datetime import timedelta
+from pathlib import Path
 
 import orjson
 import pytest
 from confluent_kafka import Consumer, Producer
 
 from lakehouse.register import RegisterOptions, run_register
+from lh_testkit import REPO
+from pipelines.cli import main
 from lakehouse.window_recompute import WindowRecomputeOptions, WindowSpec, run_window_recompute
 from stream_edge.dataframe.windows.replay import replay
 
@@ -93,6 +99,30 @@ def test_rerun_replaces_the_result_and_delta_output_works(spark, raw_table, tmp_
                                                            window=spec, where="_kafka_partition = 1"))
     expected = expected_windows([r for r in rows if r[2] == 1], spec)
     assert output_rows(spark, target) == expected  # the second run replaced, not appended
+
+
+def test_spark_submit_and_lakehouse_command_run_the_same_windows_job(spark, raw_table, spark_local_dir, capsys,
+                                                                     monkeypatch):
+    table, rows, namespace = raw_table
+    env = dict(os.environ, LAKEHOUSE_CATALOG="embedded", ICEBERG_REST_URI="", LAKEHOUSE_LOCAL_DIR=str(spark_local_dir),
+               ICEBERG_WAREHOUSE=(spark_local_dir / "embedded-warehouse").as_uri(),
+               PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+    args = ["--table", table, "--output", f"{namespace}.by_submit", "--duration", "2s", "--aggregation", "min",
+            "--value-column", "temp", "--embedded-catalog"]
+    proc = subprocess.run([str(Path(sys.executable).with_name("spark-submit")), "pipelines/jobs/windows.py", *args],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    expected = expected_windows(rows, WindowSpec.parse("tumbling", "2s", aggregation="min"))
+    assert proc.stdout.strip().splitlines()[-1].startswith(
+        f"windows {table} -> {namespace}.by_submit: tumbling 2000 ms, grace 0 ms, min, closing per key; "
+        f"{len(rows)} rows in 4 groups -> {len(expected)} windows in ")
+
+    for key in ("LAKEHOUSE_CATALOG", "ICEBERG_REST_URI", "ICEBERG_WAREHOUSE"):
+        monkeypatch.setenv(key, env[key])
+    args[3] = f"{namespace}.by_command"
+    assert main(["windows", *args]) == 0
+    assert f"-> {len(expected)} windows" in capsys.readouterr().out
+    assert output_rows(spark, f"{namespace}.by_submit") == output_rows(spark, f"{namespace}.by_command") == expected
 
 
 def test_missing_columns_are_named(spark, raw_table):
