@@ -280,8 +280,12 @@ def _write_output(spark: "SparkSession", windows: "DataFrame", options: WindowRe
     target = open_table(spark, options.output, fmt, options.default_catalog)
     windows = windows.orderBy("key", "window_start", "window_end")
     if fmt == "iceberg":
-        spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {target.sql_name.rsplit('.', 1)[0]}")
-        windows.writeTo(target.sql_name).using("iceberg").createOrReplace()
+        writer = windows.writeTo(target.sql_name).using("iceberg")
+        if target.exists():
+            writer.replace()
+        else:
+            spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {target.sql_name.rsplit('.', 1)[0]}")
+            writer.create()
     else:
         (windows.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
          .save(target.location))

@@ -21,6 +21,7 @@ LAKE_PREFIX                 prefix under the storage URL            ``data-lake/
 LAKE_TABLE                  table folder name                       ``sensor_readings``
 LAKE_HIVE_COLUMNS           comma-separated partition columns       ``year,month,day,hour``
 LAKE_TIMESTAMP_COLUMN       event-time column (ms since epoch)      ``ts_ms``
+LAKE_KAFKA_METADATA         ``_kafka_*`` columns (key, offset...)   ``true`` (the windows job needs them)
 EDGE_STREAM_TIMEOUT_MS      per-key silence threshold; 0 = off      ``0``
 EDGE_TIMEOUT_TOPIC          side topic for silence events           ``stream-timeouts``
 AWS_* / AWS_ENDPOINT_URL    S3 credentials and endpoint             standard AWS environment
@@ -60,6 +61,7 @@ class EdgeConfig:
     table: str = "sensor_readings"
     hive_columns: tuple[str, ...] = ("year", "month", "day", "hour")
     timestamp_column: str = "ts_ms"
+    kafka_metadata: bool = True
     stream_timeout_ms: int = 0
     timeout_topic: str = "stream-timeouts"
     auto_offset_reset: str = "earliest"
@@ -87,6 +89,7 @@ class EdgeConfig:
             table=env.get("LAKE_TABLE", defaults.table),
             hive_columns=hive,
             timestamp_column=env.get("LAKE_TIMESTAMP_COLUMN", defaults.timestamp_column),
+            kafka_metadata=_flag(env, "LAKE_KAFKA_METADATA", defaults.kafka_metadata),
             stream_timeout_ms=_number(env, "EDGE_STREAM_TIMEOUT_MS", 0, int),
             timeout_topic=env.get("EDGE_TIMEOUT_TOPIC", defaults.timeout_topic),
             auto_offset_reset=env.get("EDGE_AUTO_OFFSET_RESET", defaults.auto_offset_reset),
@@ -104,6 +107,17 @@ def _number(env: Mapping[str, str], name: str, default: float, kind: Callable[[s
     if value < 0:
         raise EdgeConfigError(f"{name} must not be negative, got {raw!r}")
     return value
+
+
+def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = (env.get(name) or "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise EdgeConfigError(f"{name} must be true or false, not {env.get(name)!r}")
 
 
 def timeout_event(stream: Any, now_ms: int) -> bytes:
@@ -143,6 +157,7 @@ def build_app(config: EdgeConfig):
         hive_columns=list(config.hive_columns),
         timestamp_column=config.timestamp_column,
         storage_url=config.storage_url,
+        include_kafka_metadata=config.kafka_metadata,
         stream_timeout_ms=config.stream_timeout_ms or None,
         on_stream_timeout=on_timeout,
     )

@@ -12,7 +12,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.e2e
-def test_demo_runs_kafka_to_sql_end_to_end(tmp_path, services_env) -> None:
+def test_demo_runs_kafka_to_windows_and_sql_end_to_end(tmp_path, services_env) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "pipelines.demo", "--records", "400", "--dir", str(tmp_path / "demo"),
          "--keep-services"],
@@ -25,6 +25,12 @@ def test_demo_runs_kafka_to_sql_end_to_end(tmp_path, services_env) -> None:
     assert "rows 0 -> 400" in out  # register
     assert "rows 400 -> 400" in out  # compact keeps every row
     # The per-sensor query: the silent sensor has only its first-half readings.
-    rows = {line.split("|")[0].strip(): int(line.split("|")[1]) for line in out.splitlines()
-            if line.startswith(" sensor-")}
+    tables = [[cell.strip() for cell in line.split("|")] for line in out.splitlines() if line.startswith(" sensor-")]
+    rows = {cells[0]: int(cells[1]) for cells in tables if len(cells) == 5}
     assert rows == {"sensor-a": 117, "sensor-b": 117, "sensor-c": 116, "sensor-d": 50}
+    # The windows job: closed 1-minute windows per sensor (~13 min of readings; sensor-d stopped halfway).
+    assert "windows lake.demo.sensor_readings -> lake.demo.temperature_1m: tumbling 60000 ms" in out
+    minutes = {cells[0]: (int(cells[1]), float(cells[2]), float(cells[3])) for cells in tables if len(cells) == 4}
+    assert set(minutes) == set(rows)
+    assert all(n >= 5 and coolest <= warmest for n, coolest, warmest in minutes.values())
+    assert minutes["sensor-d"][0] < minutes["sensor-a"][0]

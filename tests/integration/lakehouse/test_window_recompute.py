@@ -90,15 +90,16 @@ def test_recompute_equals_the_edge_engines(spark, raw_table, spec):
     assert f"-> {len(expected)} windows" in report.summary_line()
 
 
-def test_rerun_replaces_the_result_and_delta_output_works(spark, raw_table, tmp_path):
-    table, rows, _ = raw_table
-    target = f"delta.`{tmp_path / 'windows'}`"
+@pytest.mark.parametrize("output_format", ["iceberg", "delta"])
+def test_rerun_replaces_the_result(spark, raw_table, tmp_path, output_format):
+    table, rows, namespace = raw_table
+    target = f"delta.`{tmp_path / 'windows'}`" if output_format == "delta" else f"{namespace}.rerun"
     spec = WindowSpec.parse("tumbling", "2s", aggregation="sum")
-    for _ in range(2):
+    for where in ("_kafka_partition = 0", "_kafka_partition = 1"):
         run_window_recompute(spark, WindowRecomputeOptions(table=table, output=target, value_column="temp",
-                                                           window=spec, where="_kafka_partition = 1"))
+                                                           window=spec, where=where))
     expected = expected_windows([r for r in rows if r[2] == 1], spec)
-    assert output_rows(spark, target) == expected  # the second run replaced, not appended
+    assert output_rows(spark, target) == expected  # the second run replaced the first one's rows
 
 
 def test_spark_submit_and_lakehouse_command_run_the_same_windows_job(spark, raw_table, spark_local_dir, capsys,

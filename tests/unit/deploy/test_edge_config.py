@@ -21,12 +21,15 @@ def test_defaults_and_kafka_bootstrap_fallback() -> None:
     assert config.processing_guarantee == "at-least-once"
     assert config.stream_timeout_ms == 0
     assert config.storage_url.startswith("file:///")
+    assert config.kafka_metadata is True
+    assert EdgeConfig.from_env({"KAFKA_BOOTSTRAP": "b:1", "LAKE_KAFKA_METADATA": "off"}).kafka_metadata is False
 
 
 @pytest.mark.parametrize("name,value,fragment", [
     ("EDGE_COMMIT_INTERVAL", "soon", "EDGE_COMMIT_INTERVAL must be a float"),
     ("EDGE_STREAM_TIMEOUT_MS", "-5", "EDGE_STREAM_TIMEOUT_MS must not be negative"),
     ("EDGE_PROCESSING_GUARANTEE", "at-most-once", "EDGE_PROCESSING_GUARANTEE"),
+    ("LAKE_KAFKA_METADATA", "maybe", "LAKE_KAFKA_METADATA must be true or false"),
 ])
 def test_bad_values_name_the_variable(name: str, value: str, fragment: str) -> None:
     with pytest.raises(EdgeConfigError, match=fragment):
