@@ -1,4 +1,4 @@
-"""The ``lakehouse`` command: the batch jobs (register, compact, windows) and SQL over the catalog tables.
+"""The ``lakehouse`` command: the batch jobs (register, compact, windows, validate) and SQL over the tables.
 
 ``lakehouse <job> ...`` and ``spark-submit pipelines/jobs/<job>.py ...`` run the same code with
 the same arguments (the job scripts call :func:`main`). Exit codes: 0 done, 2 bad arguments,
@@ -10,6 +10,7 @@ Examples::
     lakehouse register --source s3://bucket/time-series/sensor_readings --table db.sensors --format delta
     lakehouse compact  --table lake.db.sensor_readings --since 2d --target-file-size 128MB
     lakehouse windows  --table lake.db.sensor_readings --output lake.db.temp_1m --duration 1m --value-column temp
+    lakehouse validate --table lake.db.sensor_readings --spec pipelines/quality/sensor_readings.json
     lakehouse sql "SELECT sensor, avg(value) FROM lake.db.sensor_readings GROUP BY sensor"
 
 Connection settings come from the environment (see ``lakehouse.session.SparkSettings``:
@@ -75,6 +76,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _quality_spec(text: str) -> str:
+    from lakehouse.quality_spec import QualitySpecError, load_spec
+
+    try:
+        load_spec(text)  # a bad spec is a bad argument: exit 2 before Spark starts
+    except QualitySpecError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     conn = common.add_argument_group("Spark and catalog (defaults from the environment)")
@@ -87,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     conn.add_argument("--quiet", action="store_true", help="only warnings and the summary line")
 
     parser = argparse.ArgumentParser(prog="lakehouse", description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{register,compact,windows,sql}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{register,compact,windows,validate,sql}")
 
     def table_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("--table", required=True,
@@ -149,6 +160,15 @@ def build_parser() -> argparse.ArgumentParser:
     win.add_argument("--partition-column", default="_kafka_partition",
                      help="Kafka partition column, for --closing partition (default _kafka_partition)")
     win.add_argument("--where", help="SQL filter on the source rows, e.g. \"_kafka_partition = 0\"")
+
+    val = sub.add_parser("validate", parents=[common], help="check a table against its expectations spec",
+                         description="Check a table against a JSON expectations spec with Great Expectations; "
+                                     "exit 1 if a critical expectation fails.")
+    table_args(val)
+    val.add_argument("--spec", required=True, type=_quality_spec,
+                     help="expectations spec file (JSON; format in pipelines/quality/README.md)")
+    val.add_argument("--where", help="only rows matching this Spark SQL condition")
+    val.add_argument("--data-docs-dir", help="write Great Expectations Data Docs (HTML) into this local folder")
 
     sql = sub.add_parser("sql", parents=[common], help="run a SQL query over catalog tables",
                          description="Run a query; print a table, or write CSV/Parquet with --output.")
@@ -225,6 +245,16 @@ def run_command(spark, args: argparse.Namespace, default_catalog: str | None = N
             order_by=tuple(c.strip() for c in args.order_by.split(",") if c.strip()),
             partition_column=args.partition_column, table_format=args.table_format,
             output_format=args.output_format, where=args.where, default_catalog=default_catalog))
+        return report.summary_line()
+    if args.command == "validate":
+        from lakehouse.quality import ValidateOptions, run_validate
+
+        report = run_validate(spark, ValidateOptions(
+            table=args.table, table_format=args.table_format, spec_path=args.spec, since=args.since,
+            where=args.where, data_docs_dir=args.data_docs_dir, default_catalog=default_catalog))
+        if report.failed:
+            print(report.summary_line(), flush=True)  # the summary still goes to stdout...
+            raise report.error()  # ...and main() prints "lakehouse validate: FAILED ..." and returns 1
         return report.summary_line()
     if args.command == "sql":
         from lakehouse.sql_query import run_sql

@@ -10,7 +10,9 @@ Run it with ``./dev demo`` (it sets up everything it needs). Steps, each printed
 5. ``lakehouse compact``: bin-pack the small files;
 6. ``lakehouse windows``: recompute 1-minute mean temperatures per sensor in Spark, with the edge's
    window semantics, into a second table;
-7. ``lakehouse sql``: query both tables.
+7. ``lakehouse validate``: check the table against ``pipelines/quality/sensor_readings.json`` with
+   Great Expectations (Data Docs in the demo folder);
+8. ``lakehouse sql``: query both tables.
 
 Options: ``--records N`` (default 4,000), ``--dir DIR`` (default ``.local/demo``),
 ``--keep-services`` (leave the services running; by default the demo stops what it started).
@@ -196,13 +198,16 @@ def main(argv: list[str] | None = None) -> int:
         windows = "lake.demo.temperature_1m"
         lakehouse("windows", "--table", table, "--output", windows, "--duration", "1m",
                   "--value-column", "temperature", "--timestamp-column", "ts_ms", *common)
+        spec = Path(__file__).resolve().parent / "quality" / "sensor_readings.json"
+        lakehouse("validate", "--table", table, "--spec", str(spec), "--data-docs-dir", str(workdir / "data-docs"),
+                  *common)
         lakehouse("sql", "SELECT sensor, count(*) AS readings, round(avg(temperature), 2) AS avg_temp, "
                   "min(from_unixtime(ts_ms / 1000)) AS first_seen, max(from_unixtime(ts_ms / 1000)) AS last_seen "
                   f"FROM {table} GROUP BY sensor ORDER BY sensor", *common)
         lakehouse("sql", f"SELECT hour, count(*) AS readings FROM {table} GROUP BY hour ORDER BY hour", *common)
         lakehouse("sql", "SELECT cast(key AS string) AS sensor, count(*) AS minutes, round(min(value), 2) AS coolest, "
                   f"round(max(value), 2) AS warmest FROM {windows} GROUP BY key ORDER BY sensor", *common)
-        _step(f"done in {time.monotonic() - t0:.0f}s: Kafka -> edge -> lake -> Iceberg -> windows -> SQL "
+        _step(f"done in {time.monotonic() - t0:.0f}s: Kafka -> edge -> lake -> Iceberg -> windows -> validate -> SQL "
               f"(demo folder {workdir})")
     except DemoFailed as exc:
         print(f"[demo] FAILED: {exc}", file=sys.stderr)

@@ -1,4 +1,7 @@
-"""Airflow DAG ``lakehouse``: register new edge files in the table, then compact it.
+"""Airflow DAG ``lakehouse``: register new edge files, compact, recompute windows, validate.
+
+The pipeline of DESIGN.md, ``register -> compact -> windows -> validate``; the last two tasks
+exist when their settings are given (``LAKEHOUSE_WINDOWS_OUTPUT``, ``LAKEHOUSE_QUALITY_SPEC``).
 
 Each task is a ``spark-submit pipelines/jobs/<job>.py ...`` run by Airflow's SparkSubmitOperator,
 so Airflow only schedules; the jobs are the same ones people run with ``lakehouse <job>``.
@@ -19,6 +22,11 @@ LAKEHOUSE_TABLE             target table (``lake.db.sensor_readings``)
 LAKEHOUSE_FORMAT            ``iceberg`` or ``delta`` (``iceberg``)
 LAKEHOUSE_SCHEDULE          cron or preset (``@hourly``)
 LAKEHOUSE_COMPACT_SINCE     compact partitions newer than this age (``2d``)
+LAKEHOUSE_WINDOWS_OUTPUT    table for the windows job's results (unset: no windows task)
+LAKEHOUSE_WINDOWS_ARGS      its window options, e.g. ``--duration 1m --value-column temperature``
+LAKEHOUSE_QUALITY_SPEC      expectations spec for the validate job (unset: no validate task)
+LAKEHOUSE_VALIDATE_SINCE    validate partitions newer than this age (``2d``)
+LAKEHOUSE_DATA_DOCS_DIR     where validate writes Great Expectations Data Docs (optional)
 ICEBERG_REST_URI, ICEBERG_WAREHOUSE, ICEBERG_TOKEN, ICEBERG_CREDENTIAL, LAKEHOUSE_CATALOG,
 S3_ENDPOINT, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, LAKEHOUSE_LOCAL_DIR
                             passed through to the jobs (see ``lakehouse.session``)
@@ -29,11 +37,12 @@ from __future__ import annotations
 
 import glob
 import os
+import shlex
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import DAG
+from airflow.sdk import DAG, chain
 
 PASS_THROUGH = (
     "ICEBERG_REST_URI", "ICEBERG_WAREHOUSE", "ICEBERG_TOKEN", "ICEBERG_CREDENTIAL", "LAKEHOUSE_CATALOG",
@@ -80,7 +89,7 @@ def build_dag() -> DAG:
     )
     with DAG(
         dag_id="lakehouse",
-        description="register edge files in the lakehouse table, then compact it",
+        description="register edge files in the lakehouse table, compact it, recompute windows, validate",
         schedule=os.environ.get("LAKEHOUSE_SCHEDULE", "@hourly"),
         start_date=datetime(2026, 1, 1),
         catchup=False,
@@ -104,7 +113,30 @@ def build_dag() -> DAG:
                               "--since", os.environ.get("LAKEHOUSE_COMPACT_SINCE", "2d")],
             **common,
         )
-        register >> compact
+        tasks = [register, compact]
+        windows_output = os.environ.get("LAKEHOUSE_WINDOWS_OUTPUT")
+        if windows_output:
+            tasks.append(SparkSubmitOperator(
+                task_id="windows",
+                name="lakehouse-windows",
+                application=str(home / "pipelines" / "jobs" / "windows.py"),
+                application_args=["--table", table, "--format", table_format, "--output", windows_output,
+                                  *shlex.split(os.environ.get("LAKEHOUSE_WINDOWS_ARGS", ""))],
+                **common,
+            ))
+        spec = os.environ.get("LAKEHOUSE_QUALITY_SPEC")
+        if spec:
+            docs = os.environ.get("LAKEHOUSE_DATA_DOCS_DIR")
+            tasks.append(SparkSubmitOperator(
+                task_id="validate",
+                name="lakehouse-validate",
+                application=str(home / "pipelines" / "jobs" / "validate.py"),
+                application_args=["--table", table, "--format", table_format, "--spec", spec,
+                                  "--since", os.environ.get("LAKEHOUSE_VALIDATE_SINCE", "2d"),
+                                  *(["--data-docs-dir", docs] if docs else [])],
+                **common,
+            ))
+        chain(*tasks)
     return dag
 
 

@@ -34,3 +34,7 @@ def test_demo_runs_kafka_to_windows_and_sql_end_to_end(tmp_path, services_env) -
     assert set(minutes) == set(rows)
     assert all(n >= 5 and coolest <= warmest for n, coolest, warmest in minutes.values())
     assert minutes["sensor-d"][0] < minutes["sensor-a"][0]
+    # The validate job: every expectation of the example spec holds, Data Docs were written.
+    assert "validate lake.demo.sensor_readings" in out
+    assert "FAILED" not in out
+    assert (tmp_path / "demo" / "data-docs" / "index.html").is_file()
