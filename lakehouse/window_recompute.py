@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from lakehouse.tables import open_table, resolve_format
@@ -165,7 +165,6 @@ class WindowReport:
     groups: int = 0
     windows: int = 0
     seconds: float = 0.0
-    notes: list[str] = field(default_factory=list)
 
     def summary_line(self) -> str:
         skipped = f" ({self.rows_skipped} with NULL timestamp/value skipped)" if self.rows_skipped else ""
@@ -200,14 +199,20 @@ def _check_columns(df: "DataFrame", options: WindowRecomputeOptions, needed: Seq
                          f"it has: {', '.join(df.columns)}")
 
 
+def _extra_columns(options: WindowRecomputeOptions) -> list[str]:
+    """The order columns, plus the Kafka partition column when windows close per partition."""
+    extra = list(options.order_by)
+    if options.window.closing == "partition" and options.partition_column not in extra:
+        extra.append(options.partition_column)
+    return extra
+
+
 def prepare_input(df: "DataFrame", options: WindowRecomputeOptions) -> "DataFrame":
-    """Select and rename the columns the engines need: ``key``, ``ts``, ``value``, order columns."""
+    """Select and rename the columns the engines need: ``key``, ``ts``, ``value`` and
+    ``__order_<i>`` for each of :func:`_extra_columns`."""
     from pyspark.sql import functions as F
 
-    spec = options.window
-    extra = list(options.order_by)
-    if spec.closing == "partition" and options.partition_column not in extra:
-        extra.append(options.partition_column)
+    extra = _extra_columns(options)
     needed = [options.key_column, options.timestamp_column, options.value_column, *extra]
     _check_columns(df, options, needed)
     if options.where:
@@ -215,8 +220,7 @@ def prepare_input(df: "DataFrame", options: WindowRecomputeOptions) -> "DataFram
     ts_type = df.schema[options.timestamp_column].dataType.simpleString()
     ts = F.col(options.timestamp_column)
     if ts_type.startswith("timestamp"):
-        ts = (F.unix_micros(ts) / 1000).cast("long") if "ntz" not in ts_type else \
-            (F.unix_micros(ts.cast("timestamp")) / 1000).cast("long")
+        ts = F.floor(F.unix_micros(ts.cast("timestamp") if "ntz" in ts_type else ts) / 1000)
     elif ts_type not in ("bigint", "int", "smallint", "tinyint"):
         raise TypeError(f"timestamp column {options.timestamp_column} must hold epoch milliseconds "
                         f"(integer) or timestamps, got {ts_type}")
@@ -250,11 +254,8 @@ def run_window_recompute(spark: "SparkSession", options: WindowRecomputeOptions,
     say(f"windows: {report.rows_read} rows, {int(counts.keys)} keys in {options.table}; {spec.describe()}")
     data = data.where(complete)
 
-    if spec.closing == "partition":
-        group_col = f"__order_{len(options.order_by)}" if options.partition_column not in options.order_by \
-            else f"__order_{list(options.order_by).index(options.partition_column)}"
-    else:
-        group_col = "key"
+    extra = _extra_columns(options)
+    group_col = f"__order_{extra.index(options.partition_column)}" if spec.closing == "partition" else "key"
     report.groups = data.select(group_col).distinct().count()
     key_type = data.schema["key"].dataType
     schema = T.StructType([T.StructField("key", key_type), T.StructField("window_start", T.LongType()),

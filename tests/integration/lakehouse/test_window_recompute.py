@@ -15,6 +15,7 @@ from pathlib import Path
 import orjson
 import pytest
 from confluent_kafka import Consumer, Producer
+from pyspark.sql import functions as F
 
 from lakehouse.register import RegisterOptions, run_register
 from lh_testkit import REPO
@@ -68,6 +69,7 @@ def raw_table(spark):
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
     df = spark.createDataFrame(shuffled, "_kafka_key binary, _kafka_timestamp bigint, _kafka_partition int, "
                                          "_kafka_offset bigint, temp double")
+    df = df.withColumn("event_time", F.timestamp_millis("_kafka_timestamp"))  # the same instant as a timestamp
     df.writeTo(f"{namespace}.raw").using("iceberg").create()
     yield f"{namespace}.raw", rows, namespace
     spark.sql(f"DROP TABLE IF EXISTS {namespace}.raw")
@@ -88,6 +90,14 @@ def test_recompute_equals_the_edge_engines(spark, raw_table, spec):
     assert output_rows(spark, output) == expected
     assert (report.rows_read, report.windows) == (len(rows), len(expected))
     assert f"-> {len(expected)} windows" in report.summary_line()
+
+
+def test_timestamp_typed_event_time_gives_the_same_windows(spark, raw_table):
+    table, rows, namespace = raw_table
+    spec = WindowSpec.parse("tumbling", "1s", grace="200ms", aggregation="mean")
+    run_window_recompute(spark, WindowRecomputeOptions(table=table, output=f"{namespace}.by_event_time",
+                                                       value_column="temp", timestamp_column="event_time", window=spec))
+    assert output_rows(spark, f"{namespace}.by_event_time") == expected_windows(rows, spec)
 
 
 @pytest.mark.parametrize("output_format", ["iceberg", "delta"])
