@@ -25,7 +25,7 @@ LAKEHOUSE_COMPACT_SINCE     compact partitions newer than this age (``2d``)
 LAKEHOUSE_WINDOWS_OUTPUT    table for the windows job's results (unset: no windows task)
 LAKEHOUSE_WINDOWS_ARGS      its window options, e.g. ``--duration 1m --value-column temperature``
 LAKEHOUSE_QUALITY_SPEC      expectations spec for the validate job (unset: no validate task)
-LAKEHOUSE_VALIDATE_SINCE    validate partitions newer than this age (``2d``)
+LAKEHOUSE_VALIDATE_SINCE    validate partitions newer than this age (``2d``; empty: the whole table)
 LAKEHOUSE_DATA_DOCS_DIR     where validate writes Great Expectations Data Docs (optional)
 ICEBERG_REST_URI, ICEBERG_WAREHOUSE, ICEBERG_TOKEN, ICEBERG_CREDENTIAL, LAKEHOUSE_CATALOG,
 S3_ENDPOINT, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, LAKEHOUSE_LOCAL_DIR
@@ -127,12 +127,13 @@ def build_dag() -> DAG:
         spec = os.environ.get("LAKEHOUSE_QUALITY_SPEC")
         if spec:
             docs = os.environ.get("LAKEHOUSE_DATA_DOCS_DIR")
+            since = os.environ.get("LAKEHOUSE_VALIDATE_SINCE", "2d")
             tasks.append(SparkSubmitOperator(
                 task_id="validate",
                 name="lakehouse-validate",
                 application=str(home / "pipelines" / "jobs" / "validate.py"),
                 application_args=["--table", table, "--format", table_format, "--spec", spec,
-                                  "--since", os.environ.get("LAKEHOUSE_VALIDATE_SINCE", "2d"),
+                                  *(["--since", since] if since else []),
                                   *(["--data-docs-dir", docs] if docs else [])],
                 **common,
             ))

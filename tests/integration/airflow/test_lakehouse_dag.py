@@ -86,6 +86,9 @@ def test_windows_and_validate_tasks_follow_when_configured(tmp_path) -> None:
                                               "--value-column", "temperature"]
     assert parsed["args"]["validate"][4:8] == ["--spec", "/etc/lakehouse/readings.json", "--since", "2d"]
     assert parsed["apps"]["validate"] == str(REPO / "pipelines" / "jobs" / "validate.py")
+    whole_table = _parse_dag(tmp_path, {"LAKEHOUSE_QUALITY_SPEC": "/s.json", "LAKEHOUSE_VALIDATE_SINCE": ""})
+    assert whole_table["tasks"] == {"register": ["compact"], "compact": ["validate"], "validate": []}
+    assert "--since" not in whole_table["args"]["validate"]
 
 
 @pytest.mark.integration
