@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import os
 import subprocess
 import sys
 import time
@@ -30,28 +29,11 @@ sys.path.insert(0, str(ROOT))
 import orjson  # noqa: E402
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from quix_venv import quix_python  # noqa: E402
 
-QUIX_VERSION = "3.28.1"
-CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "streaming-lakehouse"
-QUIX_VENV = CACHE / "venv-quixstreams"
 PIPELINE = ROOT / "bench" / "quix_baseline" / "pipeline.py"
 KEYS = 10_000
 LEVELS = ("info", "info", "warn", "info", "debug", "info", "error", "info", "info", "info")
-
-
-def quix_python() -> Path:
-    """The quixstreams venv's python, created with quixstreams==3.28.1 on first use."""
-    python = QUIX_VENV / "bin" / "python"
-    probe = [str(python), "-c", "import importlib.metadata as m; print(m.version('quixstreams'))"]
-    if python.exists():
-        found = subprocess.run(probe, capture_output=True, text=True)
-        if found.returncode == 0 and found.stdout.strip() == QUIX_VERSION:
-            return python
-    print(f"creating {QUIX_VENV} with quixstreams=={QUIX_VERSION} (once)", file=sys.stderr)
-    subprocess.run([sys.executable, "-m", "venv", str(QUIX_VENV)], check=True)
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                    f"quixstreams=={QUIX_VERSION}", "orjson"], check=True)
-    return python
 
 
 def message(i: int, now_ms: int) -> tuple:

@@ -45,32 +45,14 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
+from quix_venv import quix_python  # noqa: E402
 from sink_records import json_bytes, records  # noqa: E402
 from stream_edge.sinks.core.datalake import DataLakeSink  # noqa: E402
 
-QUIX_VERSION = "3.28.1"
 LIMIT = "pyarrow limit (append, convert, write)"
 HIVE_LIMIT = "pyarrow limit, year/month/day/hour"
 HIVE_SINK = "DataLakeSink, year/month/day/hour"
 FLUSH_SHARE: list = []  # fraction of the sink's time spent in flush() (the rest is add() calls)
-CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "streaming-lakehouse"
-QUIX_VENV = CACHE / "venv-quixstreams"
-
-
-def quix_python() -> Path:
-    """The quixstreams venv's python (quixstreams==3.28.1 + pyarrow), created or completed once."""
-    python = QUIX_VENV / "bin" / "python"
-    probe = [str(python), "-c", "import importlib.metadata as m, pyarrow; print(m.version('quixstreams'))"]
-    if python.exists():
-        found = subprocess.run(probe, capture_output=True, text=True)
-        if found.returncode == 0 and found.stdout.strip() == QUIX_VERSION:
-            return python
-    else:
-        print(f"creating {QUIX_VENV} (once)", file=sys.stderr)
-        subprocess.run([sys.executable, "-m", "venv", str(QUIX_VENV)], check=True)
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                    f"quixstreams=={QUIX_VERSION}", "pyarrow==26.0.1", "orjson"], check=True)
-    return python
 
 
 def folder_bytes(path: Path) -> int:

@@ -1,27 +1,7 @@
 """The ``validate`` job: check a table against its expectations spec with Great Expectations.
 
-A data team writes one JSON spec per table (format and rules: :mod:`lakehouse.quality_spec`,
-example: ``pipelines/quality/sensor_readings.json``)::
-
-    {
-      "description": "sensor readings from the edge",
-      "expectations": [
-        {"type": "columns_exist", "columns": ["sensor", "ts_ms", "temperature"]},
-        {"type": "row_count_between", "min": 1},
-        {"type": "not_null", "column": "sensor"},
-        {"type": "between", "column": "temperature", "min": -50, "max": 150, "mostly": 0.999},
-        {"type": "in_set", "column": "sensor", "values": ["sensor-a", "sensor-b"]},
-        {"type": "regex", "column": "sensor", "pattern": "^sensor-[a-z0-9]+$"},
-        {"type": "unique", "columns": ["sensor", "ts_ms"], "severity": "warning"}
-      ]
-    }
-
-Types: ``not_null``, ``between`` (min/max, inclusive), ``in_set`` (values), ``regex`` (pattern,
-Spark/Java syntax), ``unique`` (column, or columns for a compound key), ``row_count_between``
-(min/max), ``columns_exist`` (columns). Every entry may carry ``severity`` (``critical`` by
-default; ``warning``/``info`` failures are reported but do not fail the job) and
-``description``; the column-value types may carry ``mostly`` (0 < mostly <= 1). The spec is
-required: there is no built-in default.
+A data team writes one JSON spec per table; the format, the expectation types and their rules are
+documented once, in :mod:`lakehouse.quality_spec` (example: ``pipelines/quality/sensor_readings.json``).
 
 The job reads the table (Iceberg or Delta, resolved like the other jobs; optionally only the
 partitions after ``since`` and/or the rows matching ``where``), runs the suite through Great

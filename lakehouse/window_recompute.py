@@ -247,16 +247,15 @@ def run_window_recompute(spark: "SparkSession", options: WindowRecomputeOptions,
     data = prepare_input(raw, options)
     value_type = _value_type(data.schema["value"].dataType, spec.aggregation)
     order_cols = [f"__order_{i}" for i in range(len(options.order_by))]
-    complete = F.col("ts").isNotNull() & F.col("value").isNotNull()
-    counts = data.agg(F.count(F.lit(1)).alias("rows"), F.sum(F.when(complete, 0).otherwise(1)).alias("skipped"),
-                      F.countDistinct("key").alias("keys")).collect()[0]
-    report.rows_read, report.rows_skipped = int(counts.rows), int(counts.skipped or 0)
-    say(f"windows: {report.rows_read} rows, {int(counts.keys)} keys in {options.table}; {spec.describe()}")
-    data = data.where(complete)
-
     extra = _extra_columns(options)
     group_col = f"__order_{extra.index(options.partition_column)}" if spec.closing == "partition" else "key"
-    report.groups = data.select(group_col).distinct().count()
+    complete = F.col("ts").isNotNull() & F.col("value").isNotNull()
+    counts = data.agg(F.count(F.lit(1)).alias("rows"), F.sum(F.when(complete, 0).otherwise(1)).alias("skipped"),
+                      F.countDistinct(F.when(complete, F.col(group_col))).alias("groups")).collect()[0]
+    report.rows_read, report.rows_skipped = int(counts.rows), int(counts.skipped or 0)
+    report.groups = int(counts.groups)
+    say(f"windows: {report.rows_read} rows, {report.groups} groups in {options.table}; {spec.describe()}")
+    data = data.where(complete)
     key_type = data.schema["key"].dataType
     schema = T.StructType([T.StructField("key", key_type), T.StructField("window_start", T.LongType()),
                            T.StructField("window_end", T.LongType()), T.StructField("value", value_type)])
