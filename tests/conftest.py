@@ -36,6 +36,37 @@ def services_env() -> dict[str, str]:
     return env
 
 
+_STARTED_BY_TESTS: list[str] = []
+
+
+@pytest.fixture(scope="session")
+def ensure_services() -> Callable[..., dict[str, str]]:
+    """``ensure_services("postgres", "redis") -> env``: start optional services a test needs.
+
+    Only the default set (Kafka, Iceberg REST, S3) is started by ``./dev test`` up front; each
+    optional server (see ``OPTIONAL_SERVICES`` in infra/local/services.py) starts the first time a
+    test asks for it, so a selected subset of tests starts only what it uses. What this run started
+    is stopped when the run ends; a server that was already running is left alone.
+    """
+
+    def ensure(*names: str) -> dict[str, str]:
+        try:
+            env = services.up(list(names))
+        except services.ServiceError as exc:
+            pytest.fail(f"local service(s) {list(names)} could not start: {exc}\n"
+                        f"Try './dev services up {' '.join(names)}' and './dev services logs <name>'.",
+                        pytrace=False)
+        _STARTED_BY_TESTS.extend(n for n in env.pop("_STARTED").split(",") if n)
+        return env
+
+    return ensure
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if _STARTED_BY_TESTS:
+        services.down(list(dict.fromkeys(_STARTED_BY_TESTS)))
+
+
 @pytest.fixture(scope="session")
 def kafka_bootstrap(services_env: dict[str, str]) -> str:
     """``host:port`` of the real local Kafka broker (KRaft)."""

@@ -413,6 +413,27 @@ class S3(Service):
 
 
 SERVICES: dict[str, Callable[[], Service]] = {"kafka": Kafka, "iceberg-rest": IcebergRest, "s3": S3}
+"""The default set: what ``up()`` with no names starts (the demo and most tests need these)."""
+
+# Optional services, each in its own module under infra/local/, imported on first use and started
+# only when named (``./dev services up postgres``) or asked for by a test fixture
+# (``ensure_services`` in tests/conftest.py). Entry: name -> "module:ClassName" (a Service subclass
+# whose constructor takes no argument). Add one line per new service.
+OPTIONAL_SERVICES: dict[str, str] = {}
+
+
+def known_services() -> list[str]:
+    """Every service name, default ones first."""
+    return list(SERVICES) + list(OPTIONAL_SERVICES)
+
+
+def _factory(name: str) -> Callable[[], Service]:
+    if name in SERVICES:
+        return SERVICES[name]
+    module_name, _, class_name = OPTIONAL_SERVICES[name].partition(":")
+    import importlib
+
+    return getattr(importlib.import_module(module_name), class_name)
 
 
 @contextlib.contextmanager
@@ -427,16 +448,18 @@ def _locked() -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _select(names: list[str] | None) -> list[Service]:
-    names = names or list(SERVICES)
-    unknown = [n for n in names if n not in SERVICES]
+def _select(names: list[str] | None, every: bool = False) -> list[Service]:
+    """The named services; with no names the default set, or every known one with ``every``."""
+    names = names or (known_services() if every else list(SERVICES))
+    unknown = [n for n in names if n not in SERVICES and n not in OPTIONAL_SERVICES]
     if unknown:
-        raise ServiceError(f"unknown service(s) {unknown}; known: {list(SERVICES)}")
-    return [SERVICES[n]() for n in names]
+        raise ServiceError(f"unknown service(s) {unknown}; known: {known_services()}")
+    return [_factory(n)() for n in names]
 
 
 def up(names: list[str] | None = None) -> dict[str, str]:
-    """Start the named services (all by default) unless running; write and return the env file.
+    """Start the named services (the default set by default) unless running; write and return the
+    env file (the addresses of every running service, optional ones included).
 
     Returns the names started by this call under the key ``_STARTED`` (comma-separated), so a
     caller such as the test runner can stop exactly what it started.
@@ -449,16 +472,16 @@ def up(names: list[str] | None = None) -> dict[str, str]:
 
 
 def down(names: list[str] | None = None) -> list[str]:
-    """Stop the named services (all by default); returns the names that were running."""
+    """Stop the named services (every known one by default); returns the names that were running."""
     with _locked():
-        stopped = [svc.name for svc in _select(names) if svc.stop()]
+        stopped = [svc.name for svc in _select(names, every=True) if svc.stop()]
         _write_env()
     return stopped
 
 
 def _write_env() -> dict[str, str]:
     env: dict[str, str] = {}
-    for svc in _select(None):
+    for svc in _select(None, every=True):
         if svc.running():
             env.update(svc.env_entries())
     path = env_file()
@@ -480,7 +503,7 @@ def read_env() -> dict[str, str]:
 
 def status() -> list[tuple[str, str, str]]:
     rows = []
-    for svc in _select(None):
+    for svc in _select(None, every=True):
         pid = svc.pid()
         if pid is None:
             rows.append((svc.name, "stopped", ""))
@@ -498,9 +521,9 @@ def main(argv: list[str] | None = None) -> int:
                        ("down", "stop services and their child processes"),
                        ("status", "show each service and its address")):
         p = sub.add_parser(cmd, help=help_)
-        p.add_argument("names", nargs="*", help=f"subset of {list(SERVICES)}")
+        p.add_argument("names", nargs="*", help=f"default set {list(SERVICES)}; also {list(OPTIONAL_SERVICES)}")
     p = sub.add_parser("logs", help="print the last lines of a service's log")
-    p.add_argument("name", choices=list(SERVICES))
+    p.add_argument("name", choices=known_services())
     p.add_argument("-n", type=int, default=60, help="number of lines")
     sub.add_parser("env", help="print the env file path and contents")
     args = parser.parse_args(argv)
@@ -520,7 +543,7 @@ def main(argv: list[str] | None = None) -> int:
             for name, state, addr in status():
                 print(f"{name:13} {state:24} {addr}")
         elif args.cmd == "logs":
-            svc = SERVICES[args.name]()
+            svc = _factory(args.name)()
             print(f"== {svc.log_file}")
             print(svc.tail(args.n))
             server_log = svc.home / "server.log"
