@@ -35,6 +35,7 @@ from stream_edge.models.serializers import DeserializerType, SerializerType
 from stream_edge.models.topics import Topic, TopicAdmin, TopicConfig, TopicManager
 from stream_edge.models.timestamps import TimestampExtractor
 from stream_edge.processing.context import ProcessingContext
+from stream_edge.processing.observer import RunObserver
 from stream_edge.processing.runner import Runner
 from stream_edge.rowconsumer import RowConsumer
 from stream_edge.rowproducer import RowProducer
@@ -148,6 +149,7 @@ class Application:
         self._registry = DataframeRegistry()
         self._source_manager: Any = None
         self._runner: Optional[Runner] = None
+        self._observers: List[RunObserver] = []
 
     # -- configuration --------------------------------------------------------------------------
     @property
@@ -271,6 +273,11 @@ class Application:
         self._topic_manager.validate_all_topics()
 
     # -- running --------------------------------------------------------------------------------
+    def add_run_observer(self, observer: RunObserver) -> None:
+        """Report batches, checkpoints, rebalances and errors of ``run()`` to ``observer``
+        (metrics, health checks); see :class:`stream_edge.processing.observer.RunObserver`."""
+        self._observers.append(observer)
+
     def run(self, dataframe: Optional[StreamingDataFrame] = None, timeout: float = 0.0, count: int = 0,
             collect: bool = True, metadata: bool = False) -> List[dict]:
         """Process messages until stopped (SIGTERM/SIGINT/stop()), or until ``count`` outputs or

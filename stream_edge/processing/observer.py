@@ -1,0 +1,52 @@
+"""RunObserver: what a running Application reports, for metrics, health checks and logs.
+
+The runner calls an observer between batches, never per message, so watching a pipeline costs
+nothing on the hot path. Subclass it and override what you need; every method is a no-op here.
+
+Example::
+
+    class Counting(RunObserver):
+        consumed = 0
+
+        def on_batch(self, messages, processed, seconds):
+            self.consumed += processed
+
+    app.add_run_observer(Counting())
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence, Tuple
+
+__all__ = ("RunObserver", "TopicPartitionKey")
+
+TopicPartitionKey = Tuple[str, int]
+
+
+class RunObserver:
+    """Hooks of one ``Application.run()``; called from the processing thread."""
+
+    def on_start(self, topics: Sequence[str], consumer: Any) -> None:
+        """Processing starts: the input topics and the consumer (a ``RowConsumer``, e.g. for lag)."""
+
+    def on_batch(self, messages: Sequence[Any], processed: int, seconds: float) -> None:
+        """A batch was processed: the raw ``confluent_kafka.Message`` objects, how many of them
+        were processed (``run(count=...)`` may stop early) and how long processing took."""
+
+    def on_checkpoint(self, seconds: float, offsets: Mapping[TopicPartitionKey, int]) -> None:
+        """A checkpoint committed ``offsets`` (last processed offset per partition) in ``seconds``."""
+
+    def on_sink_flush(self, sink: Any, topic: str, partition: int, seconds: float) -> None:
+        """``sink.flush(topic, partition)`` returned after ``seconds`` (part of a checkpoint)."""
+
+    def on_assign(self, partitions: Sequence[TopicPartitionKey]) -> None:
+        """Partitions were assigned (after their state was recovered)."""
+
+    def on_revoke(self, partitions: Sequence[TopicPartitionKey], lost: bool) -> None:
+        """Partitions were revoked (``lost``: taken away without a chance to commit)."""
+
+    def on_processing_error(self, exc: BaseException) -> None:
+        """A message failed in the pipeline (before ``on_processing_error`` decides to go on)."""
+
+    def on_stop(self, error: BaseException | None) -> None:
+        """The run ended, normally (``error`` None) or with ``error``."""
