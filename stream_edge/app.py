@@ -36,7 +36,7 @@ from stream_edge.models.topics import Topic, TopicAdmin, TopicConfig, TopicManag
 from stream_edge.models.timestamps import TimestampExtractor
 from stream_edge.processing.context import ProcessingContext
 from stream_edge.processing.observer import RunObserver
-from stream_edge.processing.runner import Runner
+from stream_edge.processing.runner import RunLimits, Runner, RunnerParts
 from stream_edge.rowconsumer import RowConsumer
 from stream_edge.rowproducer import RowProducer
 
@@ -255,8 +255,9 @@ class Application:
 
     def clear_state(self) -> None:
         """Delete the local state of this application's consumer group."""
-        if self._processing_context.has_state:
-            self._processing_context.state_manager.clear_state()
+        manager = self._processing_context.existing_state_manager
+        if manager is not None:
+            manager.clear_state()
             return
         group_dir = self._config.state_dir / self._config.consumer_group
         if group_dir.exists():
@@ -290,7 +291,14 @@ class Application:
         if not self._registry and count:
             raise ValueError("count cannot be used when only sources run (no StreamingDataFrame)")
         _bind(self._processing_context)
-        runner = Runner(self, timeout=timeout, count=count, collect=collect, metadata=metadata)
+        ctx = self._processing_context
+        parts = RunnerParts(
+            config=self._config, consumer=self._consumer, producer=self._producer, registry=self._registry,
+            context=ctx, state_manager=ctx.existing_state_manager, sink_manager=ctx.sink_manager,
+            sources=self._source_manager, on_consumer_error=self._on_consumer_error,
+            on_processing_error=self._on_processing_error, on_message_processed=self._on_message_processed,
+            setup_topics=self.setup_topics, observers=list(self._observers))
+        runner = Runner(parts, RunLimits(timeout=timeout, count=count, collect=collect, metadata=metadata))
         self._runner = runner
         try:
             return runner.run()

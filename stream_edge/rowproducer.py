@@ -1,8 +1,8 @@
 """RowProducer: serializes records per Topic and produces them; owns producer error handling.
 
-The hot path is :meth:`RowProducer.topic_writer`: a closure per ``to_topic()`` built when the
-pipeline is composed, calling confluent-kafka's ``produce`` directly with the topic's one-argument
-serializers. Delivery reports come back only for failures (``delivery.report.only.error``), so a
+The hot path is the generated code of ``to_topic()`` (``stream_edge/core/stream/functions/produce.py``):
+built from :meth:`RowProducer.topic_output` when the pipeline is composed, it calls confluent-kafka's
+``produce`` directly with the topic's one-argument serializers. Delivery reports come back only for failures (``delivery.report.only.error``), so a
 successful message costs no Python callback; failures are collected and raised at the next
 ``flush()``, i.e. before any offset is committed.
 """
@@ -10,6 +10,7 @@ successful message costs no Python callback; failures are collected and raised a
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any, Callable, List, Optional, Tuple, Union
 
 import confluent_kafka
@@ -22,10 +23,30 @@ from stream_edge.models.rows import Row
 from stream_edge.models.topics import Topic
 from stream_edge.models.topics.utils import merge_headers
 
-__all__ = ("RowProducer", "ProducerError")
+__all__ = ("RowProducer", "ProducerError", "TopicOutput")
 
 logger = logging.getLogger("stream_edge")
 _KEY_UNSET = object()
+
+
+@dataclass(frozen=True)
+class TopicOutput:
+    """How the records of one ``to_topic()`` are produced: what its generated code calls.
+
+    ``produce`` is confluent-kafka's own ``Producer.produce`` (no Python wrapper per message);
+    ``value_dumps``/``key_dumps`` are the topic's one-argument serializers (None: bytes as given);
+    ``key_func`` computes a new message key from the value; ``extra_headers`` are merged into the
+    record's headers; ``on_failure(value, key, timestamp, headers, exc, retry)`` handles a raised
+    produce call (full queue: retry; else ``on_producer_error``).
+    """
+
+    produce: Callable[..., None]
+    topic_name: str
+    value_dumps: Optional[Callable[[Any], Any]]
+    key_func: Optional[Callable[[Any], Any]]
+    key_dumps: Optional[Callable[[Any], Any]]
+    extra_headers: Any
+    on_failure: Callable[..., None]
 
 
 class ProducerError(Exception):
@@ -93,61 +114,26 @@ class RowProducer:
             self.handle_error(exc, None)
 
     # -- hot path -------------------------------------------------------------------------------
-    def topic_writer(self, topic: Topic, key: Optional[Callable[[Any], Any]] = None) -> Callable[[Any, Any, int, Any], None]:
-        """A closure ``(value, key, timestamp, headers)`` producing to ``topic``."""
-        return self._writer(topic, key)[0]
+    def topic_output(self, topic: Topic, key: Optional[Callable[[Any], Any]] = None) -> TopicOutput:
+        """The pieces ``to_topic(topic, key=key)`` is generated from (see :class:`TopicOutput`)."""
+        return TopicOutput(produce=self._producer.raw.produce, topic_name=topic.name,
+                           value_dumps=topic.value_dumps, key_func=key, key_dumps=topic.key_dumps,
+                           extra_headers=topic.extra_headers or None, on_failure=self._on_produce_failure)
 
-    def inline_parts(self, topic: Topic, key: Optional[Callable[[Any], Any]] = None) -> Optional[Tuple[Any, ...]]:
-        """``(produce, topic_name, dumps, on_failure)`` when a record can be produced with one line
-        ``produce(name, dumps(value), key, timestamp=..., headers=...)`` (JSON-like value
-        serializer, key passed through, no extra headers); ``on_failure(value, key, timestamp,
-        headers, exc)`` handles a full queue and errors. None otherwise: use :meth:`topic_writer`.
-        """
-        return self._writer(topic, key)[1]
-
-    def _writer(self, topic: Topic, key: Optional[Callable[[Any], Any]]) -> Tuple[Callable, Optional[Tuple[Any, ...]]]:
-        raw = self._producer._producer
-        produce, poll = raw.produce, raw.poll
-        name = topic.name
-        vdump, kdump = topic.value_dumps, topic.key_dumps
-        key_func = key
-        extra = topic.extra_headers
-        handle_error, current_row = self.handle_error, self._current_row
-
-        def serialize(value, msg_key):
-            if key_func is not None:
-                msg_key = key_func(value)
-            if kdump is not None and msg_key is not None:
-                msg_key = kdump(msg_key)
-            # None goes through the serializer too (JSON: b"null"), as in Quix Streams
-            return (vdump(value) if vdump is not None else value), msg_key
-
-        def on_failure(value, msg_key, timestamp, headers, first_exc):
-            # Full queue: serve delivery reports and retry; anything else goes to on_producer_error.
-            exc = first_exc
-            for _ in range(10):
-                if not isinstance(exc, BufferError):
-                    break
-                poll(1.0)
-                try:
-                    data, out_key = serialize(value, msg_key)
-                    produce(name, data, out_key, timestamp=timestamp,
-                            headers=merge_headers(headers, extra) if extra else headers)
-                    return
-                except Exception as retry_exc:  # noqa: BLE001
-                    exc = retry_exc
-            handle_error(exc, current_row(value, msg_key, timestamp, headers))
-
-        def write(value, msg_key, timestamp, headers):
+    def _on_produce_failure(self, value: Any, key: Any, timestamp: int, headers: Any, exc: Exception,
+                            retry: Callable[[Any, Any, int, Any], None]) -> None:
+        """A produce call raised: on a full queue serve delivery reports and ``retry`` (up to 10
+        times); anything else goes to ``on_producer_error`` with the input record named."""
+        for _ in range(10):
+            if not isinstance(exc, BufferError):
+                break
+            self._producer.raw.poll(1.0)
             try:
-                data, out_key = serialize(value, msg_key)
-                produce(name, data, out_key, timestamp=timestamp,
-                        headers=merge_headers(headers, extra) if extra else headers)
-            except Exception as exc:  # noqa: BLE001 - routed to on_producer_error
-                on_failure(value, msg_key, timestamp, headers, exc)
-
-        simple = key_func is None and kdump is None and vdump is not None and not extra
-        return write, ((produce, name, vdump, on_failure) if simple else None)
+                retry(value, key, timestamp, headers)
+                return
+            except Exception as retry_exc:  # noqa: BLE001
+                exc = retry_exc
+        self.handle_error(exc, self._current_row(value, key, timestamp, headers))
 
     # -- v3 API ---------------------------------------------------------------------------------
     def produce_row(self, row: Row, topic: Topic, key: Any = _KEY_UNSET, partition: Optional[int] = None,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from confluent_kafka import KafkaException, TopicPartition
 
@@ -82,8 +82,10 @@ class Checkpoint(BaseCheckpoint):
 
     def __init__(self, commit_interval: float, commit_every: int, producer: Any, consumer: Any,
                  state_manager: Optional[Any] = None, sink_manager: Optional[Any] = None,
-                 pausing_manager: Optional[Any] = None, exactly_once: bool = False) -> None:
+                 pausing_manager: Optional[Any] = None, exactly_once: bool = False,
+                 on_sink_flush: Optional[Callable[[Any, str, int, float], None]] = None) -> None:
         super().__init__(commit_interval, commit_every)
+        self._on_sink_flush = on_sink_flush
         self._producer = producer
         self._consumer = consumer
         self._state_manager = state_manager
@@ -102,27 +104,49 @@ class Checkpoint(BaseCheckpoint):
         if self._exactly_once:
             self._producer.abort_transaction()
 
-    def _flush_sinks(self) -> None:
-        """Flush every sink per partition; backpressure pauses and rewinds that partition only."""
+    def _flush_sinks(self) -> Dict[Tuple[str, int], float]:
+        """Flush every sink per partition; returns the backpressured partitions (retry-after seconds).
+
+        The sinks drop their batch of a backpressured partition (it will be replayed).
+        """
         manager = self._sink_manager
         if manager is None or not manager.sinks:
-            return
+            return {}
         from stream_edge.sinks import SinkBackpressureError  # owned by the sinks package
 
+        backpressured: Dict[Tuple[str, int], float] = {}
         for (topic, partition) in list(self._tp_offsets):
             try:
-                manager.flush(topic, partition)  # drops the sinks' batches for it on backpressure
+                manager.flush(topic, partition, self._on_sink_flush)
             except SinkBackpressureError as exc:
-                start = self._starting_tp_offsets.get((topic, partition))
-                if self._pausing_manager is not None and start is not None:
-                    self._pausing_manager.pause(topic, partition, start, exc.retry_after or 0)
-                # Nothing of this partition is committed in this checkpoint: it is consumed again.
-                self._tp_offsets.pop((topic, partition), None)
+                backpressured[(topic, partition)] = exc.retry_after or 0
+        return backpressured
+
+    def _rewind(self, partitions: Dict[Tuple[str, int], float]) -> None:
+        """Pause each partition and seek it back to this checkpoint's first offset (replayed later)."""
+        for (topic, partition), retry_after in partitions.items():
+            start = self._starting_tp_offsets.get((topic, partition))
+            if self._pausing_manager is not None and start is not None:
+                self._pausing_manager.pause(topic, partition, start, retry_after)
+            self._tp_offsets.pop((topic, partition), None)
 
     def commit(self) -> Dict[Tuple[str, int], int]:
         """Commit in the documented order; returns the committed offsets (last processed per partition)."""
-        self._flush_sinks()
+        backpressured = self._flush_sinks()
         state = self._state_manager
+        if backpressured and self._exactly_once:
+            # A Kafka transaction is all or nothing: the outputs already produced for the
+            # backpressured partitions are in it, next to every other partition's. Abort it and
+            # replay every partition of this checkpoint (the others without delay), so nothing is
+            # committed twice. Sinks of the other partitions may see their records again
+            # (sinks are at-least-once).
+            self._producer.abort_transaction()
+            if state is not None:
+                state.abort_checkpoint()
+            self._rewind({tp: backpressured.get(tp, 0.0) for tp in self._tp_offsets})
+            return {}
+        # At-least-once: only the backpressured partitions are replayed; the others commit.
+        self._rewind(backpressured)
         offsets = dict(self._tp_offsets)
         if state is not None:
             # Partitions missing from ``offsets`` (rewound after backpressure) roll their changes back.

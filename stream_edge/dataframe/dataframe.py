@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Literal, Optional, 
 
 import orjson
 
-from stream_edge.core.stream import Stream, StreamFunction, VoidExecutor
+from stream_edge.core.stream import AssignFunction, Stream, ToTopicFunction, VoidExecutor
 
 from .base import BaseStreaming
 from .exceptions import GroupByLimitExceeded, InvalidOperation
@@ -44,69 +44,6 @@ def state_prefix(key: Any) -> bytes:
     if type(key) is str:
         return key.encode()
     return orjson.dumps(key)
-
-
-class _ToTopic(StreamFunction):
-    """Produce the record; the writer is taken from the producer when the tree is composed."""
-
-    def __init__(self, ctx: "ProcessingContext", topic: "Topic", key: Optional[Callable[[Any], Any]],
-                 internal: bool = False) -> None:
-        super().__init__(key)
-        self._ctx, self._topic, self._key = ctx, topic, key
-        self.internal = internal  # True for group_by's repartition write
-
-    def _producer(self) -> Any:
-        producer = self._ctx.producer
-        if producer is None:
-            raise InvalidOperation("to_topic() needs the Application's producer (use app.dataframe())")
-        return producer
-
-    def build(self, child: Optional[VoidExecutor]) -> VoidExecutor:
-        write = self._producer().topic_writer(self._topic, self._key)
-        if child is None:
-            return write
-
-        def to_topic(value, key, timestamp, headers):
-            write(value, key, timestamp, headers)
-            child(value, key, timestamp, headers)
-        return to_topic
-
-    def inline(self, ref):
-        producer = self._producer()
-        parts = producer.inline_parts(self._topic, self._key) if hasattr(producer, "inline_parts") else None
-        if parts is None:
-            return [f"{ref(producer.topic_writer(self._topic, self._key))}(value, key, timestamp, headers)"]
-        produce, name, dumps, on_failure = map(ref, parts)
-        return ["try:",
-                f"    {produce}({name}, {dumps}(value), key, timestamp=timestamp, headers=headers)",
-                "except Exception as exc:",
-                f"    {on_failure}(value, key, timestamp, headers, exc)"]
-
-    def __repr__(self) -> str:
-        return f"to_topic({self._topic.name!r})"
-
-
-class _Assign(StreamFunction):
-    """``value[column] = func(value)`` (a column assignment), then the child: one closure."""
-
-    def __init__(self, column: str, func: Callable[[Any], Any]) -> None:
-        super().__init__(func)
-        self._column = column
-
-    def inline(self, ref):
-        return [f"value[{ref(self._column)}] = {ref(self.func)}(value)"]
-
-    def build(self, child: Optional[VoidExecutor]) -> VoidExecutor:
-        func, column = self.func, self._column
-        if child is None:
-            def assign_leaf(value, key, timestamp, headers):
-                value[column] = func(value)
-            return assign_leaf
-
-        def assign(value, key, timestamp, headers):
-            value[column] = func(value)
-            child(value, key, timestamp, headers)
-        return assign
 
 
 class _TestMessage:
@@ -250,7 +187,7 @@ class StreamingDataFrame(BaseStreaming):
         register = getattr(self._topic_manager, "register", None)
         if register is not None and topic.name not in self._topic_manager.all_topics:
             register(topic)  # a Topic built directly (not via app.topic()) is created/validated too
-        self._stream = self._stream._add(_ToTopic(self._processing_context, topic, key))
+        self._stream = self._stream._add(ToTopicFunction(self._processing_context.topic_output, topic, key))
         return self
 
     def print(self, pretty: bool = True, metadata: bool = False) -> "StreamingDataFrame":
@@ -306,7 +243,7 @@ class StreamingDataFrame(BaseStreaming):
         topic = self._topic_manager.repartition_topic(
             operation=name, topic_name=self.topic.name, value_deserializer=value_deserializer,
             key_deserializer=key_deserializer, value_serializer=value_serializer, key_serializer=key_serializer)
-        self._stream = self._stream._add(_ToTopic(self._processing_context, topic, key_func, internal=True))
+        self._stream = self._stream._add(ToTopicFunction(self._processing_context.topic_output, topic, key_func, internal=True))
         grouped = StreamingDataFrame(topic, topic_manager=self._topic_manager, registry=self._registry,
                                      processing_context=self._processing_context)
         grouped._grouped = True
@@ -374,7 +311,7 @@ class StreamingDataFrame(BaseStreaming):
         if isinstance(item, StreamingSeries):
             simple = item._compose_simple()
             if simple is not None:
-                self._stream = self._stream._add(_Assign(column, simple))
+                self._stream = self._stream._add(AssignFunction(column, simple))
             else:
                 returning = item.compose_returning()
 

@@ -58,6 +58,12 @@ class Producer:
             self._inner = confluent_kafka.Producer(self._config)
         return self._inner
 
+    @property
+    def raw(self) -> confluent_kafka.Producer:
+        """The confluent-kafka client itself: generated ``to_topic()`` code calls its ``produce``
+        directly, one C call per record."""
+        return self._producer
+
     def produce(self, topic: str, value: Any = None, key: Any = None, headers: Any = None,
                 partition: Optional[int] = None, timestamp: Optional[int] = None, poll_timeout: float = 5.0,
                 buffer_error_max_tries: int = 3, on_delivery: Optional[Callable] = None) -> None:

@@ -1,41 +1,60 @@
-"""The per-message hot path: one handler closure per input topic, one loop per batch.
+"""The per-message path: ONE loop over a consumed batch, for every topic and every mode.
 
-Built once when the Application starts. Per message the loop does: an error check, one store of
-the raw message into the ProcessingContext, the topic's deserializer (one C call for JSON), and one
-call of the topic's composed executor. No Row or context object is created unless an error callback
-or a metadata-reading function asks for one.
+Per message the loop does: an error check, one store of the raw message into the
+ProcessingContext, the topic's deserializers (one C call for JSON), the timestamp extractor if the
+topic has one, and one call of the topic's composed executor (the generated chain of operators,
+see ``stream_edge/core/stream``). No Row or context object is created unless an error callback or a
+metadata-reading function asks for one.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from confluent_kafka import KafkaError
 
+from stream_edge.core.stream import VoidExecutor
+from stream_edge.error_callbacks import ConsumerErrorCallback, ProcessingErrorCallback
 from stream_edge.kafka.exceptions import KafkaConsumerException
 from stream_edge.models.messagecontext import MessageContext
 from stream_edge.models.rows import Row
 from stream_edge.models.serializers import IgnoreMessage, SerializationError
-from stream_edge.models.timestamps import TimestampType
+from stream_edge.models.timestamps import TimestampExtractor, TimestampType
 from stream_edge.models.topics import Topic
+from stream_edge.processing.context import ProcessingContext
 from stream_edge.rowproducer import ProducerError
 
-__all__ = ("build_handler", "build_batch_processor", "last_offsets", "first_offsets", "ConsumerError")
+__all__ = ("TopicRoute", "BatchProcessor", "OutputCounter", "last_offsets", "first_offsets", "ConsumerError")
 
 logger = logging.getLogger("stream_edge")
-_SKIP = object()
-
-
-class _NoCount:
-    count = 0
-
-
-_NEVER = _NoCount()  # the counter of runs without run(count=...)
+TopicPartitionKey = Tuple[str, int]
 
 
 class ConsumerError(Exception):
     """Consuming or deserializing failed and on_consumer_error did not ignore it."""
+
+
+class OutputCounter:
+    """Counts the records reaching the end of the pipeline; ``run(count=n)`` stops at ``limit``."""
+
+    def __init__(self, limit: float = float("inf")) -> None:
+        self.count = 0
+        self.limit = limit
+
+
+class TopicRoute(NamedTuple):
+    """What the loop needs to process one topic's raw messages (a tuple: one unpack per message)."""
+
+    value_loads: Optional[Callable[[bytes], Any]]
+    key_loads: Optional[Callable[[bytes], Any]]
+    timestamp_extractor: Optional[TimestampExtractor]
+    split_values: bool
+    executor: VoidExecutor
+
+    @classmethod
+    def of(cls, topic: Topic, executor: VoidExecutor) -> "TopicRoute":
+        return cls(topic.value_loads, topic.key_loads, topic.timestamp_extractor, topic.split_values, executor)
 
 
 def _where(msg: Any) -> str:
@@ -48,157 +67,116 @@ def _context(msg: Any) -> MessageContext:
                           msg.leader_epoch())
 
 
-def build_handler(topic: Topic, executor: Callable[[Any, Any, int, Any], None], ctx: Any,
-                  on_consumer_error: Callable, on_processing_error: Callable) -> Callable[[Any], None]:
-    """The closure processing one raw message of ``topic``."""
-    vloads, kloads = topic.value_loads, topic.key_loads
-    extractor = topic.timestamp_extractor
-    split = topic.split_values
+class BatchProcessor:
+    """``processor(messages) -> how many were processed``: the one per-message loop.
 
-    def consumer_failed(exc: Exception, msg: Any, field: str) -> Any:
-        """Deserialization failed: skip (IgnoreMessage or callback says so) or raise with coordinates."""
-        if isinstance(exc, IgnoreMessage):
-            return _SKIP
-        error = SerializationError(f"cannot deserialize the message {field} at {_where(msg)}: "
-                                   f"{type(exc).__name__}: {exc}")
-        error.__cause__ = exc
-        if on_consumer_error(error, msg, logger):
-            return _SKIP
-        raise ConsumerError(str(error)) from exc
+    ``counter`` (``run(count=n)``) stops the batch right after the message that brings
+    ``counter.count`` to ``counter.limit``, so later messages stay unprocessed and uncommitted.
 
-    def processing_failed(exc: Exception, value: Any, key: Any, ts: Any, headers: Any, msg: Any) -> None:
-        if isinstance(exc, (ProducerError, ConsumerError)):
-            raise exc
-        if on_processing_error(exc, Row(value, key, ts, _context(msg), headers), logger):
-            return
-        logger.error("processing failed at %s", _where(msg))
-        raise exc
+    Example::
 
-    def handle_general(msg: Any) -> None:
-        ctx.current_message = msg
-        value = msg.value()
-        if vloads is not None and value is not None:
-            try:
-                value = vloads(value)
-            except Exception as exc:  # noqa: BLE001
-                if consumer_failed(exc, msg, "value") is _SKIP:
-                    return
-        key = msg.key()
-        if kloads is not None and key is not None:
-            try:
-                key = kloads(key)
-            except Exception as exc:  # noqa: BLE001
-                if consumer_failed(exc, msg, "key") is _SKIP:
-                    return
-        ts_type, ts = msg.timestamp()
-        headers = msg.headers()
-        try:
-            if extractor is not None:
-                ts = extractor(value, headers, ts, TimestampType(ts_type))
-            if split:
-                for item in value:
-                    executor(item, key, ts, headers)
-            else:
-                executor(value, key, ts, headers)
-        except Exception as exc:  # noqa: BLE001
-            processing_failed(exc, value, key, ts, headers, msg)
-
-    if kloads is not None or extractor is not None or split or vloads is None:
-        return handle_general
-
-    def handle(msg: Any) -> None:
-        # The common case (deserialized value, raw key): the same steps as handle_general, inlined.
-        ctx.current_message = msg
-        try:
-            value = vloads(msg.value())
-        except Exception:  # noqa: BLE001 - tombstones and bad input take the general path
-            return handle_general(msg)
-        try:
-            executor(value, msg.key(), msg.timestamp()[1], msg.headers())
-        except Exception as exc:  # noqa: BLE001
-            processing_failed(exc, value, msg.key(), msg.timestamp()[1], msg.headers(), msg)
-
-    # The batch loop inlines ``handle`` for a single topic; these are the parts it needs.
-    handle.inline_parts = (ctx, vloads, executor, handle_general, processing_failed)  # type: ignore[attr-defined]
-    return handle
-
-
-def _message_error(msg: Any, on_consumer_error: Callable) -> None:
-    err = msg.error()
-    if err.code() == KafkaError._PARTITION_EOF:  # informational (enable.partition.eof)
-        return
-    exc = KafkaConsumerException(err, msg.topic(), msg.partition())
-    if not on_consumer_error(exc, msg, logger):
-        raise ConsumerError(str(exc)) from exc
-
-
-def build_batch_processor(handlers: Dict[str, Callable[[Any], None]], on_consumer_error: Callable,
-                          on_message_processed: Optional[Callable] = None,
-                          stop_at: Optional[Tuple[Any, int]] = None) -> Callable[[List[Any]], int]:
-    """``process(messages) -> how many were processed``.
-
-    ``stop_at=(counter, n)`` stops right after the message that brings ``counter.count`` to ``n``
-    (``run(count=n)``), so later messages of the batch stay unprocessed and uncommitted.
+        process = BatchProcessor({"in": TopicRoute.of(topic, executor)}, ctx, on_consumer_error,
+                                 on_processing_error)
+        done = process(consumer.consume(1000, 0.1))
     """
-    single = next(iter(handlers.values())) if len(handlers) == 1 else None
-    parts = getattr(single, "inline_parts", None)
-    if parts is not None and on_message_processed is None:
-        ctx, vloads, executor, handle_general, processing_failed = parts
-        counter, limit = stop_at if stop_at is not None else (_NEVER, float("inf"))
 
-        def process_inline(msgs: List[Any]) -> int:
-            # build_handler's ``handle``, inlined: saves one Python call per message.
-            done = 0
-            for msg in msgs:
-                done += 1
-                if msg.error() is None:
-                    ctx.current_message = msg
-                    try:
-                        value = vloads(msg.value())
-                    except Exception:  # noqa: BLE001 - tombstones and bad input take the general path
-                        handle_general(msg)
-                        continue
-                    try:
-                        executor(value, msg.key(), msg.timestamp()[1], msg.headers())
-                    except Exception as exc:  # noqa: BLE001
-                        processing_failed(exc, value, msg.key(), msg.timestamp()[1], msg.headers(), msg)
-                    if counter.count >= limit:  # run(count=...): stop right after the n-th output
-                        break
-                else:
-                    _message_error(msg, on_consumer_error)
-            return done
-        return process_inline
+    def __init__(self, routes: Mapping[str, TopicRoute], ctx: ProcessingContext,
+                 on_consumer_error: ConsumerErrorCallback, on_processing_error: ProcessingErrorCallback,
+                 on_message_processed: Optional[Callable[[str, int, int], None]] = None,
+                 counter: Optional[OutputCounter] = None,
+                 on_failed_message: Optional[Callable[[BaseException], None]] = None) -> None:
+        self._routes = dict(routes)
+        self._ctx = ctx
+        self._on_consumer_error = on_consumer_error
+        self._on_processing_error = on_processing_error
+        self._on_message_processed = on_message_processed
+        self._counter = counter if counter is not None else OutputCounter()
+        self._on_failed_message = on_failed_message
 
-    if single is not None and on_message_processed is None and stop_at is None:
-        def process_single(msgs: List[Any]) -> int:
-            for msg in msgs:
-                if msg.error() is None:
-                    single(msg)
-                else:
-                    _message_error(msg, on_consumer_error)
-            return len(msgs)
-        return process_single
-
-    def process(msgs: List[Any]) -> int:
+    def __call__(self, msgs: Sequence[Any]) -> int:
+        ctx, routes, counter = self._ctx, self._routes, self._counter
+        limit = counter.limit
+        processed_cb = self._on_message_processed
+        # One topic (the common case): its route is unpacked once per batch, not per message.
+        single = len(routes) == 1
+        vloads, kloads, extractor, split, executor = next(iter(routes.values()))
         done = 0
         for msg in msgs:
             done += 1
             if msg.error() is not None:
-                _message_error(msg, on_consumer_error)
+                self._message_error(msg)
                 continue
-            handlers[msg.topic()](msg)
-            if on_message_processed is not None:
-                on_message_processed(msg.topic(), msg.partition(), msg.offset())
-            if stop_at is not None and stop_at[0].count >= stop_at[1]:
+            if not single:
+                vloads, kloads, extractor, split, executor = routes[msg.topic()]
+            ctx.current_message = msg
+            value = msg.value()
+            if vloads is not None and value is not None:
+                try:
+                    value = vloads(value)
+                except Exception as exc:  # noqa: BLE001 - bad input: the callback decides
+                    self._deserialize_failed(exc, msg, "value")
+                    continue
+            key = msg.key()
+            if kloads is not None and key is not None:
+                try:
+                    key = kloads(key)
+                except Exception as exc:  # noqa: BLE001
+                    self._deserialize_failed(exc, msg, "key")
+                    continue
+            timestamp = msg.timestamp()[1]
+            headers = msg.headers()
+            try:
+                if extractor is not None:
+                    timestamp = extractor(value, headers, timestamp, TimestampType(msg.timestamp()[0]))
+                if split:
+                    for item in value:
+                        executor(item, key, timestamp, headers)
+                else:
+                    executor(value, key, timestamp, headers)
+            except Exception as exc:  # noqa: BLE001 - the callback decides
+                self._processing_failed(exc, value, key, timestamp, headers, msg)
+            if processed_cb is not None:
+                processed_cb(msg.topic(), msg.partition(), msg.offset())
+            if counter.count >= limit:  # run(count=...): stop right after the n-th output
                 break
         return done
-    return process
+
+    # -- errors (off the hot path) ----------------------------------------------------------------
+    def _message_error(self, msg: Any) -> None:
+        err = msg.error()
+        if err.code() == KafkaError._PARTITION_EOF:  # informational (enable.partition.eof)
+            return
+        exc = KafkaConsumerException(err, msg.topic(), msg.partition())
+        if not self._on_consumer_error(exc, msg, logger):
+            raise ConsumerError(str(exc)) from exc
+
+    def _deserialize_failed(self, exc: Exception, msg: Any, field: str) -> None:
+        """Skip the message (IgnoreMessage, or the callback says so) or raise with its coordinates."""
+        if isinstance(exc, IgnoreMessage):
+            return
+        error = SerializationError(f"cannot deserialize the message {field} at {_where(msg)}: "
+                                   f"{type(exc).__name__}: {exc}")
+        error.__cause__ = exc
+        if self._on_consumer_error(error, msg, logger):
+            return
+        raise ConsumerError(str(error)) from exc
+
+    def _processing_failed(self, exc: Exception, value: Any, key: Any, timestamp: Any, headers: Any,
+                           msg: Any) -> None:
+        if isinstance(exc, (ProducerError, ConsumerError)):
+            raise exc
+        if self._on_failed_message is not None:
+            self._on_failed_message(exc)
+        if self._on_processing_error(exc, Row(value, key, timestamp, _context(msg), headers), logger):
+            return
+        logger.error("processing failed at %s", _where(msg))
+        raise exc
 
 
-def _first_seen(msgs: List[Any], indices: range, wanted: int) -> Dict[Tuple[str, int], int]:
+def _first_seen(msgs: Sequence[Any], indices: range, wanted: int) -> Dict[TopicPartitionKey, int]:
     """The offset of the first message seen per topic-partition, visiting ``msgs`` in ``indices``
     order; stops once ``wanted`` partitions are found."""
-    found: Dict[Tuple[str, int], int] = {}
+    found: Dict[TopicPartitionKey, int] = {}
     for i in indices:
         msg = msgs[i]
         if msg.error() is None:
@@ -210,11 +188,22 @@ def _first_seen(msgs: List[Any], indices: range, wanted: int) -> Dict[Tuple[str,
     return found
 
 
-def last_offsets(msgs: List[Any], count: int, partitions_hint: int) -> Dict[Tuple[str, int], int]:
-    """The last offset per topic-partition among ``msgs[:count]`` (scans backwards, stops early)."""
+def last_offsets(msgs: Sequence[Any], count: int, partitions_hint: int) -> Dict[TopicPartitionKey, int]:
+    """The last offset per topic-partition among ``msgs[:count]`` (scans backwards, stops early).
+
+    >>> from confluent_kafka import Message
+    >>> batch = [Message(topic="t", partition=p, offset=o) for p, o in [(0, 5), (1, 7), (0, 6)]]
+    >>> last_offsets(batch, 3, 2)
+    {('t', 0): 6, ('t', 1): 7}
+    """
     return _first_seen(msgs, range(count - 1, -1, -1), partitions_hint)
 
 
-def first_offsets(msgs: List[Any], count: int, wanted: int) -> Dict[Tuple[str, int], int]:
+def first_offsets(msgs: Sequence[Any], count: int, wanted: int) -> Dict[TopicPartitionKey, int]:
     """The first offset per topic-partition among ``msgs[:count]``."""
     return _first_seen(msgs, range(count), wanted)
+
+
+def build_routes(topics: Mapping[str, Topic], executors: Mapping[str, VoidExecutor]) -> Dict[str, TopicRoute]:
+    """``{topic name: TopicRoute}`` for every composed topic."""
+    return {name: TopicRoute.of(topics[name], executor) for name, executor in executors.items()}

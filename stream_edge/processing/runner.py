@@ -1,9 +1,13 @@
 """Runner: one ``Application.run()``: set-up, the consume/process/checkpoint loop, shutdown.
 
 Loop per iteration: ``consume(n, 0)`` (a whole batch when the fetch queue has one, else block on
-``consume(1, poll_timeout)``), process the batch message by message, record the last offset per
-partition, poll the producer once, and commit the checkpoint when it is due. Rebalance callbacks run
-inside ``consume()``, i.e. between batches, so a revoke always commits a consistent checkpoint.
+``consume(1, poll_timeout)``), process the batch with the one :class:`BatchProcessor`, record the
+last offset per partition, poll the producer once, and commit the checkpoint when it is due.
+Rebalance callbacks run inside ``consume()``, i.e. between batches, so a revoke always commits a
+consistent checkpoint.
+
+The Runner gets every collaborator explicitly (:class:`RunnerParts`); it never reaches into the
+Application.
 """
 
 from __future__ import annotations
@@ -13,18 +17,28 @@ import signal
 import threading
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, List, Optional, Set, Tuple
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from confluent_kafka import TopicPartition
 
 from stream_edge.checkpointing import Checkpoint
-from stream_edge.processing.loop import build_batch_processor, build_handler, first_offsets, last_offsets
+from stream_edge.error_callbacks import ConsumerErrorCallback, ProcessingErrorCallback
+from stream_edge.processing.context import ProcessingContext
+from stream_edge.processing.loop import BatchProcessor, OutputCounter, build_routes, first_offsets, last_offsets
+from stream_edge.processing.observer import RunObserver
 from stream_edge.processing.pausing import PausingManager
 
 if TYPE_CHECKING:  # pragma: no cover
-    from stream_edge.app import Application
+    from stream_edge.app import ApplicationConfig
+    from stream_edge.dataframe.registry import DataframeRegistry
+    from stream_edge.rowconsumer import RowConsumer
+    from stream_edge.rowproducer import RowProducer
+    from stream_edge.sinks.base.manager import SinkManager
+    from stream_edge.sources.base.manager import SourceManager
+    from stream_edge.state import StateStoreManager
 
-__all__ = ("Runner",)
+__all__ = ("Runner", "RunnerParts", "RunLimits")
 
 logger = logging.getLogger("stream_edge")
 BATCH_SIZE = 1000  # messages per consume() at most
@@ -33,14 +47,47 @@ BATCH_SECONDS = 0.5  # size batches to take about this long, so slow pipelines s
                      # commit and stop promptly (callbacks and checkpoints run between batches)
 
 
-class _Collector:
-    """Accumulates outputs for ``run(count=..., timeout=...)``."""
+@dataclass
+class RunnerParts:
+    """Everything one run works with, handed over by the Application."""
 
-    def __init__(self, ctx: Any, collect: bool, metadata: bool) -> None:
+    config: "ApplicationConfig"
+    consumer: "RowConsumer"
+    producer: "RowProducer"
+    registry: "DataframeRegistry"
+    context: ProcessingContext
+    state_manager: Optional["StateStoreManager"]
+    sink_manager: Optional["SinkManager"]
+    sources: Optional["SourceManager"]
+    on_consumer_error: ConsumerErrorCallback
+    on_processing_error: ProcessingErrorCallback
+    on_message_processed: Optional[Callable[[str, int, int], None]]
+    setup_topics: Callable[[], None]
+    observers: Sequence[RunObserver] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RunLimits:
+    """``run(timeout=..., count=..., collect=..., metadata=...)``: when to stop, what to return."""
+
+    timeout: float = 0.0
+    count: int = 0
+    collect: bool = True
+    metadata: bool = False
+
+    @property
+    def bounded(self) -> bool:
+        return bool(self.timeout or self.count)
+
+
+class _Collector(OutputCounter):
+    """Counts (and, with ``collect``, keeps) the outputs for ``run(count=..., timeout=...)``."""
+
+    def __init__(self, ctx: ProcessingContext, limits: RunLimits) -> None:
+        super().__init__(limits.count or float("inf"))
         self.items: List[dict] = []
-        self.count = 0
-        self._ctx, self._metadata = ctx, metadata
-        self.sink = self._collect if collect else self._count  # the leaves of the pipeline call this
+        self._ctx, self._metadata = ctx, limits.metadata
+        self.sink = self._collect if limits.collect else self._count  # the leaves of the pipeline call this
 
     def _count(self, value: Any, key: Any, timestamp: int, headers: Any) -> None:
         self.count += 1
@@ -56,93 +103,114 @@ class _Collector:
 
 
 class Runner:
-    """Runs an Application until stopped; see :meth:`Application.run`."""
+    """Runs an Application until stopped; see :meth:`Application.run`. Implements the
+    :class:`~stream_edge.processing.context.CheckpointDriver` seam of the ProcessingContext."""
 
-    def __init__(self, app: "Application", timeout: float = 0.0, count: int = 0, collect: bool = True,
-                 metadata: bool = False) -> None:
-        self._app = app
-        self._timeout = timeout
-        self._count = count
-        self._bounded = bool(timeout or count)
-        self._collector = _Collector(app.processing_context, collect, metadata) if self._bounded else None
+    def __init__(self, parts: RunnerParts, limits: RunLimits = RunLimits()) -> None:
+        self._parts = parts
+        self._limits = limits
+        self._collector = _Collector(parts.context, limits) if limits.bounded else None
         self._stopping = False
         self._failed = False
         self._closing = False
         self._assigned: Set[Tuple[str, int]] = set()
-        self._positions: List[Any] = []  # TopicPartitions of the assignment, for position()
+        self._positions: List[TopicPartition] = []  # TopicPartitions of the assignment, for position()
         self._last_activity = time.monotonic()
         self._checkpoint: Optional[Checkpoint] = None
+        self._pausing = PausingManager(parts.consumer)
 
     def stop(self, fail: bool = False) -> None:
         self._stopping = True
         self._failed = self._failed or fail
 
-    # -- checkpoints ----------------------------------------------------------------------------
+    def _notify(self, method: str, *args: Any) -> None:
+        for observer in self._parts.observers:
+            getattr(observer, method)(*args)
+
+    # -- checkpoints (the CheckpointDriver seam) --------------------------------------------------
     def _new_checkpoint(self) -> Checkpoint:
-        app, ctx = self._app, self._app.processing_context
-        cfg = app.config
+        parts = self._parts
+        cfg = parts.config
+        on_sink_flush = self._on_sink_flush if parts.observers else None
         checkpoint = Checkpoint(commit_interval=cfg.commit_interval, commit_every=cfg.commit_every,
-                                producer=app._producer, consumer=app._consumer,
-                                state_manager=ctx._state_manager, sink_manager=ctx.sink_manager,
-                                pausing_manager=ctx.pausing_manager, exactly_once=cfg.exactly_once)
-        ctx.checkpoint = checkpoint
+                                producer=parts.producer, consumer=parts.consumer,
+                                state_manager=parts.state_manager, sink_manager=parts.sink_manager,
+                                pausing_manager=self._pausing, exactly_once=cfg.exactly_once,
+                                on_sink_flush=on_sink_flush)
+        parts.context.checkpoint = checkpoint
         return checkpoint
 
+    def _on_sink_flush(self, sink: Any, topic: str, partition: int, seconds: float) -> None:
+        self._notify("on_sink_flush", sink, topic, partition, seconds)
+
+    def _current(self) -> Checkpoint:
+        if self._checkpoint is None:
+            raise RuntimeError("no checkpoint: the application is not running")
+        return self._checkpoint
+
     def _commit(self) -> None:
-        checkpoint = self._checkpoint
+        checkpoint = self._current()
         if checkpoint.empty():
             checkpoint.close()
         else:
-            checkpoint.commit()
+            started = time.monotonic()
+            offsets = checkpoint.commit()
+            self._notify("on_checkpoint", time.monotonic() - started, offsets)
         self._checkpoint = self._new_checkpoint()
 
-    def _checkpoint_hook(self, force: bool = False, only_new: bool = False) -> None:
-        """ProcessingContext.commit_checkpoint()/init_checkpoint() while running."""
-        if only_new:
-            self._checkpoint.close()
-            self._checkpoint = self._new_checkpoint()
-        elif force or self._checkpoint.expired():
+    def commit_checkpoint(self, force: bool = False) -> None:
+        """Commit the current checkpoint if it is due (or ``force``); a new one starts."""
+        if force or self._current().expired():
             self._commit()
 
+    def start_checkpoint(self) -> None:
+        """Drop the current checkpoint (nothing committed) and start a new one."""
+        self._current().close()
+        self._checkpoint = self._new_checkpoint()
+
     # -- rebalancing ----------------------------------------------------------------------------
-    def _on_assign(self, consumer: Any, partitions: List[Any]) -> None:
+    def _on_assign(self, consumer: Any, partitions: List[TopicPartition]) -> None:
         tps = [(p.topic, p.partition) for p in partitions]
         logger.info("partitions assigned: %s", tps)
         self._assigned.update(tps)
         self._positions = [TopicPartition(t, p) for t, p in sorted(self._assigned)]
-        state = self._app.processing_context._state_manager
+        state = self._parts.state_manager
         if state is not None and partitions:
-            committed = consumer.committed(partitions, timeout=self._app.config.request_timeout)
+            committed = self._parts.consumer.committed(partitions, timeout=self._parts.config.request_timeout)
             for tp in committed:
                 state.on_partition_assign(tp.topic, tp.partition, tp.offset)
         self._last_activity = time.monotonic()
+        self._notify("on_assign", tps)
 
-    def _forget(self, partitions: List[Any]) -> None:
-        ctx = self._app.processing_context
-        for p in partitions:
-            self._assigned.discard((p.topic, p.partition))
+    def _forget(self, partitions: List[TopicPartition], lost: bool) -> None:
+        parts = self._parts
+        tps = [(p.topic, p.partition) for p in partitions]
+        for tp in tps:
+            self._assigned.discard(tp)
         self._positions = [TopicPartition(t, p) for t, p in sorted(self._assigned)]
-        for p in partitions:
-            if ctx.pausing_manager is not None:
-                ctx.pausing_manager.revoke(p.topic, p.partition)
-            if ctx._state_manager is not None:
-                ctx._state_manager.on_partition_revoke(p.topic, p.partition)
+        for topic, partition in tps:
+            self._pausing.revoke(topic, partition)
+            if parts.sink_manager is not None:
+                parts.sink_manager.on_revoke(topic, partition)
+            if parts.state_manager is not None:
+                parts.state_manager.on_partition_revoke(topic, partition)
+        self._notify("on_revoke", tps, lost)
 
-    def _on_revoke(self, consumer: Any, partitions: List[Any]) -> None:
+    def _on_revoke(self, consumer: Any, partitions: List[TopicPartition]) -> None:
         logger.info("partitions revoked: %s", [(p.topic, p.partition) for p in partitions])
         if not self._failed and not self._closing and self._checkpoint is not None:
             self._commit()
-        self._forget(partitions)
+        self._forget(partitions, lost=False)
 
-    def _on_lost(self, consumer: Any, partitions: List[Any]) -> None:
+    def _on_lost(self, consumer: Any, partitions: List[TopicPartition]) -> None:
         logger.warning("partitions lost: %s", [(p.topic, p.partition) for p in partitions])
         if self._checkpoint is not None:
             self._checkpoint.close()
             self._checkpoint = self._new_checkpoint()
-        self._forget(partitions)
+        self._forget(partitions, lost=True)
 
     # -- signals --------------------------------------------------------------------------------
-    def _install_signals(self) -> list:
+    def _install_signals(self) -> List[Tuple[int, Any]]:
         if threading.current_thread() is not threading.main_thread():
             return []
         previous = []
@@ -157,58 +225,61 @@ class Runner:
 
     # -- main -------------------------------------------------------------------------------------
     def run(self) -> List[dict]:
-        app = self._app
-        sources = app._source_manager
+        parts = self._parts
         previous_signals = self._install_signals()
+        error: Optional[BaseException] = None
         try:
-            app.setup_topics()
-            if sources is not None:
-                sources.start_all()
-            if not app._registry:
+            parts.setup_topics()
+            if parts.sources is not None:
+                parts.sources.start_all()
+            if not parts.registry:
                 self._wait_for_sources()
                 return []
             return self._run_dataframes()
+        except BaseException as exc:
+            error = exc
+            raise
         finally:
             for sig, handler in previous_signals:
                 signal.signal(sig, handler)
-            if sources is not None:
-                sources.stop_all()
+            if parts.sources is not None:
+                parts.sources.stop_all()
+            self._notify("on_stop", error)
 
     def _wait_for_sources(self) -> None:
-        sources = self._app._source_manager
-        deadline = time.monotonic() + self._timeout if self._timeout else None
+        sources = self._parts.sources
+        assert sources is not None
+        deadline = time.monotonic() + self._limits.timeout if self._limits.timeout else None
         while not self._stopping and sources.alive():
             if deadline is not None and time.monotonic() >= deadline:
                 break
+            sources.raise_for_error()
             time.sleep(0.1)
         sources.raise_for_error()
 
     def _run_dataframes(self) -> List[dict]:
-        app = self._app
-        ctx = app.processing_context
-        cfg = app.config
-        consumer, producer = app._consumer, app._producer
-        executors = app._registry.compose_all(sink=self._collector.sink if self._collector else None)
-        topics = {t.name: t for t in app._registry.consumer_topics}
-        handlers = {name: build_handler(topics[name], executor, ctx, app._on_consumer_error,
-                                        app._on_processing_error)
-                    for name, executor in executors.items()}
-        collector, count = self._collector, self._count
-        process = build_batch_processor(handlers, app._on_consumer_error, app._on_message_processed,
-                                        (collector, count) if count else None)
+        parts = self._parts
+        ctx, cfg, consumer = parts.context, parts.config, parts.consumer
+        collector = self._collector
+        executors = parts.registry.compose_all(sink=collector.sink if collector is not None else None)
+        topics = {t.name: t for t in parts.registry.consumer_topics}
+        on_failed = self._on_failed_message if parts.observers else None
+        process = BatchProcessor(build_routes(topics, executors), ctx, parts.on_consumer_error,
+                                 parts.on_processing_error, parts.on_message_processed, collector, on_failed)
 
-        if ctx.sink_manager is not None:
-            ctx.sink_manager.start_sinks()
-        ctx.pausing_manager = PausingManager(consumer)
+        if parts.sink_manager is not None:
+            parts.sink_manager.start_sinks()
+        ctx.pausing_manager = self._pausing
         if cfg.exactly_once:
-            producer.init_transactions(cfg.request_timeout)
+            parts.producer.init_transactions(cfg.request_timeout)
         consumer.subscribe(list(topics.values()), on_assign=self._on_assign, on_revoke=self._on_revoke,
                            on_lost=self._on_lost)
         self._checkpoint = self._new_checkpoint()
-        ctx.checkpoint_hook = self._checkpoint_hook
+        ctx.checkpoint_driver = self
         self._last_activity = time.monotonic()
         logger.info("processing topics %s (consumer group '%s', %s)", sorted(topics), cfg.consumer_group,
                     cfg.processing_guarantee)
+        self._notify("on_start", sorted(topics), consumer)
         try:
             self._loop(process)
         except BaseException:
@@ -216,56 +287,47 @@ class Runner:
             self._shutdown(commit=False)
             raise
         finally:
-            ctx.checkpoint_hook = None
+            ctx.checkpoint_driver = None
         self._shutdown(commit=not self._failed)
         return collector.items if collector is not None else []
 
-    def _loop(self, process: Any) -> None:
-        app = self._app
-        cfg = app.config
-        ctx = app.processing_context
-        consume = app._consumer._consumer.consume
-        position = app._consumer._consumer.position
-        producer_poll = app._producer.poll
-        producer_poll_timeout = cfg.producer_poll_timeout
-        pausing = ctx.pausing_manager
-        track_first = bool(ctx.sinks)
-        poll_timeout = cfg.consumer_poll_timeout
+    def _on_failed_message(self, exc: BaseException) -> None:
+        self._notify("on_processing_error", exc)
+
+    def _loop(self, process: BatchProcessor) -> None:
+        parts = self._parts
+        cfg = parts.config
+        consumer, producer, pausing, sources = parts.consumer, parts.producer, self._pausing, parts.sources
+        track_first = bool(parts.sink_manager is not None and parts.sink_manager.sinks)
+        observers = parts.observers
+        poll_timeout, producer_poll_timeout = cfg.consumer_poll_timeout, cfg.producer_poll_timeout
         monotonic = time.monotonic
-        timeout, count, collector = self._timeout, self._count, self._collector
+        timeout, count, collector = self._limits.timeout, self._limits.count, self._collector
         batch_size = FIRST_BATCH
         while not self._stopping:
-            checkpoint = self._checkpoint
-            msgs = consume(min(batch_size, checkpoint.remaining()), 0)
+            checkpoint = self._current()
+            msgs = consumer.consume(min(batch_size, checkpoint.remaining()), 0)
             if not msgs:
-                msgs = consume(1, poll_timeout if not timeout else min(poll_timeout, timeout))
+                msgs = consumer.consume(1, poll_timeout if not timeout else min(poll_timeout, timeout))
             if msgs:
                 started = monotonic()
                 done = process(msgs)
                 elapsed = monotonic() - started
                 if elapsed > 0:
                     batch_size = max(1, min(BATCH_SIZE, int(done / elapsed * BATCH_SECONDS)))
-                checkpoint = self._checkpoint  # a rebalance inside consume() may have replaced it
-                parts = len(self._assigned) or 1
-                if done == len(msgs) and self._positions:
-                    # The whole batch is processed: the consumer's position of each partition is
-                    # "last returned message + 1", one C call instead of a scan of the batch.
-                    last = {(tp.topic, tp.partition): tp.offset - 1 for tp in position(self._positions)
-                            if tp.offset >= 0}
-                else:
-                    last = last_offsets(msgs, done, parts)
-                # First offsets (where a backpressured partition rewinds to) only matter with sinks,
-                # and only until every assigned partition has one in this checkpoint.
-                first = (first_offsets(msgs, done, parts)
-                         if track_first and checkpoint.starts_known() < parts else {})
-                checkpoint.store_batch(last, first, done)
+                checkpoint = self._current()  # a rebalance inside consume() may have replaced it
+                self._store_batch(checkpoint, msgs, done, track_first)
                 self._last_activity = monotonic()
-            producer_poll(producer_poll_timeout)
+                if observers:
+                    self._notify("on_batch", msgs, done, elapsed)
+            producer.poll(producer_poll_timeout)
             if checkpoint.expired():
                 self._commit()
             if pausing.paused:
                 pausing.resume_if_ready()
-            if count and collector.count >= count:
+            if sources is not None:
+                sources.raise_for_error()  # a crashed source stops the app with its error
+            if count and collector is not None and collector.count >= count:
                 logger.info("run(count=%s): count reached, stopping", count)
                 break
             # The idle timeout counts only while partitions are assigned ("after the rebalance").
@@ -273,34 +335,50 @@ class Runner:
                 logger.info("run(timeout=%s): no new message for %ss, stopping", timeout, timeout)
                 break
 
+    def _store_batch(self, checkpoint: Checkpoint, msgs: List[Any], done: int, track_first: bool) -> None:
+        """Record the batch's processed offsets in the checkpoint."""
+        parts_count = len(self._assigned) or 1
+        last: Dict[Tuple[str, int], int]
+        if done == len(msgs) and self._positions:
+            # The whole batch is processed: the consumer's position of each partition is
+            # "last returned message + 1", one C call instead of a scan of the batch.
+            last = {(tp.topic, tp.partition): tp.offset - 1
+                    for tp in self._parts.consumer.position(self._positions) if tp.offset >= 0}
+        else:
+            last = last_offsets(msgs, done, parts_count)
+        # First offsets (where a backpressured partition rewinds to) only matter with sinks,
+        # and only until every assigned partition has one in this checkpoint.
+        first = (first_offsets(msgs, done, parts_count)
+                 if track_first and checkpoint.starts_known() < parts_count else {})
+        checkpoint.store_batch(last, first, done)
+
     def _shutdown(self, commit: bool) -> None:
-        app = self._app
-        ctx = app.processing_context
+        parts = self._parts
         self._closing = True
         try:
             if commit and self._checkpoint is not None:
                 self._commit()
-                if app.config.exactly_once:
-                    self._checkpoint.close()
+                if parts.config.exactly_once:
+                    self._current().close()
             else:
-                if ctx._state_manager is not None and hasattr(ctx._state_manager, "abort_checkpoint"):
-                    ctx._state_manager.abort_checkpoint()
-                if app.config.exactly_once:
+                if parts.state_manager is not None:
+                    parts.state_manager.abort_checkpoint()
+                if parts.config.exactly_once:
                     try:
-                        app._producer.abort_transaction()
+                        parts.producer.abort_transaction()
                     except Exception as exc:  # noqa: BLE001 - already failing: keep the first error
                         logger.warning("aborting the transaction failed: %s", exc)
         finally:
             try:
-                app._consumer.close()
+                parts.consumer.close()
             finally:
                 self._closing = False
-                if ctx._state_manager is not None:
-                    ctx._state_manager.close()
-                if ctx.sink_manager is not None:
-                    ctx.sink_manager.close()
+                if parts.state_manager is not None:
+                    parts.state_manager.close()
+                if parts.sink_manager is not None:
+                    parts.sink_manager.close()
                 if not commit:
                     try:
-                        app._producer._producer.flush(5)
-                    except Exception:  # noqa: BLE001
-                        pass
+                        parts.producer.flush(5)
+                    except Exception as exc:  # noqa: BLE001 - already failing: keep the first error
+                        logger.warning("flushing the producer after a failure failed: %s", exc)

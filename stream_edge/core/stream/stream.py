@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, List, Optional
 
+from .codegen import GeneratedFunction
 from .functions import (
+    compile_steps,
     fan_out,
     ApplyFunction,
     ApplyWithMetadataFunction,
@@ -155,20 +157,16 @@ class Stream:
         """
         funcs = [n.func for n in self.root_path() if n.func is not None]
         for func in funcs:
-            if func.expand or not isinstance(func, (ApplyFunction, ApplyWithMetadataFunction)):
+            if func.expand or not isinstance(func, ApplyWithMetadataFunction):
                 raise ValueError(f"only plain apply functions can be composed into a returning function: {func}")
-        calls = [f._call() for f in funcs]  # each as (value, key, timestamp, headers) -> value
-        if len(calls) == 1:
-            return calls[0]
-
-        def returning(value, key, timestamp, headers):
-            for call in calls:
-                value = call(value, key, timestamp, headers)
-            return value
-        return returning
+        gen = GeneratedFunction(" -> ".join(f.label for f in funcs) + " (returning)")
+        for func in funcs:
+            gen.add(*func.code(gen.ref))
+        gen.add("return value")
+        return gen.compile("returning")
 
 
-def _noop(value, key, timestamp, headers):
+def _noop(value: Any, key: Any, timestamp: int, headers: Any) -> None:
     return None
 
 
@@ -176,7 +174,7 @@ def _after(node: Stream, sink: Optional[VoidExecutor]) -> Optional[VoidExecutor]
     """The executor that receives what ``node`` emits: its children (fanned out) or the sink."""
     if node.children:
         return fan_out([c for c in (_build(c, sink) for c in node.children) if c is not None])
-    if getattr(node.func, "internal", False):
+    if node.func is not None and node.func.internal:
         return None  # e.g. group_by's write to its repartition topic: not an output of the pipeline
     return sink
 
@@ -184,39 +182,16 @@ def _after(node: Stream, sink: Optional[VoidExecutor]) -> Optional[VoidExecutor]
 def _build(node: Stream, sink: Optional[VoidExecutor]) -> Optional[VoidExecutor]:
     """Build the executor of ``node`` and its subtree.
 
-    A chain of inlinable steps (no branch, no expansion) becomes ONE generated function whose body
-    is the steps' source lines, so a record costs one Python call for the whole chain plus the
-    user's own functions. Branch points, expanding steps and custom StreamFunctions end a chain by
-    calling their executor (built the same way, recursively).
+    A linear chain of operators (no branch) becomes ONE generated function whose body is the
+    operators' lines (``StreamFunction.code``). A branch point or an expanding operator ends the
+    chain by handing over to the executor(s) of what follows, built the same way, recursively.
     """
     if node.func is None:
         return _after(node, sink)
-    namespace: dict = {}
-
-    def ref(obj: Any) -> str:
-        name = f"_f{len(namespace)}"
-        namespace[name] = obj
-        return name
-
-    lines: List[str] = []
+    chain: List[StreamFunction] = [node.func]
     current = node
-    while True:
-        code = current.func.inline(ref)
-        if code is None:  # not inlinable: hand over to its own executor
-            lines.append(f"{ref(current.func.build(_after(current, sink)))}(value, key, timestamp, headers)")
-            break
-        lines.extend(code)
-        if len(current.children) == 1 and current.children[0].func is not None:
-            current = current.children[0]
-            continue
-        after = _after(current, sink)
-        if after is not None:
-            lines.append(f"{ref(after)}(value, key, timestamp, headers)")
-        break
-    if len(lines) == 1 and lines[0] == "_f0(value, key, timestamp, headers)":
-        return namespace["_f0"]  # a single opaque executor: no wrapper
-    source = "def composed(value, key, timestamp, headers):\n" + "".join(f"    {line}\n" for line in lines)
-    exec(compile(source, "<stream_edge composed chain>", "exec"), namespace)
-    composed = namespace["composed"]
-    composed.source = source  # for debugging: print(executor.source)
-    return composed
+    while (not current.func.expand and len(current.children) == 1  # type: ignore[union-attr]
+           and current.children[0].func is not None):
+        current = current.children[0]
+        chain.append(current.func)  # type: ignore[arg-type]
+    return compile_steps(chain, _after(current, sink))

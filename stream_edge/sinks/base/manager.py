@@ -7,13 +7,15 @@ Runtime seam (``docs/internals.md``)::
     manager.start_sinks()                  # once, before the first message
     manager.flush(topic, partition)        # at each checkpoint, for every assigned partition
     manager.on_paused(topic, partition)    # backpressure (flush() already does it for you)
+    manager.on_revoke(topic, partition)    # the partition was revoked or lost (rebalance)
     manager.close()                        # at shutdown: cleanup() of every sink
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Dict, List
+import time
+from typing import Callable, Dict, List, Optional
 
 from .exceptions import SinkBackpressureError
 from .sink import BaseSink
@@ -48,16 +50,20 @@ class SinkManager:
         for sink in self._sinks.values():
             sink.start()
 
-    def flush(self, topic: str, partition: int) -> None:
-        """Flush every sink for one partition.
+    def flush(self, topic: str, partition: int,
+              on_flushed: Optional[Callable[[BaseSink, str, int, float], None]] = None) -> None:
+        """Flush every sink for one partition (``on_flushed(sink, topic, partition, seconds)`` after each).
 
         On :class:`SinkBackpressureError` the partition will be replayed, so every sink drops its
         batch for it (``on_paused``) and the error propagates for the runtime to pause and seek.
         Any other exception propagates as is: the checkpoint fails and commits nothing.
         """
         for sink in self._sinks.values():
+            started = time.monotonic()
             try:
                 sink.flush(topic, partition)
+                if on_flushed is not None:
+                    on_flushed(sink, topic, partition, time.monotonic() - started)
             except SinkBackpressureError as exc:
                 if exc.topic is None:
                     exc.topic, exc.partition = topic, partition
@@ -67,6 +73,11 @@ class SinkManager:
     def on_paused(self, topic: str, partition: int) -> None:
         for sink in self._sinks.values():
             sink.on_paused(topic, partition)
+
+    def on_revoke(self, topic: str, partition: int) -> None:
+        """Tell every sink a partition left this instance (it drops what it keeps for it)."""
+        for sink in self._sinks.values():
+            sink.on_revoke(topic, partition)
 
     def close(self) -> None:
         """Call ``cleanup()`` of every sink; one failing cleanup does not stop the others."""

@@ -68,6 +68,11 @@ class BaseSink(abc.ABC):
     def on_paused(self, topic: str, partition: int) -> None:
         """Called when ``(topic, partition)`` is paused because of backpressure."""
 
+    def on_revoke(self, topic: str, partition: int) -> None:
+        """Called when ``(topic, partition)`` is revoked from or lost by this instance (a
+        rebalance), after its last checkpoint: forget what is kept for it (another instance now
+        owns it). Not part of the Quix Streams API; the default does nothing."""
+
     def setup(self) -> None:
         """Connect to the destination / validate configuration. Called once by :meth:`start`."""
 
@@ -142,4 +147,8 @@ class BatchingSink(BaseSink):
 
     def on_paused(self, topic: str, partition: int) -> None:
         """The partition is paused and will be replayed: drop its accumulated batch."""
+        self._batches.pop((topic, partition), None)
+
+    def on_revoke(self, topic: str, partition: int) -> None:
+        """The partition left this instance: drop its accumulated batch."""
         self._batches.pop((topic, partition), None)

@@ -8,16 +8,22 @@ from stream_edge.processing.context import ProcessingContext
 
 
 class RecordingProducer:
-    """Stands in for RowProducer.topic_writer: records what would be produced."""
+    """Stands in for RowProducer.topic_output: records what would be produced."""
 
     def __init__(self):
         self.produced = []
 
-    def topic_writer(self, topic, key=None):
-        def write(value, msg_key, ts, headers):
-            out_key = key(value) if key is not None else msg_key
-            self.produced.append((topic.name, value, out_key, ts, headers))
-        return write
+    def topic_output(self, topic, key=None):
+        from stream_edge.rowproducer import TopicOutput
+
+        def produce(name, value, msg_key, timestamp, headers):
+            self.produced.append((name, value, msg_key, timestamp, headers))
+
+        def on_failure(value, msg_key, timestamp, headers, exc, retry):
+            raise exc
+
+        return TopicOutput(produce=produce, topic_name=topic.name, value_dumps=None, key_func=key,
+                           key_dumps=None, extra_headers=None, on_failure=on_failure)
 
 
 class FakeTopicManager:

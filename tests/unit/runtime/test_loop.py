@@ -7,7 +7,7 @@ from confluent_kafka import KafkaError, Message
 from stream_edge.error_callbacks import default_on_consumer_error, default_on_processing_error
 from stream_edge.models import Topic
 from stream_edge.processing.context import ProcessingContext
-from stream_edge.processing.loop import ConsumerError, build_batch_processor, build_handler, last_offsets
+from stream_edge.processing.loop import BatchProcessor, ConsumerError, OutputCounter, TopicRoute, last_offsets
 
 
 def msg(value, offset=0, topic="t", partition=0, key=b"k", error=None):
@@ -15,21 +15,17 @@ def msg(value, offset=0, topic="t", partition=0, key=b"k", error=None):
                    timestamp=(1, 1000 + offset), headers=None, error=error)
 
 
-class Counter:
-    count = 0
-
-
-def processor(topics_values, stop_at=None, on_consumer_error=default_on_consumer_error, **kw):
-    ctx, out, handlers = ProcessingContext(), [], {}
+def processor(topics_values, counter=None, on_consumer_error=default_on_consumer_error, **kw):
+    ctx, out, routes = ProcessingContext(), [], {}
     for name, value_deserializer in topics_values:
         topic = Topic(name, value_deserializer=value_deserializer)
 
         def executor(v, k, t, h, name=name):
             out.append((name, v, k, t))
-            if stop_at is not None:
-                stop_at[0].count += 1
-        handlers[name] = build_handler(topic, executor, ctx, on_consumer_error, default_on_processing_error)
-    return build_batch_processor(handlers, on_consumer_error, stop_at=stop_at, **kw), out, ctx
+            if counter is not None:
+                counter.count += 1
+        routes[name] = TopicRoute.of(topic, executor)
+    return BatchProcessor(routes, ctx, on_consumer_error, default_on_processing_error, counter=counter, **kw), out, ctx
 
 
 def test_inline_json_path_and_tombstones():
@@ -50,8 +46,8 @@ def test_bytes_topic_single_path_and_multi_topic_path():
 
 
 def test_count_stops_after_the_message_reaching_it():
-    counter = Counter()
-    process, out, _ = processor([("t", "json")], stop_at=(counter, 2))
+    counter = OutputCounter(limit=2)
+    process, out, _ = processor([("t", "json")], counter=counter)
     assert process([msg(b"1", 0), msg(b"2", 1), msg(b"3", 2)]) == 2
     assert [v for _, v, _, _ in out] == [1, 2]
 

@@ -1,13 +1,16 @@
-"""Stream function wrappers (apply, update, filter, transform)."""
+"""Stream operators (apply, update, filter, transform, to_topic, column assignment)."""
 
 from .apply import ApplyFunction, ApplyWithMetadataFunction
-from .base import StreamFunction, VoidExecutor, fan_out, pickle_copier
+from .assign import AssignFunction
+from .base import StreamFunction, VoidExecutor, compile_steps, fan_out, pickle_copier
 from .filter import FilterFunction, FilterWithMetadataFunction
+from .produce import ToTopicFunction
 from .transform import TransformFunction
 from .update import UpdateFunction, UpdateWithMetadataFunction
 
 __all__ = (
-    "ApplyFunction", "ApplyWithMetadataFunction", "FilterFunction", "FilterWithMetadataFunction",
-    "StreamFunction", "TransformFunction", "UpdateFunction", "UpdateWithMetadataFunction",
-    "VoidExecutor", "fan_out", "pickle_copier",
+    "ApplyFunction", "ApplyWithMetadataFunction", "AssignFunction", "FilterFunction",
+    "FilterWithMetadataFunction", "StreamFunction", "ToTopicFunction", "TransformFunction",
+    "UpdateFunction", "UpdateWithMetadataFunction", "VoidExecutor", "compile_steps", "fan_out",
+    "pickle_copier",
 )

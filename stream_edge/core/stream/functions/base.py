@@ -1,19 +1,25 @@
-"""Stream functions: each wraps a user callback and builds an executor closure.
+"""Stream functions: each operator is written ONCE, as the source lines it adds to a chain.
 
-An executor is ``executor(value, key, timestamp, headers) -> None``. A function's executor calls
-its child executor(s) with the result; a leaf (``child is None``) calls nothing, so the last
-operation of a chain costs no extra call. Child executors are bound as closure cells, never looked
-up per message.
+An executor is ``executor(value, key, timestamp, headers) -> None``. :meth:`StreamFunction.code`
+returns the lines doing the operator on the locals ``value, key, timestamp, headers``; a line may
+``return`` to drop the record. :class:`~stream_edge.core.stream.Stream` fuses a chain of operators
+into one generated function (see ``codegen.py``); :meth:`StreamFunction.get_executor` compiles a
+single operator the same way, so there is no second, hand-written implementation of any operator.
+
+Expanding operators (``expand = True``) put an iterable in the local ``items``; the generator then
+calls the downstream executor once per item, binding each item to :attr:`expand_target`.
 """
 
 from __future__ import annotations
 
+import abc
 import pickle
 from typing import Any, Callable, List, Optional, Sequence
 
 VoidExecutor = Callable[[Any, Any, int, Any], None]
+Ref = Callable[..., str]  # ref(obj, hint) -> the name ``obj`` is bound to in the generated code
 
-__all__ = ("StreamFunction", "VoidExecutor", "fan_out", "pickle_copier")
+__all__ = ("StreamFunction", "VoidExecutor", "Ref", "fan_out", "pickle_copier", "compile_steps")
 
 
 def pickle_copier(obj: Any) -> Callable[[], Any]:
@@ -49,29 +55,61 @@ def fan_out(children: Sequence[VoidExecutor]) -> Optional[VoidExecutor]:
     return branches
 
 
-class StreamFunction:
-    """Base of all stream operations; subclasses implement :meth:`get_executor`."""
+def _func_name(func: Any) -> str:
+    return getattr(func, "__name__", type(func).__name__).replace("<lambda>", "lambda")
+
+
+class StreamFunction(abc.ABC):
+    """Base of all stream operators: subclasses implement :meth:`code`.
+
+    Example (an operator adding one to the value)::
+
+        class AddOne(StreamFunction):
+            def code(self, ref):
+                return ["value = value + 1"]
+    """
 
     expand: bool = False
+    expand_target: str = "value"  # what each item of ``items`` is bound to (expanding operators)
+    internal: bool = False  # True: not an output of the pipeline (e.g. group_by's repartition write)
 
-    def __init__(self, func: Callable[..., Any]) -> None:
+    def __init__(self, func: Optional[Callable[..., Any]] = None) -> None:
         self.func = func
 
+    @abc.abstractmethod
+    def code(self, ref: Ref) -> List[str]:
+        """Source lines doing this operator (see the module docstring)."""
+
+    @property
+    def label(self) -> str:
+        """A short name used in generated identifiers and titles, e.g. ``apply_to_celsius``."""
+        return f"{type(self).__name__.replace('Function', '').lower()}_{_func_name(self.func)}"
+
     def get_executor(self, *child_executors: VoidExecutor) -> VoidExecutor:
-        """Return a closure ``(value, key, timestamp, headers)`` calling the children."""
-        return self.build(fan_out(child_executors))
-
-    def build(self, child: Optional[VoidExecutor]) -> VoidExecutor:  # pragma: no cover - abstract
-        raise TypeError(f"{type(self).__name__} does not build an executor")
-
-    def inline(self, ref: Callable[[Any], str]) -> Optional[List[str]]:
-        """Source lines doing this step on the locals ``value, key, timestamp, headers``.
-
-        Used by :meth:`Stream.compose` to fuse a chain of steps into one generated function;
-        ``ref(obj)`` returns the name an object is bound to there. A line may ``return`` to drop
-        the record. None (the default) means "not inlinable": the step runs as its own executor.
-        """
-        return None
+        """A closure ``(value, key, timestamp, headers)`` doing this operator, then the children."""
+        return compile_steps([self], fan_out(child_executors))
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({getattr(self.func, '__name__', self.func)!r})"
+        return f"{type(self).__name__}({_func_name(self.func)!r})"
+
+
+def emit_steps(gen: Any, steps: Sequence[StreamFunction], child: Optional[VoidExecutor]) -> None:
+    """Append the lines of ``steps`` (only the last may expand) and the hand-over to ``child``."""
+    for step in steps:
+        gen.add(*step.code(gen.ref))
+    last = steps[-1] if steps else None
+    call = f"{gen.ref(child, 'downstream')}(value, key, timestamp, headers)" if child is not None else None
+    if last is not None and last.expand:
+        if call is not None:
+            gen.add(f"for {last.expand_target} in items:", f"    {call}")
+    elif call is not None:
+        gen.add(call)
+
+
+def compile_steps(steps: Sequence[StreamFunction], child: Optional[VoidExecutor]) -> VoidExecutor:
+    """One generated function doing ``steps`` in order, then ``child`` (if any)."""
+    from stream_edge.core.stream.codegen import GeneratedFunction
+
+    gen = GeneratedFunction(" -> ".join(s.label for s in steps) or "passthrough")
+    emit_steps(gen, steps, child)
+    return gen.compile()

@@ -1,10 +1,10 @@
-"""Update functions: the callback mutates the value or has a side effect; its result is ignored."""
+"""Update operators: the callback mutates the value or has a side effect; its result is ignored."""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import List
 
-from .base import StreamFunction, VoidExecutor
+from .base import Ref, StreamFunction
 
 __all__ = ("UpdateFunction", "UpdateWithMetadataFunction")
 
@@ -12,34 +12,13 @@ __all__ = ("UpdateFunction", "UpdateWithMetadataFunction")
 class UpdateFunction(StreamFunction):
     """Wrap ``func(value)``; the (possibly mutated) input value goes downstream."""
 
-    def inline(self, ref):
-        return [f"{ref(self.func)}(value)"]
+    arguments = "value"
 
-    def build(self, child: Optional[VoidExecutor]) -> VoidExecutor:
-        func = self.func
-        if child is None:
-            def leaf(value, key, timestamp, headers):
-                func(value)
-            return leaf
-
-        def update(value, key, timestamp, headers):
-            func(value)
-            child(value, key, timestamp, headers)
-        return update
+    def code(self, ref: Ref) -> List[str]:
+        return [f"{ref(self.func, self.label)}({self.arguments})"]
 
 
-class UpdateWithMetadataFunction(StreamFunction):
+class UpdateWithMetadataFunction(UpdateFunction):
     """Wrap ``func(value, key, timestamp, headers)``; the input value goes downstream."""
 
-    def inline(self, ref):
-        return [f"{ref(self.func)}(value, key, timestamp, headers)"]
-
-    def build(self, child: Optional[VoidExecutor]) -> VoidExecutor:
-        func = self.func
-        if child is None:
-            return func  # the leaf has the executor's own signature: no wrapper needed
-
-        def update(value, key, timestamp, headers):
-            func(value, key, timestamp, headers)
-            child(value, key, timestamp, headers)
-        return update
+    arguments = "value, key, timestamp, headers"
