@@ -15,6 +15,7 @@ created on first use.
 from __future__ import annotations
 
 import argparse
+import os
 import collections
 import json
 import subprocess
@@ -99,8 +100,12 @@ def read_output(bootstrap: str, topic: str, expected: int) -> collections.Counte
 
 def run_variant(python: Path, package: str, bootstrap: str, admin: AdminClient, source: str, n: int,
                 expected: int, profile: str | None, program: Path = PIPELINE, label: str = "runtime",
-                timeout: float = 1800) -> tuple[dict, str]:
-    """Run ``program`` (a Quix 3.x program taking --package) once; returns its figures and output topic."""
+                timeout: float = 1800, tree: str | None = None) -> tuple[dict, str]:
+    """Run ``program`` (a Quix 3.x program taking --package) once; returns its figures and output topic.
+
+    ``tree``: import ``stream_edge`` from this checkout instead (e.g. a ``git worktree`` of an older
+    commit), to measure a change before and after in the same run.
+    """
     output = f"bench-{label}-output-{package}-{uuid.uuid4().hex[:8]}"
     admin.create_topics([NewTopic(output, num_partitions=2, replication_factor=1)])[output].result(timeout=30)
     cmd = [str(python), str(program), "--package", package, "--broker", bootstrap, "--input", source,
@@ -108,7 +113,8 @@ def run_variant(python: Path, package: str, bootstrap: str, admin: AdminClient, 
            "--expected", str(expected), "--messages", str(n)]
     if profile:
         cmd += ["--profile", profile]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    env = dict(os.environ, PYTHONPATH=tree) if tree else None
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     if proc.returncode != 0:
         raise SystemExit(f"{package} run failed:\n{proc.stderr[-4000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1]), output
@@ -122,6 +128,9 @@ def main() -> None:
                         help="also run the same work as a bare confluent-kafka loop (the floor)")
     parser.add_argument("--profile", help="cProfile output file for the stream_edge run")
     parser.add_argument("--no-check", action="store_true", help="skip the output comparison")
+    parser.add_argument("--baseline-tree", metavar="DIR",
+                        help="also run stream_edge imported from DIR (e.g. 'git worktree add /tmp/before <commit>') "
+                             "to compare a change before/after in one run")
     args = parser.parse_args()
 
     from infra.local import services
@@ -132,17 +141,28 @@ def main() -> None:
     expected = expected_outputs(args.messages)
     results, outputs = {}, {}
     variants = [("stream_edge", Path(sys.executable)), ("quixstreams", None), ("bare", Path(sys.executable))]
-    for package, python in variants:
-        if args.only and package != args.only:
+    if args.baseline_tree:
+        variants.insert(0, ("baseline", Path(sys.executable)))
+    for name, python in variants:
+        if args.only and name != args.only:
             continue
-        if package == "bare" and not (args.bare or args.only == "bare"):
+        if name == "bare" and not (args.bare or args.only == "bare"):
             continue
+        package = "stream_edge" if name == "baseline" else name
         python = python or quix_python()
-        results[package], outputs[package] = run_variant(
+        results[name], outputs[name] = run_variant(
             python, package, bootstrap, admin, source, args.messages, expected,
-            args.profile if package == "stream_edge" else None)
-        r = results[package]
-        print(f"{package:12} {r['msgs_per_s']:>10,.0f} msg/s  ({r['messages']:,} messages in {r['seconds']:.2f}s)")
+            args.profile if name == "stream_edge" else None,
+            tree=args.baseline_tree if name == "baseline" else None)
+        r = results[name]
+        label = f"stream_edge@{args.baseline_tree}" if name == "baseline" else name
+        print(f"{label:12} {r['msgs_per_s']:>10,.0f} msg/s  ({r['messages']:,} messages in {r['seconds']:.2f}s)")
+    if "baseline" in results and "stream_edge" in results:
+        change = results["stream_edge"]["msgs_per_s"] / results["baseline"]["msgs_per_s"]
+        print(f"stream_edge now / baseline tree: {change:.2f}x")
+        if "quixstreams" in results:
+            print(f"ratio baseline tree / quixstreams: "
+                  f"{results['baseline']['msgs_per_s'] / results['quixstreams']['msgs_per_s']:.2f}x")
     if "bare" in results and "stream_edge" in results:
         share = results["stream_edge"]["msgs_per_s"] / results["bare"]["msgs_per_s"]
         print(f"stream_edge reaches {share:.0%} of the bare confluent-kafka loop")

@@ -38,9 +38,7 @@ def test_run_collects_metadata_and_stops_on_timeout(new_app, make_topic, produce
     app, _ = new_app()
     sdf = app.dataframe(app.topic(src))
     sdf = sdf.apply(lambda v: v["x"])
-    started = time.monotonic()
     rows = app.run(timeout=2, metadata=True)
-    assert time.monotonic() - started < 30
     assert [r["_value"] for r in rows] == [1, 2]
     assert rows[0]["_key"] == b"a" and rows[0]["_timestamp"] == 1_700_000_000_000
     assert rows[0]["_headers"] == [("h", b"1")] and rows[0]["_topic"] == src and rows[0]["_offset"] == 0
@@ -145,15 +143,14 @@ def test_get_producer_and_consumer(new_app, make_topic):
         assert msg is not None and msg.value() == b"v"
 
 
-def test_stop_from_another_thread(new_app, make_topic, produce):
+def test_stop_from_another_thread(new_app, make_topic, produce, committed):
     import threading
     src = make_topic()
     produce(src, [(b"k", {"a": 1})])
-    app, _ = new_app()
+    app, group = new_app()
     app.dataframe(app.topic(src)).update(lambda v: threading.Timer(0.5, app.stop).start())
-    started = time.monotonic()
-    app.run()
-    assert time.monotonic() - started < 30
+    app.run()  # returns (pytest-timeout guards a hang) after committing a final checkpoint
+    assert committed(group, src)[0] == 1
 
 
 def test_on_message_processed_and_message_context(new_app, make_topic, produce):

@@ -16,14 +16,16 @@ pytestmark = pytest.mark.integration
 
 
 class ListSink(BatchingSink):
-    def __init__(self, backpressure_once: bool = False):
+    def __init__(self, backpressure_once: bool = False, backpressure_partition: int | None = None):
         self.connected = False
         super().__init__(on_client_connect_success=lambda: setattr(self, "connected", True))
         self.written, self.backpressured = [], 0
         self._backpressure_once = backpressure_once
+        self._partition = backpressure_partition
 
     def write(self, batch):
-        if self._backpressure_once and not self.backpressured:
+        if (self._backpressure_once and not self.backpressured
+                and (self._partition is None or batch.partition == self._partition)):
             self.backpressured += 1
             raise SinkBackpressureError(retry_after=0.5)
         self.written.extend((item.offset, item.value["i"]) for item in batch)
@@ -51,6 +53,27 @@ def test_backpressure_pauses_rewinds_and_resumes_without_loss(new_app, make_topi
     assert sink.backpressured == 1
     assert sorted(v for _, v in sink.written) == list(range(10))  # the dropped batch was consumed again
     assert committed(group, src)[0] == 10
+
+
+def test_exactly_once_backpressure_commits_no_output_twice(new_app, make_topic, produce, read_topic, committed):
+    """One partition's sink backpressures under exactly-once: the outputs already produced in the
+    checkpoint's transaction must not be committed while that partition is replayed."""
+    src, out = make_topic(partitions=2), make_topic(partitions=2)
+    for partition in (0, 1):
+        produce(src, [(f"k{partition}".encode(), {"i": partition * 100 + i}) for i in range(20)], partition=partition)
+    sink = ListSink(backpressure_once=True, backpressure_partition=1)
+    app, group = new_app(commit_interval=0.5, processing_guarantee="exactly-once")
+    sdf = app.dataframe(app.topic(src))
+    sdf.to_topic(app.topic(out))
+    sdf.sink(sink)
+    app.run(timeout=4)
+    assert sink.backpressured == 1
+    expected = sorted(p * 100 + i for p in (0, 1) for i in range(20))
+    values = sorted(orjson.loads(m.value())["i"] for m in read_topic(out, 40, settle=1.0))
+    assert values == expected  # read_committed: each output exactly once
+    # The whole transaction was replayed: the sink (at-least-once) saw every record, some twice.
+    assert sorted(set(v for _, v in sink.written)) == expected
+    assert committed(group, src, partitions=2) == {0: 20, 1: 20}
 
 
 def test_csv_source_feeds_a_dataframe(new_app, tmp_path, read_topic):
@@ -93,9 +116,7 @@ def test_custom_source_and_add_source_without_dataframe(new_app, read_topic):
 
     app, _ = new_app()
     topic = app.add_source(Counter(name=f"counter-{uuid.uuid4().hex[:6]}"))
-    started = time.monotonic()
     assert app.run(timeout=5) == []
-    assert time.monotonic() - started < 30
     assert sorted(orjson.loads(m.value())["n"] for m in read_topic(topic.name, 3)) == [0, 1, 2]
 
 
