@@ -25,12 +25,11 @@ Example::
 from __future__ import annotations
 
 import json
-import os
-import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from lakehouse.lake_files import LakeLocation
+from stream_edge.lake.durable import write_atomic
 
 LEDGER_DIR = "_lakehouse/register"
 
@@ -121,12 +120,7 @@ class RegistrationLedger:
                            "written_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}).encode()
         target = f"{self.dir}/checkpoint-{through:06d}.json"
         if self.root.is_local:
-            tmp = f"{self.dir}/.tmp-{uuid.uuid4().hex}"
-            with open(tmp, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, target)
+            write_atomic(target, data)
         else:
             with self.fs.open_output_stream(target) as handle:
                 handle.write(data)
@@ -154,20 +148,13 @@ class RegistrationLedger:
         if self.root.is_local:
             # Exclusive create: a second register run racing for the same batch fails here
             # instead of registering the same files twice.
-            tmp = f"{self.dir}/.tmp-{uuid.uuid4().hex}"
-            with open(tmp, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
             try:
-                os.link(tmp, target)
+                write_atomic(target, data, exclusive=True)
             except FileExistsError:
                 raise LedgerError(
                     f"registration batch {number} already exists in {self.dir}: is another "
                     "register run working on this table?"
                 ) from None
-            finally:
-                os.unlink(tmp)
         else:
             if self.fs.get_file_info(target).type != 0:  # 0 = NotFound
                 raise LedgerError(f"registration batch {number} already exists in {self.dir}")

@@ -39,6 +39,7 @@ from stream_edge.lake import (
     staged_file_path,
     staging_prefix,
 )
+from stream_edge.lake.durable import write_atomic
 from stream_edge.lake.naming import COMMITS_DIR
 
 from .records import PartitionedTable
@@ -197,21 +198,7 @@ class LakeTableWriter:
             with self.fs.open_output_stream(path) as stream:  # one PUT: atomic
                 stream.write(data)
             return
-        folder = os.path.dirname(path)
-        os.makedirs(folder, exist_ok=True)
-        tmp = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.tmp")
-        with open(tmp, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            if self.fsync:
-                os.fsync(handle.fileno())
-        os.replace(tmp, path)
-        if self.fsync:
-            fd = os.open(folder, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+        write_atomic(path, data, fsync=self.fsync)
 
     def _move(self, staged: str, final: str) -> None:
         if self.local:

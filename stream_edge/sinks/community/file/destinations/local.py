@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from stream_edge.lake.durable import write_atomic
+
 from stream_edge.sinks.base import SinkBatch
 
 from ..formats import Format
@@ -44,10 +46,4 @@ class LocalDestination(Destination):
                     handle.flush()
                     os.fsync(handle.fileno())
                 return
-        path = Path(self._batch_path(batch))
-        tmp = path.with_name(f".{path.name}.tmp")
-        with open(tmp, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        write_atomic(self._batch_path(batch), data)
