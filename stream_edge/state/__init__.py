@@ -9,11 +9,11 @@ Example::
 """
 
 from .backends import MemoryBackend, RocksDBBackend, StoreBackend
-from .base.state import State, TransactionState
+from .base.state import State
 from .exceptions import *  # noqa: F401,F403
 from .manager import DEFAULT_STATE_STORE_NAME, StateStoreManager
 from .rocksdb.options import RocksDBOptions
-from .transaction import PartitionTransaction
+from .transaction import PartitionTransaction, TransactionState
 from .windowed import WindowedPartitionTransaction
 
 __all__ = ("State", "TransactionState", "StateStoreManager", "PartitionTransaction",

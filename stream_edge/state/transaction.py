@@ -25,10 +25,10 @@ from abc import ABC, abstractmethod
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .backends import StoreBackend
-from .base.state import State, TransactionState
+from .base.state import State
 from .serialization import SEPARATOR, default_dumps, default_loads
 
-__all__ = ("BaseTransaction", "PartitionTransaction", "DEFAULT_PREFIX")
+__all__ = ("BaseTransaction", "PartitionTransaction", "TransactionState", "DEFAULT_PREFIX")
 
 DEFAULT_PREFIX = b""
 _DELETED: Any = object()
@@ -131,3 +131,25 @@ class PartitionTransaction(BaseTransaction):
 
     def _forget(self) -> None:
         self._updates = {}
+
+
+class TransactionState(State):
+    """A :class:`State` over one partition transaction and one message-key prefix."""
+
+    __slots__ = ("_prefix", "_transaction")
+
+    def __init__(self, prefix: bytes, transaction: "PartitionTransaction") -> None:
+        self._prefix = prefix
+        self._transaction = transaction
+
+    def get(self, key: Any, default: Any = None) -> Optional[Any]:
+        return self._transaction.get(key, default, prefix=self._prefix)
+
+    def set(self, key: Any, value: Any) -> None:
+        self._transaction.set(key, value, prefix=self._prefix)
+
+    def delete(self, key: Any) -> None:
+        self._transaction.delete(key, prefix=self._prefix)
+
+    def exists(self, key: Any) -> bool:
+        return self._transaction.exists(key, prefix=self._prefix)

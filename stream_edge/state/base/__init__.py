@@ -1,3 +1,3 @@
-from .state import State, TransactionState
+from .state import State
 
-__all__ = ("State", "TransactionState")
+__all__ = ("State",)

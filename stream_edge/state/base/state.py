@@ -13,12 +13,9 @@ Example::
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
-if TYPE_CHECKING:  # pragma: no cover
-    from stream_edge.state.transaction import PartitionTransaction
-
-__all__ = ("State", "TransactionState")
+__all__ = ("State",)
 
 
 class State(ABC):
@@ -39,25 +36,3 @@ class State(ABC):
     @abstractmethod
     def exists(self, key: Any) -> bool:
         """True if ``key`` has a value."""
-
-
-class TransactionState(State):
-    """A :class:`State` over one partition transaction and one message-key prefix."""
-
-    __slots__ = ("_prefix", "_transaction")
-
-    def __init__(self, prefix: bytes, transaction: "PartitionTransaction") -> None:
-        self._prefix = prefix
-        self._transaction = transaction
-
-    def get(self, key: Any, default: Any = None) -> Optional[Any]:
-        return self._transaction.get(key, default, prefix=self._prefix)
-
-    def set(self, key: Any, value: Any) -> None:
-        self._transaction.set(key, value, prefix=self._prefix)
-
-    def delete(self, key: Any) -> None:
-        self._transaction.delete(key, prefix=self._prefix)
-
-    def exists(self, key: Any) -> bool:
-        return self._transaction.exists(key, prefix=self._prefix)
