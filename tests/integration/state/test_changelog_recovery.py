@@ -109,12 +109,13 @@ def test_local_state_ahead_of_a_recreated_changelog_is_rebuilt(kafka_bootstrap, 
     caplog.set_level(logging.INFO, logger="stream_edge.state")
     app2, again = new_manager(kafka_bootstrap, group, tmp_path / "a")
     again.register_store(src)
-    for attempt in range(20):  # the deleted topic disappears asynchronously
-        try:
-            again.on_partition_assign(src, 0, 5)
-            break
-        except Exception:
-            time.sleep(0.5)
+    # The broker deletes the topic asynchronously: wait until its metadata no longer lists it, so
+    # the manager sees a missing changelog (not one being deleted); any error then is real.
+    deadline = time.monotonic() + 30
+    while changelog in kafka_admin.list_topics(timeout=10).topics:
+        assert time.monotonic() < deadline, f"topic {changelog} still listed 30 s after its deletion"
+        time.sleep(0.2)
+    again.on_partition_assign(src, 0, 5)
     assert "dropping the local state and rebuilding it from the changelog" in caplog.text
     assert totals(again, src, 0, [b"k"]) == {b"k": None}
     again.close()
