@@ -40,6 +40,7 @@ from urllib.parse import unquote, urlparse
 from lakehouse.quality_report import (DataQualityError, ExpectationResult, ValidateOptions, ValidationReport,
                                       docs_name)
 from lakehouse.quality_spec import ExpectationSpec, QualitySpec, QualitySpecError, load_spec
+from lakehouse.iceberg_tables import IcebergTable
 from lakehouse.tables import open_table
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -61,8 +62,8 @@ def gx_expectations(spec: QualitySpec) -> list:
     """The Great Expectations objects for ``spec``, in spec order (each tagged with its entry)."""
     import great_expectations as gx
 
-    E = gx.expectations
-    out = []
+    E: Any = gx.expectations  # pydantic models: the spec was validated by quality_spec already
+    out: list = []
     for entry in spec.expectations:
         common: dict[str, Any] = {"severity": entry.severity}
         if entry.description:
@@ -106,7 +107,7 @@ def run_validate(spark: "SparkSession", options: ValidateOptions) -> ValidationR
     report = ValidationReport(table.identifier, table.table_format, options.spec_path)
     log.info("validate %s (%s) against %s: %d spec entries", table.identifier, table.table_format,
              options.spec_path, len(spec.expectations))
-    if table.table_format == "iceberg":
+    if isinstance(table, IcebergTable):
         table.refresh()  # see commits made by other writers since this session cached the table
     df, report.filter = _select(spark.table(table.sql_name), table, options)
 

@@ -97,6 +97,8 @@ class Checkpoint(BaseCheckpoint):
 
     def get_store_transaction(self, topic: str, partition: int, store_name: str = "default") -> Any:
         """The state transaction of ``topic[partition]``."""
+        if self._state_manager is None:
+            raise RuntimeError("this application has no state: register a stateful operation first")
         return self._state_manager.get_transaction(topic, partition, store_name)
 
     def close(self) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, List, Optional, Union
+from typing import Any, Callable, Dict, List, Optional, Union
 
 import confluent_kafka
 from confluent_kafka import TopicPartition
@@ -79,11 +79,13 @@ class BaseConsumer:
 
     def commit(self, message: Any = None, offsets: Optional[List[TopicPartition]] = None,
                asynchronous: bool = True) -> Optional[List[TopicPartition]]:
+        kwargs: Dict[str, Any] = {"asynchronous": asynchronous}
         if message is not None:
-            return self._consumer.commit(message=message, asynchronous=asynchronous)
-        if offsets is not None:
-            return self._consumer.commit(offsets=offsets, asynchronous=asynchronous)
-        return self._consumer.commit(asynchronous=asynchronous)
+            kwargs["message"] = message
+        elif offsets is not None:
+            kwargs["offsets"] = offsets
+        result: Optional[List[TopicPartition]] = self._consumer.commit(**kwargs)
+        return result
 
     def committed(self, partitions: List[TopicPartition], timeout: Optional[float] = None) -> List[TopicPartition]:
         return self._consumer.committed(partitions, timeout=-1 if timeout is None else timeout)

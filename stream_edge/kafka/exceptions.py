@@ -1,5 +1,7 @@
 """Kafka client errors."""
 
+from typing import Optional
+
 from confluent_kafka import KafkaError, KafkaException
 
 __all__ = ("KafkaConsumerException", "KafkaProducerDeliveryError", "KafkaError", "KafkaException")
@@ -8,7 +10,7 @@ __all__ = ("KafkaConsumerException", "KafkaProducerDeliveryError", "KafkaError",
 class KafkaConsumerException(Exception):
     """The consumer returned an error for a topic-partition."""
 
-    def __init__(self, error: KafkaError, topic: str = None, partition: int = None) -> None:
+    def __init__(self, error: KafkaError, topic: Optional[str] = None, partition: Optional[int] = None) -> None:
         self.error = error
         where = f" (topic '{topic}', partition {partition})" if topic is not None else ""
         super().__init__(f"{error.str() if hasattr(error, 'str') else error}{where}")

@@ -213,7 +213,7 @@ class Runner:
     def _install_signals(self) -> List[Tuple[int, Any]]:
         if threading.current_thread() is not threading.main_thread():
             return []
-        previous = []
+        previous: List[Tuple[int, Any]] = []
 
         def handler(signum: int, frame: Any) -> None:
             logger.info("received %s: stopping after a final checkpoint", signal.Signals(signum).name)

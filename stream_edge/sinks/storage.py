@@ -15,7 +15,7 @@ Example::
 from __future__ import annotations
 
 import os
-from typing import Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 from urllib.parse import unquote, urlparse
 
 __all__ = ("resolve_storage", "s3_filesystem", "display_url")
@@ -36,7 +36,7 @@ def s3_filesystem(
     from pyarrow import fs as pafs
 
     endpoint = endpoint_url or _env_endpoint()
-    kwargs = {}
+    kwargs: Dict[str, Any] = {}
     access_key = access_key or os.environ.get("AWS_ACCESS_KEY_ID")
     secret_key = secret_key or os.environ.get("AWS_SECRET_ACCESS_KEY")
     session_token = session_token or os.environ.get("AWS_SESSION_TOKEN")

@@ -22,7 +22,7 @@ import logging
 import shutil
 import time
 from pathlib import Path
-from typing import Dict, Iterator, Optional, Tuple
+from typing import Any, Dict, Iterator, Optional, Tuple
 
 from .exceptions import StoreLockedError
 from .rocksdb.options import RocksDBOptions
@@ -113,9 +113,9 @@ class RocksDBBackend(StoreBackend):
     def __init__(self, path: Path, options: Optional[RocksDBOptions] = None) -> None:
         self.path = Path(path)
         self._options = options or RocksDBOptions()
-        self._db = None
-        self._meta = None
-        self._meta_handle = None
+        self._db: Any = None
+        self._meta: Any = None
+        self._meta_handle: Any = None
         self._open()
 
     def _open(self) -> None:

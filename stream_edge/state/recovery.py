@@ -43,7 +43,7 @@ class ChangelogRecovery:
             "auto.offset.reset": "earliest",
         })
         self._config = config
-        self._consumer = None
+        self._consumer: Any = None
         self.timeout = timeout
         self.progress_interval = progress_interval
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Dict, List, Mapping, Optional, Union
+from typing import Any, Dict, List, Mapping, Optional, Union
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource
@@ -39,7 +39,7 @@ class TopicAdmin:
             self._inner = AdminClient(self._config)
         return self._inner
 
-    def list_topics(self, timeout: float = -1) -> Dict[str, object]:
+    def list_topics(self, timeout: float = -1) -> Dict[str, Any]:
         """Topic names and their metadata."""
         return self.admin_client.list_topics(timeout=timeout).topics
 

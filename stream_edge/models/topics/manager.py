@@ -148,7 +148,7 @@ class TopicManager:
             source_cfg = actual.get(source) if source else None
             for topic in by_store.values():
                 cfg = actual[topic.name]
-                if source_cfg is not None and cfg.num_partitions != source_cfg.num_partitions:
+                if cfg is not None and source_cfg is not None and cfg.num_partitions != source_cfg.num_partitions:
                     problems.append(f"changelog '{topic.name}' has {cfg.num_partitions} partitions, "
                                     f"its source '{source}' has {source_cfg.num_partitions}")
         if problems:

@@ -19,7 +19,7 @@ import os
 import shutil
 import socket
 import time
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -176,7 +176,7 @@ class LakeTableWriter:
 
     def _write_parquet(self, table: pa.Table, relative: str) -> None:
         path = self.abs(relative)
-        kwargs = {"compression": self.compression}
+        kwargs: Dict[str, Any] = {"compression": self.compression}
         if self.row_group_size:
             kwargs["row_group_size"] = self.row_group_size
         if self.local:

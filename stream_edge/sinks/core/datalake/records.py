@@ -241,7 +241,7 @@ class TableBuilder:
             moments = millis.cast(pa.int64()).cast(pa.timestamp("ms"))
         else:
             raise SchemaConflictError(
-                self.timestamp_column, topic, partition, None,
+                str(self.timestamp_column), topic, partition, None,
                 f"timestamp column must hold epoch milliseconds (int/float) or timestamps, got {ts.type}")
         constant = _single_hour_parts(ts)
         if constant is not None:
