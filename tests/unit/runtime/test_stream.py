@@ -89,3 +89,27 @@ def test_branch_points_and_expansions_end_a_fused_chain():
     out = []
     root.root().compose(sink=lambda v, k, t, h: out.append(v))(1, None, 0, None)
     assert out == [3, 3]
+
+
+def test_a_traceback_through_a_chain_shows_the_generated_line():
+    import traceback
+
+    def explode(value):
+        raise ValueError("bad reading")
+
+    executor = Stream().add_apply(lambda v: v + 1).add_apply(explode).compose()
+    with pytest.raises(ValueError) as info:
+        executor(1, None, 0, None)
+    text = "".join(traceback.format_exception(info.value))
+    assert "<stream_edge generated #" in text and "apply_lambda -> apply_explode" in text
+    assert "value = apply_explode_1(value)" in text  # the generated source line, from linecache
+
+
+def test_get_executor_is_generated_from_the_same_operator_code():
+    from stream_edge.core.stream import FilterFunction
+
+    seen = []
+    executor = FilterFunction(lambda v: v > 1).get_executor(lambda v, k, t, h: seen.append(v))
+    executor(1, None, 0, None)
+    executor(2, None, 0, None)
+    assert seen == [2] and "if not filter_lambda_0(value):" in executor.source
