@@ -9,6 +9,7 @@ import confluent_kafka
 from confluent_kafka import TopicPartition
 
 from .configuration import ConnectionConfig, connection_dict
+from .exceptions import client_error_logger
 
 __all__ = ("BaseConsumer", "Consumer", "AutoOffsetReset")
 
@@ -16,11 +17,7 @@ logger = logging.getLogger("stream_edge")
 AutoOffsetReset = str  # "earliest" | "latest" | "error"
 
 
-def _default_error_cb(error: confluent_kafka.KafkaError) -> None:
-    if error.code() == confluent_kafka.KafkaError._ALL_BROKERS_DOWN or error.fatal():
-        logger.error("Kafka consumer error: %s", error.str())
-    else:
-        logger.debug("Kafka consumer error: %s", error.str())
+_default_error_cb = client_error_logger("consumer")
 
 
 class BaseConsumer:

@@ -1,10 +1,27 @@
 """Kafka client errors."""
 
-from typing import Optional
+import logging
+from typing import Callable, Optional
 
 from confluent_kafka import KafkaError, KafkaException
 
-__all__ = ("KafkaConsumerException", "KafkaProducerDeliveryError", "KafkaError", "KafkaException")
+__all__ = ("KafkaConsumerException", "KafkaProducerDeliveryError", "KafkaError", "KafkaException",
+           "client_error_logger")
+
+logger = logging.getLogger("stream_edge")
+
+
+def client_error_logger(client: str) -> Callable[[KafkaError], None]:
+    """The default ``error_cb`` of a Kafka client: all brokers down or fatal errors at ERROR, the
+    rest (transient, retried by librdkafka) at DEBUG."""
+
+    def log_error(error: KafkaError) -> None:
+        if error.code() == KafkaError._ALL_BROKERS_DOWN or error.fatal():
+            logger.error("Kafka %s error: %s", client, error.str())
+        else:
+            logger.debug("Kafka %s error: %s", client, error.str())
+
+    return log_error
 
 
 class KafkaConsumerException(Exception):

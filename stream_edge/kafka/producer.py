@@ -11,6 +11,7 @@ from typing import Any, Callable, List, Optional, Union
 import confluent_kafka
 
 from .configuration import ConnectionConfig, connection_dict
+from .exceptions import client_error_logger
 
 __all__ = ("Producer", "TransactionalProducer", "PRODUCER_ON_ERROR_RETRIES", "PRODUCER_POLL_TIMEOUT")
 
@@ -20,11 +21,7 @@ PRODUCER_ON_ERROR_RETRIES = 10
 PRODUCER_POLL_TIMEOUT = 30.0
 
 
-def _default_error_cb(error: confluent_kafka.KafkaError) -> None:
-    if error.code() == confluent_kafka.KafkaError._ALL_BROKERS_DOWN or error.fatal():
-        logger.error("Kafka producer error: %s", error.str())
-    else:
-        logger.debug("Kafka producer error: %s", error.str())
+_default_error_cb = client_error_logger("producer")
 
 
 class Producer:
