@@ -33,7 +33,7 @@ def test_defaults_env_and_connection_config(monkeypatch):
     app = Application(conn, consumer_group="g", processing_guarantee="exactly-once", loglevel=None,
                       consumer_extra_config={"fetch.min.bytes": 10})
     consumer_cfg = app._consumer._config
-    assert consumer_cfg["sasl.password"] == "p" and consumer_cfg["security.protocol"] == "SASL_SSL"
+    assert consumer_cfg["sasl.password"] == "p" and consumer_cfg["security.protocol"] == "sasl_ssl"
     assert consumer_cfg["enable.auto.commit"] is False and consumer_cfg["fetch.min.bytes"] == 10
     producer_cfg = app._producer._producer._config
     assert producer_cfg["transactional.id"].startswith("g-") and producer_cfg["enable.idempotence"] is True

@@ -1,0 +1,64 @@
+"""Compatibility tests: the same Quix Streams 3.28 program on stream_edge and on the real package.
+
+``run_both(source)`` runs a program written against ``quixstreams`` twice, as subprocesses: once
+with the real quixstreams==3.28.1 (its own venv, see ``bench/quix_venv.py``), once with every
+``quixstreams`` replaced by ``stream_edge`` in the project's venv. It returns both standard outputs,
+which a test compares byte for byte. A program prints what it wants compared (e.g. ``repr`` of
+results, or JSON).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Callable, NamedTuple
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class BothOutputs(NamedTuple):
+    edge: str
+    quix: str
+
+
+def _run(python: str, source: str, workdir: Path, name: str, timeout: float, env: dict | None) -> str:
+    script = workdir / f"{name}.py"
+    script.write_text(source)
+    proc = subprocess.run([python, "-W", "ignore", str(script)], capture_output=True, text=True, cwd=workdir,
+                          timeout=timeout, env=env)
+    if proc.returncode != 0:
+        raise AssertionError(f"{name} failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
+    return proc.stdout
+
+
+@pytest.fixture(scope="session")
+def quix_python() -> str:
+    """The python of the quixstreams==3.28.1 venv (created on first use)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        from quix_venv import quix_python as make
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    return str(make())
+
+
+@pytest.fixture()
+def run_both(quix_python: str, tmp_path: Path) -> Callable[..., BothOutputs]:
+    """``run_both(source, timeout=120, env=None) -> BothOutputs(edge, quix)``."""
+
+    def run(source: str, timeout: float = 120, env: dict | None = None) -> BothOutputs:
+        import os
+
+        full_env = dict(os.environ, **(env or {}), PYTHONPATH=str(ROOT))
+        quix_dir, edge_dir = tmp_path / "quix", tmp_path / "edge"
+        quix_dir.mkdir(exist_ok=True)
+        edge_dir.mkdir(exist_ok=True)
+        quix = _run(quix_python, source, quix_dir, "quix_program", timeout, dict(full_env, PYTHONPATH=""))
+        edge = _run(sys.executable, source.replace("quixstreams", "stream_edge"), edge_dir, "edge_program",
+                    timeout, full_env)
+        return BothOutputs(edge=edge, quix=quix)
+
+    return run
