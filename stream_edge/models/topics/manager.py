@@ -9,7 +9,7 @@ from stream_edge.models.serializers import DeserializerType, SerializerType
 
 from .admin import TopicAdmin
 from .exceptions import TopicConfigurationMismatch, TopicNotFoundError
-from .topic import TimestampExtractor, Topic, TopicConfig
+from .topic import TimestampExtractor, Topic, TopicConfig, TopicType
 
 __all__ = ("TopicManager", "affirm_ready_for_create")
 
@@ -68,18 +68,28 @@ class TopicManager:
     def topic(self, name: str, value_deserializer: Optional[DeserializerType] = None,
               key_deserializer: Optional[DeserializerType] = "bytes",
               value_serializer: Optional[SerializerType] = None,
-              key_serializer: Optional[SerializerType] = "bytes", config: Optional[TopicConfig] = None,
-              timestamp_extractor: Optional[TimestampExtractor] = None) -> Topic:
-        """Define (and register) a topic with this manager's default config."""
-        topic = Topic(name, config=config or self.topic_config(), value_deserializer=value_deserializer,
+              key_serializer: Optional[SerializerType] = "bytes", create_config: Optional[TopicConfig] = None,
+              timestamp_extractor: Optional[TimestampExtractor] = None, *,
+              config: Optional[TopicConfig] = None) -> Topic:
+        """Define (and register) a topic; without ``create_config`` (``config`` is its older name)
+        the manager's defaults are used."""
+        chosen = create_config if create_config is not None else config
+        topic = Topic(name, create_config=self._complete(chosen), value_deserializer=value_deserializer,
                       key_deserializer=key_deserializer, value_serializer=value_serializer,
                       key_serializer=key_serializer, timestamp_extractor=timestamp_extractor)
         return self.register(topic)
 
+    def _complete(self, config: Optional[TopicConfig]) -> TopicConfig:
+        """A config with the manager's defaults where ``config`` leaves a count unset (None)."""
+        if config is None:
+            return self.topic_config()
+        return TopicConfig(num_partitions=config.num_partitions or self.default_num_partitions,
+                           replication_factor=config.replication_factor or self.default_replication_factor,
+                           extra_config=dict(config.extra_config or {}))
+
     def register(self, topic: Topic) -> Topic:
-        """Register an existing Topic (a missing config gets the default)."""
-        if topic.config is None:
-            topic.config = self.topic_config()
+        """Register an existing Topic (a missing config, or missing counts, get the defaults)."""
+        topic.create_config = self._complete(topic.create_config)
         self._topics[topic.name] = topic
         return topic
 
@@ -99,7 +109,7 @@ class TopicManager:
         """The internal topic a group_by() writes to and reads from (same partition count as the source)."""
         source = self._source_config(topic_name, timeout)
         name = f"repartition__{self._consumer_group}--{topic_name}--{operation}"
-        topic = Topic(name, config=TopicConfig(num_partitions=source.num_partitions,
+        topic = Topic(name, TopicType.REPARTITION, TopicConfig(num_partitions=source.num_partitions,
                                                replication_factor=source.replication_factor,
                                                extra_config={k: v for k, v in source.extra_config.items()
                                                              if k in ("retention.ms", "retention.bytes")}),
@@ -118,7 +128,7 @@ class TopicManager:
         else:
             config.extra_config = {**config.extra_config, **self._changelog_extra_config_defaults}
         name = f"changelog__{self._consumer_group}--{topic_name or 'source'}--{store_name}"
-        topic = Topic(name, config=config, value_deserializer="bytes", key_deserializer="bytes",
+        topic = Topic(name, TopicType.CHANGELOG, config, value_deserializer="bytes", key_deserializer="bytes",
                       value_serializer="bytes", key_serializer="bytes")
         self._changelog_topics.setdefault(topic_name, {})[store_name] = topic
         return topic
@@ -153,3 +163,7 @@ class TopicManager:
                                     f"its source '{source}' has {source_cfg.num_partitions}")
         if problems:
             raise TopicConfigurationMismatch("; ".join(problems))
+        for name, topic in topics.items():
+            reported = actual[name]
+            if reported is not None:
+                topic.broker_config = reported

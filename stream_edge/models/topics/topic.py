@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 from typing import Any, Callable, List, Optional, Union
 
 from confluent_kafka.admin import NewTopic
@@ -17,7 +18,7 @@ from stream_edge.models.timestamps import TimestampExtractor, TimestampType
 
 from .exceptions import TopicNameLengthExceeded
 
-__all__ = ("Topic", "TopicConfig", "TimestampExtractor", "KafkaMessage")
+__all__ = ("Topic", "TopicConfig", "TopicType", "TimestampExtractor", "KafkaMessage")
 
 MAX_TOPIC_NAME_LENGTH = 249
 
@@ -30,12 +31,20 @@ class TopicConfig:
     2
     """
 
-    num_partitions: int = 1
-    replication_factor: int = 1
+    num_partitions: Optional[int] = 1
+    replication_factor: Optional[int] = 1
     extra_config: dict = dataclasses.field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+
+class TopicType(enum.Enum):
+    """What a topic is for: the application's own (regular) or internal to an operation."""
+
+    REGULAR = 1
+    REPARTITION = 2
+    CHANGELOG = 3
 
 
 @dataclasses.dataclass
@@ -62,24 +71,40 @@ def _fast_call(obj: Any, topic: str, field: str) -> Optional[Callable[[Any], Any
 class Topic:
     """A Kafka topic definition.
 
+    ``create_config`` is what the topic is created with (None: the TopicManager's defaults);
+    ``broker_config`` is what the broker reports for it once the application has set its topics
+    up (``app.setup_topics()``, done by ``run()``). ``config=`` is accepted as an older name of
+    ``create_config``.
+
     Example::
 
         topic = Topic("events", value_deserializer="json", value_serializer="json",
-                      config=TopicConfig(num_partitions=2))
+                      create_config=TopicConfig(num_partitions=2, replication_factor=1))
     """
 
-    def __init__(self, name: str, config: Optional[TopicConfig] = None,
+    def __init__(self, name: str, topic_type: TopicType = TopicType.REGULAR,
+                 create_config: Optional[TopicConfig] = None,
                  value_deserializer: Optional[DeserializerType] = None,
                  key_deserializer: Optional[DeserializerType] = BytesDeserializer(),
                  value_serializer: Optional[SerializerType] = None,
                  key_serializer: Optional[SerializerType] = BytesSerializer(),
-                 timestamp_extractor: Optional[TimestampExtractor] = None) -> None:
+                 timestamp_extractor: Optional[TimestampExtractor] = None, quix_name: str = "", *,
+                 config: Optional[TopicConfig] = None) -> None:
+        if config is not None and create_config is not None and config != create_config:
+            raise ValueError(f"topic '{name}': give create_config or config (its older name), not both")
+        if not isinstance(topic_type, TopicType):
+            raise TypeError(f"topic '{name}': topic_type must be a TopicType, got {topic_type!r} "
+                            f"(pass the config as create_config=...)")
+        config = create_config if create_config is not None else config
         if not name:
             raise ValueError("a topic needs a name")
         if len(name) > MAX_TOPIC_NAME_LENGTH:
             raise TopicNameLengthExceeded(f"topic name '{name[:40]}...' is longer than {MAX_TOPIC_NAME_LENGTH} characters")
         self.name = name
-        self.config = config
+        self.quix_name = quix_name or name
+        self._type = topic_type
+        self.create_config: Optional[TopicConfig] = config
+        self._broker_config: Optional[TopicConfig] = None
         self._value_deserializer = resolve_deserializer(value_deserializer)
         self._key_deserializer = resolve_deserializer(key_deserializer)
         self._value_serializer = resolve_serializer(value_serializer)
@@ -93,6 +118,39 @@ class Topic:
         self.split_values = bool(getattr(self._value_deserializer, "split_values", False))
 
     # -- accessors --------------------------------------------------------------------------
+    @property
+    def config(self) -> Optional[TopicConfig]:
+        """The creation config (older name of :attr:`create_config`)."""
+        return self.create_config
+
+    @config.setter
+    def config(self, value: Optional[TopicConfig]) -> None:
+        self.create_config = value
+
+    @property
+    def broker_config(self) -> TopicConfig:
+        """The topic's configuration as the broker reports it (after ``app.setup_topics()``)."""
+        if self._broker_config is None:
+            raise RuntimeError(f"topic '{self.name}': its broker configuration is not known yet; "
+                               f"call app.setup_topics() (run() does) first")
+        return self._broker_config
+
+    @broker_config.setter
+    def broker_config(self, value: TopicConfig) -> None:
+        self._broker_config = value
+
+    @property
+    def is_regular(self) -> bool:
+        return self._type is TopicType.REGULAR
+
+    @property
+    def is_repartition(self) -> bool:
+        return self._type is TopicType.REPARTITION
+
+    @property
+    def is_changelog(self) -> bool:
+        return self._type is TopicType.CHANGELOG
+
     @property
     def value_deserializer(self): return self._value_deserializer
     @property
@@ -117,8 +175,8 @@ class Topic:
     def as_newtopic(self) -> NewTopic:
         """The confluent-kafka NewTopic for AdminClient.create_topics()."""
         config = self.config or TopicConfig()
-        return NewTopic(self.name, num_partitions=config.num_partitions,
-                        replication_factor=config.replication_factor,
+        return NewTopic(self.name, num_partitions=config.num_partitions or 1,
+                        replication_factor=config.replication_factor or 1,
                         config={k: str(v) for k, v in (config.extra_config or {}).items()})
 
     # -- slow-path (de)serialization, for programs that call these directly ------------------
@@ -169,4 +227,5 @@ class Topic:
         return Row(value, key, ts, ctx, headers)
 
     def __repr__(self) -> str:
-        return f"Topic({self.name!r})"
+        return f'<Topic name="{self.name}">'
+
