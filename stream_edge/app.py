@@ -27,6 +27,7 @@ from stream_edge.dataframe import DataframeRegistry, StreamingDataFrame
 from stream_edge.error_callbacks import (ConsumerErrorCallback, ProcessingErrorCallback, ProducerErrorCallback,
                                          default_on_consumer_error, default_on_processing_error,
                                          default_on_producer_error)
+from stream_edge.kafka.availability import BrokerAvailability
 from stream_edge.kafka.configuration import ConnectionConfig
 from stream_edge.kafka.consumer import Consumer
 from stream_edge.kafka.producer import Producer
@@ -69,6 +70,10 @@ class ApplicationConfig:
     request_timeout: float = 30
     topic_create_timeout: float = 60
     processing_guarantee: str = "at-least-once"
+    auto_recover_from_source_offset_out_of_range: bool = True
+    state_recovery_offset_reset: str = "earliest"
+    max_partition_buffer_size: int = 10000
+    broker_availability_timeout: float = 120.0
 
     @property
     def exactly_once(self) -> bool:
@@ -94,20 +99,26 @@ class Application:
     """
 
     def __init__(self, broker_address: Optional[Union[str, ConnectionConfig]] = None, *,
-                 quix_sdk_token: Optional[str] = None, consumer_group: Optional[str] = None,
+                 quix_sdk_token: Optional[str] = None, quix_portal_api: Optional[str] = None,
+                 consumer_group: Optional[str] = None,
                  auto_offset_reset: str = "latest", commit_interval: float = 5.0, commit_every: int = 0,
                  consumer_extra_config: Optional[dict] = None, producer_extra_config: Optional[dict] = None,
-                 state_dir: Union[str, Path] = Path("state"), rocksdb_options: Any = None,
+                 state_dir: Union[None, str, Path] = None, rocksdb_options: Any = None,
                  on_consumer_error: Optional[ConsumerErrorCallback] = None,
                  on_processing_error: Optional[ProcessingErrorCallback] = None,
                  on_producer_error: Optional[ProducerErrorCallback] = None,
                  on_message_processed: Optional[MessageProcessedCallback] = None,
                  consumer_poll_timeout: float = 1.0, producer_poll_timeout: float = 0.0,
                  loglevel: Optional[Union[int, LogLevel]] = "INFO", auto_create_topics: bool = True,
-                 use_changelog_topics: bool = True, quix_config_builder: Any = None,
+                 use_changelog_topics: bool = True, auto_recover_from_source_offset_out_of_range: bool = True,
+                 state_recovery_offset_reset: str = "earliest", quix_config_builder: Any = None,
                  topic_manager: Optional[TopicManager] = None, request_timeout: float = 30,
-                 topic_create_timeout: float = 60, processing_guarantee: ProcessingGuarantee = "at-least-once") -> None:
+                 topic_create_timeout: float = 60, processing_guarantee: ProcessingGuarantee = "at-least-once",
+                 max_partition_buffer_size: int = 10000, broker_availability_timeout: float = 120.0) -> None:
         configure_logging(loglevel)
+        if quix_portal_api:
+            raise ValueError("quix_portal_api is a Quix Cloud setting, which stream_edge does not support; "
+                             "pass broker_address (or set Quix__Broker__Address)")
         if quix_sdk_token or quix_config_builder or _env("Quix__Sdk__Token") and not broker_address:
             raise ValueError("Quix Cloud connections (quix_sdk_token / Quix__Sdk__Token) are not supported by "
                              "stream_edge; pass broker_address (or set Quix__Broker__Address)")
@@ -119,6 +130,13 @@ class Application:
             raise ValueError(f"processing_guarantee must be one of {_GUARANTEES}, got {processing_guarantee!r}")
         if auto_offset_reset not in ("earliest", "latest", "error"):
             raise ValueError(f"auto_offset_reset must be 'earliest', 'latest' or 'error', got {auto_offset_reset!r}")
+        if state_recovery_offset_reset not in ("earliest", "latest", "match"):
+            raise ValueError("state_recovery_offset_reset must be 'earliest', 'latest' or 'match', "
+                             f"got {state_recovery_offset_reset!r}")
+        if max_partition_buffer_size <= 0:
+            raise ValueError(f"max_partition_buffer_size must be > 0, got {max_partition_buffer_size}")
+        state_dir = state_dir if state_dir is not None else (_env("Quix__State__Dir") or "state")
+        self._availability = BrokerAvailability(broker_availability_timeout)
         self._config = ApplicationConfig(
             broker_address=broker_address, consumer_group=consumer_group, auto_offset_reset=auto_offset_reset,
             commit_interval=commit_interval, commit_every=commit_every,
@@ -127,7 +145,11 @@ class Application:
             rocksdb_options=rocksdb_options, consumer_poll_timeout=consumer_poll_timeout,
             producer_poll_timeout=producer_poll_timeout, auto_create_topics=auto_create_topics,
             use_changelog_topics=use_changelog_topics, request_timeout=request_timeout,
-            topic_create_timeout=topic_create_timeout, processing_guarantee=processing_guarantee)
+            topic_create_timeout=topic_create_timeout, processing_guarantee=processing_guarantee,
+            auto_recover_from_source_offset_out_of_range=auto_recover_from_source_offset_out_of_range,
+            state_recovery_offset_reset=state_recovery_offset_reset,
+            max_partition_buffer_size=max_partition_buffer_size,
+            broker_availability_timeout=broker_availability_timeout)
         self._on_consumer_error = on_consumer_error or default_on_consumer_error
         self._on_processing_error = on_processing_error or default_on_processing_error
         self._on_producer_error = on_producer_error or default_on_producer_error
@@ -142,7 +164,7 @@ class Application:
             broker_address, consumer_group, auto_offset_reset, auto_commit_enable=False,
             extra_config={"enable.auto.offset.store": False, "isolation.level": "read_committed",
                           **self._config.consumer_extra_config},
-            on_error=self._on_consumer_error)
+            on_error=self._on_consumer_error, error_callback=self._availability.error_callback("consumer"))
         self._processing_context = ProcessingContext(producer=self._producer, consumer=self._consumer,
                                                      state_manager_factory=self._create_state_manager)
         self._producer.processing_context = self._processing_context
@@ -180,6 +202,7 @@ class Application:
             # transaction does not hold read_committed readers back for long.
             extra.setdefault("transaction.timeout.ms", max(10_000, int(cfg.commit_interval * 3000)))
         return RowProducer(cfg.broker_address, extra_config=extra, on_error=self._on_producer_error,
+                           error_callback=self._availability.error_callback("producer"),
                            transactional=cfg.exactly_once,
                            transactional_id=extra.pop("transactional.id", f"{cfg.consumer_group}-{uuid.uuid4()}"))
 
@@ -189,6 +212,10 @@ class Application:
         cfg = self._config
         return StateStoreManager(group_id=cfg.consumer_group, state_dir=cfg.state_dir,
                                  rocksdb_options=cfg.rocksdb_options, use_changelog_topics=cfg.use_changelog_topics,
+                                 auto_recover_from_source_offset_out_of_range=(
+                                     cfg.auto_recover_from_source_offset_out_of_range),
+                                 state_recovery_offset_reset=cfg.state_recovery_offset_reset,
+                                 auto_offset_reset=cfg.auto_offset_reset,
                                  producer=self._producer, consumer=self._consumer, topic_manager=self._topic_manager)
 
     # -- definitions ----------------------------------------------------------------------------
@@ -297,7 +324,7 @@ class Application:
             context=ctx, state_manager=ctx.existing_state_manager, sink_manager=ctx.sink_manager,
             sources=self._source_manager, on_consumer_error=self._on_consumer_error,
             on_processing_error=self._on_processing_error, on_message_processed=self._on_message_processed,
-            setup_topics=self.setup_topics, observers=list(self._observers))
+            setup_topics=self.setup_topics, availability=self._availability, observers=list(self._observers))
         runner = Runner(parts, RunLimits(timeout=timeout, count=count, collect=collect, metadata=metadata))
         self._runner = runner
         try:

@@ -12,7 +12,7 @@ from typing import Callable, Dict, List, Optional, Union
 from stream_edge.error_callbacks import ConsumerErrorCallback, default_on_consumer_error
 from stream_edge.kafka.configuration import ConnectionConfig
 from stream_edge.kafka.consumer import AutoOffsetReset, BaseConsumer
-from stream_edge.kafka.exceptions import KafkaConsumerException
+from stream_edge.kafka.exceptions import KafkaConsumerException, KafkaError, client_error_logger
 from stream_edge.models.rows import Row
 from stream_edge.models.topics import Topic
 
@@ -34,9 +34,11 @@ class RowConsumer(BaseConsumer):
     def __init__(self, broker_address: Union[str, ConnectionConfig], consumer_group: str,
                  auto_offset_reset: AutoOffsetReset, auto_commit_enable: bool = True,
                  on_commit: Optional[Callable] = None, extra_config: Optional[dict] = None,
-                 on_error: Optional[ConsumerErrorCallback] = None) -> None:
+                 on_error: Optional[ConsumerErrorCallback] = None,
+                 error_callback: Optional[Callable[[KafkaError], None]] = None) -> None:
         super().__init__(broker_address, consumer_group, auto_offset_reset, auto_commit_enable=auto_commit_enable,
-                         on_commit=on_commit, extra_config=extra_config)
+                         on_commit=on_commit, extra_config=extra_config,
+                         error_callback=error_callback or client_error_logger("consumer"))
         self._on_error = on_error or default_on_consumer_error
         self._topics: Dict[str, Topic] = {}
 

@@ -17,6 +17,7 @@ import confluent_kafka
 
 from stream_edge.error_callbacks import ProducerErrorCallback, default_on_producer_error
 from stream_edge.kafka.configuration import ConnectionConfig
+from stream_edge.kafka.exceptions import client_error_logger
 from stream_edge.kafka.producer import Producer, TransactionalProducer
 from stream_edge.models.messagecontext import MessageContext
 from stream_edge.models.rows import Row
@@ -65,7 +66,8 @@ class RowProducer:
 
     def __init__(self, broker_address: Union[str, ConnectionConfig], extra_config: Optional[dict] = None,
                  on_error: Optional[ProducerErrorCallback] = None, flush_timeout: Optional[float] = None,
-                 transactional: bool = False, transactional_id: Optional[str] = None) -> None:
+                 transactional: bool = False, transactional_id: Optional[str] = None,
+                 error_callback: Optional[Callable[[confluent_kafka.KafkaError], None]] = None) -> None:
         config = {
             "delivery.report.only.error": True,
             "on_delivery": self._on_delivery,
@@ -73,12 +75,14 @@ class RowProducer:
             "queue.buffering.max.messages": 1_000_000,
             **(extra_config or {}),
         }
+        on_client_error = error_callback or client_error_logger("producer")
         if transactional:
             self._producer: Producer = TransactionalProducer(
                 broker_address, transactional_id=transactional_id or "stream-edge", extra_config=config,
-                flush_timeout=flush_timeout)
+                flush_timeout=flush_timeout, error_callback=on_client_error)
         else:
-            self._producer = Producer(broker_address, extra_config=config, flush_timeout=flush_timeout)
+            self._producer = Producer(broker_address, extra_config=config, flush_timeout=flush_timeout,
+                                      error_callback=on_client_error)
         self._on_error = on_error or default_on_producer_error
         self._transactional = transactional
         self._in_transaction = False

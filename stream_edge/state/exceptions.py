@@ -1,7 +1,7 @@
 """State errors (all name the store, topic and partition involved)."""
 
 __all__ = ("StateError", "StoreNotRegisteredError", "PartitionNotAssignedError", "StoreLockedError",
-           "StateRecoveryError", "StateOffsetMismatchError", "ChangelogTopicError")
+           "StateRecoveryError", "StateOffsetMismatchError", "ChangelogTopicError", "StateRecoveryOffsetOutOfRange")
 
 
 class StateError(Exception):
@@ -30,3 +30,9 @@ class StateOffsetMismatchError(StateError):
 
 class ChangelogTopicError(StateError):
     """A changelog topic is missing or could not be created."""
+
+
+class StateRecoveryOffsetOutOfRange(StateError):
+    """The committed source offset is no longer retained by Kafka and automatic recovery is off
+    (``auto_recover_from_source_offset_out_of_range=False``, or ``state_recovery_offset_reset``
+    following ``auto_offset_reset="error"``)."""

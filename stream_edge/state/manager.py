@@ -25,7 +25,7 @@ from typing import Any, Dict, Optional, Tuple, Union
 
 from .backends import MemoryBackend, RocksDBBackend, StoreBackend
 from .changelog import ChangelogWriter
-from .exceptions import (ChangelogTopicError, PartitionNotAssignedError, StateOffsetMismatchError,
+from .exceptions import (StateRecoveryOffsetOutOfRange, ChangelogTopicError, PartitionNotAssignedError, StateOffsetMismatchError,
                          StoreNotRegisteredError)
 from .recovery import ChangelogRecovery
 from .rocksdb.options import RocksDBOptions
@@ -69,7 +69,8 @@ class StateStoreManager:
     def __init__(self, group_id: str, state_dir: Union[str, Path], rocksdb_options: Optional[RocksDBOptions] = None,
                  use_changelog_topics: bool = True, producer: Any = None, consumer: Any = None,
                  topic_manager: Any = None, default_store_type: StoreTypes = "rocksdb",
-                 recovery_timeout: float = 60.0) -> None:
+                 recovery_timeout: float = 60.0, auto_recover_from_source_offset_out_of_range: bool = True,
+                 state_recovery_offset_reset: str = "earliest", auto_offset_reset: str = "latest") -> None:
         if default_store_type not in _STORE_TYPES:
             raise ValueError(f"default_store_type must be one of {_STORE_TYPES}, got {default_store_type!r}")
         self._group_id = group_id
@@ -81,6 +82,12 @@ class StateStoreManager:
         self._topic_manager = topic_manager
         self._default_store_type = default_store_type
         self._recovery_timeout = recovery_timeout
+        if state_recovery_offset_reset not in ("earliest", "latest", "match"):
+            raise ValueError("state_recovery_offset_reset must be 'earliest', 'latest' or 'match', "
+                             f"got {state_recovery_offset_reset!r}")
+        self._auto_recover = auto_recover_from_source_offset_out_of_range
+        self._recovery_reset = (auto_offset_reset if state_recovery_offset_reset == "match"
+                                else state_recovery_offset_reset)
         self._stores: Dict[str, Dict[str, _StoreSpec]] = {}
         self._partitions: Dict[Tuple[str, int], Dict[str, _StorePartition]] = {}
         self._transactions: Dict[Tuple[str, int, str], BaseTransaction] = {}
@@ -155,12 +162,25 @@ class StateStoreManager:
     def _partition_path(self, spec: _StoreSpec, partition: int) -> Path:
         return self._state_dir / self._group_id / spec.name / spec.topic / str(partition)
 
-    def on_partition_assign(self, topic: str, partition: int, committed_offset: int) -> None:
-        """Open the partition's stores and recover them from their changelogs (blocking)."""
+    def on_partition_assign(self, topic: str, partition: int, committed_offset: int) -> Optional[int]:
+        """Open the partition's stores and recover them from their changelogs (blocking).
+
+        Returns the source offset to resume consuming from when the committed one is no longer
+        retained by Kafka and the local state was rebuilt for that (see :meth:`_out_of_range`);
+        None otherwise (resume from the committed offset).
+        """
         specs = self._stores.get(topic)
         if not specs or (topic, partition) in self._partitions:
-            return
+            return None
         committed = committed_offset if committed_offset is not None and committed_offset >= 0 else None
+        resume_at: Optional[int] = None
+        boundary = committed
+        if committed is not None and self._use_changelog_topics:
+            resume_at = self._out_of_range(topic, partition, committed)
+            if resume_at is not None:
+                # Changelog records carry the source offset of their checkpoint: apply those
+                # below the new position ("earliest": the log start) and none of the others.
+                boundary = resume_at if self._recovery_reset == "earliest" else 0
         opened: Dict[str, _StorePartition] = {}
         try:
             for name, spec in specs.items():
@@ -171,20 +191,22 @@ class StateStoreManager:
                 tx_cls = WindowedPartitionTransaction if spec.windowed else PartitionTransaction
                 sp = _StorePartition(spec, partition, backend, tx_cls(backend, self._options.dumps, self._options.loads))
                 opened[name] = sp
-                self._check_offsets(sp, committed)
+                if resume_at is not None:
+                    backend.clear()  # rebuilt below from the changelog, up to the boundary
+                else:
+                    self._check_offsets(sp, committed)
                 if spec.changelog is not None:
                     self._ensure_changelog_topics()
-                    self._recovery_reader().recover(backend, spec.changelog.topic, partition, committed, sp.label)
+                    self._recovery_reader().recover(backend, spec.changelog.topic, partition, boundary, sp.label)
         except BaseException:
             for sp in opened.values():
                 sp.backend.close()
             raise
-        if committed is not None and self._use_changelog_topics:
-            self._check_retention(topic, partition, committed)
         self._partitions[(topic, partition)] = opened
         for name, sp in opened.items():
             self._transactions[(topic, partition, name)] = sp.transaction
             self._store_transactions.setdefault(name, {})[(topic, partition)] = sp.transaction
+        return resume_at
 
     def _check_offsets(self, sp: _StorePartition, committed: Optional[int]) -> None:
         processed = sp.backend.processed_offset
@@ -199,18 +221,34 @@ class StateStoreManager:
                 f"messages it already contains. Delete the state (Application.clear_state(), or remove {where}) "
                 f"to rebuild it from the messages, or reset the group's offset to {processed + 1}.")
 
-    def _check_retention(self, topic: str, partition: int, committed: int) -> None:
+    def _out_of_range(self, topic: str, partition: int, committed: int) -> Optional[int]:
+        """The source offset to resume from if ``committed`` is no longer retained, else None.
+
+        Kafka's retention deleted messages the application never processed. As in Quix Streams
+        3.28: with ``auto_recover_from_source_offset_out_of_range`` the local state is deleted and
+        rebuilt from the changelog, and consumption resumes from the log start ("earliest") or the
+        end ("latest"; "match" follows ``auto_offset_reset``); otherwise, or when that policy is
+        "error", :class:`StateRecoveryOffsetOutOfRange` stops the application.
+        """
         try:
-            low, _high = self._recovery_reader().watermarks(topic, partition)
+            low, high = self._recovery_reader().watermarks(topic, partition)
         except Exception as exc:  # informative only: the consumer reports real broker errors
             logger.debug("could not read watermarks of %s[%d]: %s", topic, partition, exc)
-            return
-        if committed < low:
-            logger.warning(
-                "topic '%s' partition %d: committed offset %d is no longer retained by Kafka (log start %d); "
-                "%d messages were deleted by retention before they were processed. The state reflects offsets "
-                "below %d and processing resumes at the consumer's auto.offset.reset position.",
-                topic, partition, committed, low, low - committed, committed)
+            return None
+        if committed >= low:
+            return None
+        lost = (f"topic '{topic}' partition {partition}: committed offset {committed} is no longer retained by "
+                f"Kafka (log start {low}); {low - committed} messages were deleted by retention before they "
+                f"were processed")
+        if not self._auto_recover or self._recovery_reset not in ("earliest", "latest"):
+            raise StateRecoveryOffsetOutOfRange(
+                f"{lost}. Automatic recovery is off (auto_recover_from_source_offset_out_of_range="
+                f"{self._auto_recover}, state_recovery_offset_reset policy '{self._recovery_reset}'); delete the "
+                f"state (Application.clear_state()) and reset the group's offsets to go on")
+        resume_at = low if self._recovery_reset == "earliest" else high
+        logger.warning("%s. Deleting the local state, rebuilding it from the changelog and resuming from "
+                       "offset %d (state_recovery_offset_reset '%s')", lost, resume_at, self._recovery_reset)
+        return resume_at
 
     def on_partition_revoke(self, topic: str, partition: int) -> None:
         """Close the partition's stores; changes not committed by a checkpoint are dropped."""

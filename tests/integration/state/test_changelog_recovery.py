@@ -12,12 +12,13 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import ConfigResource
 
 from stream_edge import Application
+from stream_edge.state.exceptions import StateRecoveryOffsetOutOfRange
 
 pytestmark = pytest.mark.integration
 
 
-def new_manager(bootstrap, group, state_dir, store_type="rocksdb"):
-    app = Application(bootstrap, consumer_group=group, state_dir=state_dir, loglevel=None)
+def new_manager(bootstrap, group, state_dir, store_type="rocksdb", **app_kwargs):
+    app = Application(bootstrap, consumer_group=group, state_dir=state_dir, loglevel=None, **app_kwargs)
     manager = app.processing_context.state_manager
     manager._default_store_type = store_type
     return app, manager
@@ -121,15 +122,45 @@ def test_local_state_ahead_of_a_recreated_changelog_is_rebuilt(kafka_bootstrap, 
     again.close()
 
 
-def test_committed_offset_no_longer_retained_is_logged(kafka_bootstrap, kafka_admin, make_topic, send, group,
-                                                        tmp_path, caplog):
+def test_source_offset_out_of_range_rebuilds_state_by_policy(kafka_bootstrap, kafka_admin, make_topic, send, group,
+                                                             tmp_path, caplog):
+    """Retention deleted source messages the group never processed (committed 4, log start 15):
+    Quix 3.28's state_recovery_offset_reset decides what the state keeps and where to resume."""
     src = make_topic()
     send(src, [(b"k", {"n": i}, None) for i in range(20)])
-    for future in kafka_admin.delete_records([TopicPartition(src, 0, 15)]).values():
-        future.result(timeout=30)  # retention deleted the records below offset 15
     app, manager = new_manager(kafka_bootstrap, group, tmp_path / "a")
     manager.register_store(src)
-    caplog.set_level(logging.INFO, logger="stream_edge.state")
-    manager.on_partition_assign(src, 0, 4)
-    assert "committed offset 4 is no longer retained by Kafka (log start 15)" in caplog.text
+    manager.on_partition_assign(src, 0, -1001)
+    write_totals(app, manager, src, 0, {b"early": 1}, offset=2)    # changelog record of source offset 2
+    write_totals(app, manager, src, 0, {b"late": 2}, offset=17)    # ... and of source offset 17
     manager.close()
+    for future in kafka_admin.delete_records([TopicPartition(src, 0, 15)]).values():
+        future.result(timeout=30)
+
+    caplog.set_level(logging.INFO, logger="stream_edge.state")
+    app, earliest = new_manager(kafka_bootstrap, group, tmp_path / "a")
+    earliest.register_store(src)
+    assert earliest.on_partition_assign(src, 0, 4) == 15  # resume at the log start
+    assert "committed offset 4 is no longer retained by Kafka (log start 15)" in caplog.text
+    # Local state deleted and rebuilt from the changelog records below the new position only.
+    assert totals(earliest, src, 0, [b"early", b"late"]) == {b"early": 1, b"late": None}
+    earliest.close()
+
+    app, latest = new_manager(kafka_bootstrap, group, tmp_path / "b", state_recovery_offset_reset="latest")
+    latest.register_store(src)
+    assert latest.on_partition_assign(src, 0, 4) == 20  # resume at the end
+    assert totals(latest, src, 0, [b"early", b"late"]) == {b"early": None, b"late": None}
+    latest.close()
+
+    app, strict = new_manager(kafka_bootstrap, group, tmp_path / "c",
+                              auto_recover_from_source_offset_out_of_range=False)
+    strict.register_store(src)
+    with pytest.raises(StateRecoveryOffsetOutOfRange, match="no longer retained"):
+        strict.on_partition_assign(src, 0, 4)
+    strict.close()
+    app, match_error = new_manager(kafka_bootstrap, group, tmp_path / "d", state_recovery_offset_reset="match",
+                                   auto_offset_reset="error")
+    match_error.register_store(src)
+    with pytest.raises(StateRecoveryOffsetOutOfRange):
+        match_error.on_partition_assign(src, 0, 4)
+    match_error.close()
