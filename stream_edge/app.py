@@ -27,7 +27,6 @@ from stream_edge.dataframe import DataframeRegistry, StreamingDataFrame
 from stream_edge.error_callbacks import (ConsumerErrorCallback, ProcessingErrorCallback, ProducerErrorCallback,
                                          default_on_consumer_error, default_on_processing_error,
                                          default_on_producer_error)
-from stream_edge.kafka.availability import BrokerAvailability
 from stream_edge.kafka.configuration import ConnectionConfig
 from stream_edge.kafka.consumer import Consumer
 from stream_edge.kafka.producer import Producer
@@ -136,7 +135,8 @@ class Application:
         if max_partition_buffer_size <= 0:
             raise ValueError(f"max_partition_buffer_size must be > 0, got {max_partition_buffer_size}")
         state_dir = state_dir if state_dir is not None else (_env("Quix__State__Dir") or "state")
-        self._availability = BrokerAvailability(broker_availability_timeout)
+        if broker_availability_timeout < 0:
+            raise ValueError(f"broker_availability_timeout must be >= 0, got {broker_availability_timeout}")
         self._config = ApplicationConfig(
             broker_address=broker_address, consumer_group=consumer_group, auto_offset_reset=auto_offset_reset,
             commit_interval=commit_interval, commit_every=commit_every,
@@ -164,7 +164,7 @@ class Application:
             broker_address, consumer_group, auto_offset_reset, auto_commit_enable=False,
             extra_config={"enable.auto.offset.store": False, "isolation.level": "read_committed",
                           **self._config.consumer_extra_config},
-            on_error=self._on_consumer_error, error_callback=self._availability.error_callback("consumer"))
+            on_error=self._on_consumer_error)
         self._processing_context = ProcessingContext(producer=self._producer, consumer=self._consumer,
                                                      state_manager_factory=self._create_state_manager)
         self._producer.processing_context = self._processing_context
@@ -202,7 +202,6 @@ class Application:
             # transaction does not hold read_committed readers back for long.
             extra.setdefault("transaction.timeout.ms", max(10_000, int(cfg.commit_interval * 3000)))
         return RowProducer(cfg.broker_address, extra_config=extra, on_error=self._on_producer_error,
-                           error_callback=self._availability.error_callback("producer"),
                            transactional=cfg.exactly_once,
                            transactional_id=extra.pop("transactional.id", f"{cfg.consumer_group}-{uuid.uuid4()}"))
 
@@ -324,7 +323,7 @@ class Application:
             context=ctx, state_manager=ctx.existing_state_manager, sink_manager=ctx.sink_manager,
             sources=self._source_manager, on_consumer_error=self._on_consumer_error,
             on_processing_error=self._on_processing_error, on_message_processed=self._on_message_processed,
-            setup_topics=self.setup_topics, availability=self._availability, observers=list(self._observers))
+            setup_topics=self.setup_topics, observers=list(self._observers))
         runner = Runner(parts, RunLimits(timeout=timeout, count=count, collect=collect, metadata=metadata))
         self._runner = runner
         try:

@@ -162,6 +162,10 @@ class RowProducer:
                                timestamp=timestamp, poll_timeout=poll_timeout,
                                buffer_error_max_tries=buffer_error_max_tries)
 
+    def raise_if_broker_unavailable(self, timeout: float) -> None:
+        """See :meth:`stream_edge.kafka.producer.Producer.raise_if_broker_unavailable`."""
+        self._producer.raise_if_broker_unavailable(timeout)
+
     def poll(self, timeout: float = 0) -> None:
         """Serve delivery reports; failed deliveries go to on_producer_error."""
         self._producer.poll(timeout)

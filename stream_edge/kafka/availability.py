@@ -1,18 +1,19 @@
 """BrokerAvailability: stop the application when every broker stays unreachable for too long.
 
 librdkafka reconnects forever on its own; an application whose brokers are all gone would wait
-silently. As in Quix Streams 3.28 (``Application(broker_availability_timeout=...)``), once every
-broker has been down for longer than the timeout, :meth:`check` raises
-:class:`KafkaBrokerUnavailableError`, so the orchestrator (systemd, Docker) restarts the process
-with fresh connections. ``0`` disables the check.
-
-The Kafka clients' ``error_cb`` reports ``_ALL_BROKERS_DOWN`` (:meth:`on_error`); the runner calls
-:meth:`check` between batches, which probes the cluster with a short metadata request (at most
-every few seconds, and only while the brokers are believed down) to notice that they came back.
+silently. As in Quix Streams 3.28, each Kafka client (``Producer``, ``Consumer``) keeps one of these:
+its ``error_cb`` reports ``_ALL_BROKERS_DOWN`` (:meth:`on_error`), and
+``client.raise_if_broker_unavailable(timeout)`` (:meth:`check`) raises
+:class:`KafkaBrokerUnavailableError` once every broker has been down for longer than ``timeout``,
+so the orchestrator (systemd, Docker) restarts the process with fresh connections. The runner
+calls it between batches with ``Application(broker_availability_timeout=...)``; ``0`` disables it.
+While the brokers are believed down, :meth:`check` probes the cluster with a short metadata
+request (at most every few seconds) to notice that they came back.
 
 Example::
 
-    >>> availability = BrokerAvailability(timeout=120.0)
+    >>> availability = BrokerAvailability()
+    >>> availability.check(120.0, probe=lambda: None)  # nothing reported: no probe, no error
     >>> availability.down_since is None
     True
 """
@@ -24,8 +25,6 @@ import time
 from typing import Callable, Optional
 
 from confluent_kafka import KafkaError
-
-from .exceptions import client_error_logger
 
 __all__ = ("BrokerAvailability", "KafkaBrokerUnavailableError")
 
@@ -40,21 +39,16 @@ class KafkaBrokerUnavailableError(Exception):
 class BrokerAvailability:
     """Tracks "all brokers down" reports of the application's clients (see the module docstring)."""
 
-    def __init__(self, timeout: float, clock: Callable[[], float] = time.monotonic) -> None:
-        if timeout < 0:
-            raise ValueError(f"broker_availability_timeout must be >= 0, got {timeout}")
-        self.timeout = timeout
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self.down_since: Optional[float] = None
         self._next_probe = 0.0
-        self._log = {"consumer": client_error_logger("consumer"), "producer": client_error_logger("producer")}
 
-    def error_callback(self, client: str) -> Callable[[KafkaError], None]:
-        """An ``error_cb`` for a Kafka client: logs like the default and records outages."""
-        log = self._log.get(client) or client_error_logger(client)
+    def wrap(self, error_callback: Callable[[KafkaError], None]) -> Callable[[KafkaError], None]:
+        """An ``error_cb`` calling ``error_callback`` and recording outages."""
 
         def on_error(error: KafkaError) -> None:
-            log(error)
+            error_callback(error)
             self.on_error(error)
 
         return on_error
@@ -67,9 +61,12 @@ class BrokerAvailability:
         """The cluster answered (a batch arrived, a commit succeeded, a probe worked)."""
         self.down_since = None
 
-    def check(self, probe: Callable[[], None]) -> None:
-        """Raise if the brokers are down for too long; ``probe()`` raises while they are unreachable."""
-        if self.down_since is None or not self.timeout:
+    def check(self, timeout: float, probe: Callable[[], None]) -> None:
+        """Raise if the brokers are down for longer than ``timeout`` seconds (0: never);
+        ``probe()`` raises while they are unreachable."""
+        if timeout < 0:
+            raise ValueError(f"broker availability timeout must be >= 0, got {timeout}")
+        if self.down_since is None or not timeout:
             return
         now = self._clock()
         if now >= self._next_probe:
@@ -82,8 +79,8 @@ class BrokerAvailability:
                 logger.info("Kafka brokers are reachable again after %.0fs", now - self.down_since)
                 self.down_since = None
                 return
-        if now - self.down_since > self.timeout:
+        if now - self.down_since > timeout:
             raise KafkaBrokerUnavailableError(
                 f"all Kafka brokers have been unavailable for {now - self.down_since:.0f}s "
-                f"(broker_availability_timeout={self.timeout:g}s); stopping so that the process can be "
+                f"(broker_availability_timeout={timeout:g}s); stopping so that the process can be "
                 f"restarted with fresh connections")

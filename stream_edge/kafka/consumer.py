@@ -8,6 +8,7 @@ from typing import Any, Callable, Dict, List, Optional, Union
 import confluent_kafka
 from confluent_kafka import TopicPartition
 
+from .availability import BrokerAvailability
 from .configuration import ConnectionConfig, connection_dict
 from .exceptions import client_error_logger
 
@@ -35,13 +36,14 @@ class BaseConsumer:
                  logger: logging.Logger = logger,
                  error_callback: Callable[[confluent_kafka.KafkaError], None] = _default_error_cb,
                  on_commit: Optional[Callable] = None, extra_config: Optional[dict] = None) -> None:
+        self._availability = BrokerAvailability()
         config = {
             **(extra_config or {}),
             **connection_dict(broker_address),
             "group.id": consumer_group or "stream-edge-default",
             "auto.offset.reset": auto_offset_reset,
             "enable.auto.commit": auto_commit_enable,
-            "error_cb": error_callback,
+            "error_cb": self._availability.wrap(error_callback),
         }
         if on_commit is not None:
             config["on_commit"] = on_commit
@@ -58,7 +60,24 @@ class BaseConsumer:
         return self._consumer.poll(-1 if timeout is None else timeout)
 
     def consume(self, num_messages: int = 1, timeout: Optional[float] = None) -> list:
-        return self._consumer.consume(num_messages, -1 if timeout is None else timeout)
+        messages = self._consumer.consume(num_messages, -1 if timeout is None else timeout)
+        if messages and self._availability.down_since is not None:
+            self._availability.reachable()
+        return messages
+
+    @property
+    def instantiated(self) -> bool:
+        """Whether the librdkafka consumer exists yet (it is created on first use)."""
+        return self._inner is not None
+
+    def raise_if_broker_unavailable(self, timeout: float) -> None:
+        """Raise :class:`KafkaBrokerUnavailableError` if every broker has been unavailable for
+        longer than ``timeout`` seconds (probing the cluster while it is believed down)."""
+        self._availability.check(timeout, self._probe)
+
+    def _probe(self) -> None:
+        if not self._consumer.list_topics(timeout=2).brokers:
+            raise ConnectionError("no broker in the cluster metadata")
 
     def subscribe(self, topics: List[str], on_assign: Optional[Callable] = None,
                   on_revoke: Optional[Callable] = None, on_lost: Optional[Callable] = None) -> None:

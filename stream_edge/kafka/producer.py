@@ -6,10 +6,12 @@ The underlying client is created on first use, so creating an Application opens 
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import Any, Callable, List, Optional, Union
 
 import confluent_kafka
 
+from .availability import BrokerAvailability
 from .configuration import ConnectionConfig, connection_dict
 from .exceptions import client_error_logger
 
@@ -35,7 +37,15 @@ class Producer:
 
     def __init__(self, broker_address: Union[str, ConnectionConfig], logger: logging.Logger = logger,
                  error_callback: Callable[[confluent_kafka.KafkaError], None] = _default_error_cb,
-                 extra_config: Optional[dict] = None, flush_timeout: Optional[float] = None) -> None:
+                 extra_config: Optional[dict] = None, flush_timeout: Optional[float] = None,
+                 transactional: bool = False) -> None:
+        self._availability = BrokerAvailability()
+        extra_config = dict(extra_config or {})
+        if transactional:
+            # Quix 3.x: a random transactional.id unless extra_config names one.
+            extra_config.setdefault("transactional.id", str(uuid.uuid4()))
+            extra_config.setdefault("enable.idempotence", True)
+        self._transactional = transactional or "transactional.id" in extra_config
         config = {
             # Throughput defaults: batch for a few ms and compress; values are small JSON.
             "linger.ms": 10,
@@ -43,7 +53,7 @@ class Producer:
             "partitioner": "murmur2_random",  # same partitions as the Java client for a given key
             **(extra_config or {}),
             **connection_dict(broker_address),
-            "error_cb": error_callback,
+            "error_cb": self._availability.wrap(error_callback),
         }
         self._config = config
         self._flush_timeout = flush_timeout
@@ -54,6 +64,30 @@ class Producer:
         if self._inner is None:
             self._inner = confluent_kafka.Producer(self._config)
         return self._inner
+
+    @property
+    def transactional(self) -> bool:
+        """True when the producer uses Kafka transactions (``transactional=True``)."""
+        return self._transactional
+
+    @property
+    def instantiated(self) -> bool:
+        """Whether the librdkafka producer exists yet (it is created on first use)."""
+        return self._inner is not None
+
+    def raise_if_broker_unavailable(self, timeout: float) -> None:
+        """Raise :class:`KafkaBrokerUnavailableError` if every broker has been unavailable for
+        longer than ``timeout`` seconds (probing the cluster while it is believed down)."""
+        self._availability.check(timeout, self._probe)
+
+    def _probe(self) -> None:
+        if not self._producer.list_topics(timeout=2).brokers:
+            raise ConnectionError("no broker in the cluster metadata")
+
+    def purge(self) -> None:
+        """Drop the messages queued or in flight (their delivery reports carry purge errors)."""
+        if self._inner is not None:
+            self._inner.purge()
 
     @property
     def raw(self) -> confluent_kafka.Producer:

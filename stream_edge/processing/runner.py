@@ -31,7 +31,6 @@ from stream_edge.processing.pausing import PausingManager
 
 if TYPE_CHECKING:  # pragma: no cover
     from stream_edge.app import ApplicationConfig
-    from stream_edge.kafka.availability import BrokerAvailability
     from stream_edge.dataframe.registry import DataframeRegistry
     from stream_edge.rowconsumer import RowConsumer
     from stream_edge.rowproducer import RowProducer
@@ -64,7 +63,6 @@ class RunnerParts:
     on_processing_error: ProcessingErrorCallback
     on_message_processed: Optional[Callable[[str, int, int], None]]
     setup_topics: Callable[[], None]
-    availability: Optional["BrokerAvailability"] = None
     observers: Sequence[RunObserver] = field(default_factory=list)
 
 
@@ -308,8 +306,7 @@ class Runner:
         parts = self._parts
         cfg = parts.config
         consumer, producer, pausing, sources = parts.consumer, parts.producer, self._pausing, parts.sources
-        availability = parts.availability
-        probe = self._probe_brokers
+        broker_timeout = cfg.broker_availability_timeout
         track_first = bool(parts.sink_manager is not None and parts.sink_manager.sinks)
         observers = parts.observers
         poll_timeout, producer_poll_timeout = cfg.consumer_poll_timeout, cfg.producer_poll_timeout
@@ -332,8 +329,6 @@ class Runner:
                 self._last_activity = monotonic()
                 if observers:
                     self._notify("on_batch", msgs, done, elapsed)
-                if availability is not None and availability.down_since is not None:
-                    availability.reachable()
             producer.poll(producer_poll_timeout)
             if checkpoint.expired():
                 self._commit()
@@ -341,8 +336,9 @@ class Runner:
                 pausing.resume_if_ready()
             if sources is not None:
                 sources.raise_for_error()  # a crashed source stops the app with its error
-            if availability is not None:
-                availability.check(probe)  # all brokers down too long: stop (the orchestrator restarts)
+            if broker_timeout:  # every broker down for too long: stop (the orchestrator restarts us)
+                consumer.raise_if_broker_unavailable(broker_timeout)
+                producer.raise_if_broker_unavailable(broker_timeout)
             if count and collector is not None and collector.count >= count:
                 logger.info("run(count=%s): count reached, stopping", count)
                 break
@@ -350,12 +346,6 @@ class Runner:
             if timeout and self._assigned and monotonic() - self._last_activity >= timeout:
                 logger.info("run(timeout=%s): no new message for %ss, stopping", timeout, timeout)
                 break
-
-    def _probe_brokers(self) -> None:
-        """A short metadata request: raises while no broker answers."""
-        metadata = self._parts.consumer.list_topics(timeout=2)
-        if not metadata.brokers:
-            raise ConnectionError("no broker in the cluster metadata")
 
     def _store_batch(self, checkpoint: Checkpoint, msgs: List[Any], done: int, track_first: bool) -> None:
         """Record the batch's processed offsets in the checkpoint."""
