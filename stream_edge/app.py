@@ -53,7 +53,7 @@ _GUARANTEES = ("at-least-once", "exactly-once")
 class ApplicationConfig:
     """The resolved, immutable configuration of an Application."""
 
-    broker_address: Union[str, ConnectionConfig]
+    broker_address: ConnectionConfig
     consumer_group: str
     auto_offset_reset: str = "latest"
     commit_interval: float = 5.0
@@ -137,6 +137,8 @@ class Application:
         state_dir = state_dir if state_dir is not None else (_env("Quix__State__Dir") or "state")
         if broker_availability_timeout < 0:
             raise ValueError(f"broker_availability_timeout must be >= 0, got {broker_availability_timeout}")
+        if not isinstance(broker_address, ConnectionConfig):
+            broker_address = ConnectionConfig(bootstrap_servers=broker_address)
         self._config = ApplicationConfig(
             broker_address=broker_address, consumer_group=consumer_group, auto_offset_reset=auto_offset_reset,
             commit_interval=commit_interval, commit_every=commit_every,
@@ -144,8 +146,8 @@ class Application:
             producer_extra_config=dict(producer_extra_config or {}), state_dir=Path(state_dir),
             rocksdb_options=rocksdb_options, consumer_poll_timeout=consumer_poll_timeout,
             producer_poll_timeout=producer_poll_timeout, auto_create_topics=auto_create_topics,
-            use_changelog_topics=use_changelog_topics, request_timeout=request_timeout,
-            topic_create_timeout=topic_create_timeout, processing_guarantee=processing_guarantee,
+            use_changelog_topics=use_changelog_topics, request_timeout=float(request_timeout),
+            topic_create_timeout=float(topic_create_timeout), processing_guarantee=processing_guarantee,
             auto_recover_from_source_offset_out_of_range=auto_recover_from_source_offset_out_of_range,
             state_recovery_offset_reset=state_recovery_offset_reset,
             max_partition_buffer_size=max_partition_buffer_size,

@@ -90,6 +90,7 @@ class TopicManager:
     def register(self, topic: Topic) -> Topic:
         """Register an existing Topic (a missing config, or missing counts, get the defaults)."""
         topic.create_config = self._complete(topic.create_config)
+        topic.broker_config_loader = lambda: self._broker_config(topic)
         self._topics[topic.name] = topic
         return topic
 
@@ -134,6 +135,15 @@ class TopicManager:
         return topic
 
     # -- broker side ------------------------------------------------------------------------
+    def _broker_config(self, topic: Topic) -> TopicConfig:
+        """Create ``topic`` if allowed and missing, then return its configuration on the broker."""
+        if self._auto_create_topics:
+            self.create_topics([topic])
+        actual = self._admin.inspect_topics([topic.name], timeout=self._timeout).get(topic.name)
+        if actual is None:
+            raise TopicNotFoundError(f"topic '{topic.name}' does not exist and auto_create_topics is off")
+        return actual
+
     def create_topics(self, topics: List[Topic], timeout: Optional[float] = None,
                       create_timeout: Optional[float] = None) -> None:
         """Create the given topics (existing ones are left alone)."""

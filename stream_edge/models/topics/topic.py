@@ -105,6 +105,8 @@ class Topic:
         self._type = topic_type
         self.create_config: Optional[TopicConfig] = config
         self._broker_config: Optional[TopicConfig] = None
+        # Set by the TopicManager: creates (if allowed) and inspects the topic on first access.
+        self.broker_config_loader: Optional[Callable[[], TopicConfig]] = None
         self._value_deserializer = resolve_deserializer(value_deserializer)
         self._key_deserializer = resolve_deserializer(key_deserializer)
         self._value_serializer = resolve_serializer(value_serializer)
@@ -129,10 +131,16 @@ class Topic:
 
     @property
     def broker_config(self) -> TopicConfig:
-        """The topic's configuration as the broker reports it (after ``app.setup_topics()``)."""
+        """The topic's configuration as the broker reports it.
+
+        Asked before the application set its topics up, the topic is created (when the
+        application may create topics) and inspected now, as Quix Streams does at ``app.topic()``.
+        """
         if self._broker_config is None:
-            raise RuntimeError(f"topic '{self.name}': its broker configuration is not known yet; "
-                               f"call app.setup_topics() (run() does) first")
+            if self.broker_config_loader is None:
+                raise RuntimeError(f"topic '{self.name}' is not registered with an application's TopicManager; "
+                                   f"its broker configuration is unknown")
+            self._broker_config = self.broker_config_loader()
         return self._broker_config
 
     @broker_config.setter

@@ -105,7 +105,7 @@ def test_environment_variables(monkeypatch, kafka_bootstrap, make_topic, produce
     monkeypatch.setenv("Quix__Broker__Address", kafka_bootstrap)
     monkeypatch.setenv("Quix__Consumer__Group", f"env-{uuid.uuid4().hex[:8]}")
     app = Application(auto_offset_reset="earliest", loglevel=None)
-    assert app.config.broker_address == kafka_bootstrap
+    assert app.config.broker_address.bootstrap_servers == kafka_bootstrap
     assert app.config.consumer_group.startswith("env-")
     app.dataframe(app.topic(src))
     assert app.run(count=1, timeout=30) == [{"a": 1}]
