@@ -22,6 +22,7 @@ from stream_edge.models.rows import Row
 from stream_edge.models.serializers import IgnoreMessage, SerializationError
 from stream_edge.models.timestamps import TimestampExtractor, TimestampType
 from stream_edge.models.topics import Topic
+from stream_edge.models.types import RawConfluentKafkaMessageProto as RawMessage
 from stream_edge.processing.context import ProcessingContext
 from stream_edge.rowproducer import ProducerError
 
@@ -57,11 +58,11 @@ class TopicRoute(NamedTuple):
         return cls(topic.value_loads, topic.key_loads, topic.timestamp_extractor, topic.split_values, executor)
 
 
-def _where(msg: Any) -> str:
+def _where(msg: RawMessage) -> str:
     return f"topic '{msg.topic()}' partition {msg.partition()} offset {msg.offset()}"
 
 
-def _context(msg: Any) -> MessageContext:
+def _context(msg: RawMessage) -> MessageContext:
     raw = msg.value()
     return MessageContext(msg.topic(), msg.partition(), msg.offset(), len(raw) if raw is not None else 0,
                           msg.leader_epoch())
@@ -93,7 +94,7 @@ class BatchProcessor:
         self._counter = counter if counter is not None else OutputCounter()
         self._on_failed_message = on_failed_message
 
-    def __call__(self, msgs: Sequence[Any]) -> int:
+    def __call__(self, msgs: Sequence[RawMessage]) -> int:
         ctx, routes, counter = self._ctx, self._routes, self._counter
         limit = counter.limit
         processed_cb = self._on_message_processed
@@ -109,14 +110,14 @@ class BatchProcessor:
             if not single:
                 vloads, kloads, extractor, split, executor = routes[msg.topic()]
             ctx.current_message = msg
-            value = msg.value()
+            value: Any = msg.value()
             if vloads is not None and value is not None:
                 try:
                     value = vloads(value)
                 except Exception as exc:  # noqa: BLE001 - bad input: the callback decides
                     self._deserialize_failed(exc, msg, "value")
                     continue
-            key = msg.key()
+            key: Any = msg.key()
             if kloads is not None and key is not None:
                 try:
                     key = kloads(key)
@@ -142,7 +143,7 @@ class BatchProcessor:
         return done
 
     # -- errors (off the hot path) ----------------------------------------------------------------
-    def _message_error(self, msg: Any) -> None:
+    def _message_error(self, msg: RawMessage) -> None:
         err = msg.error()
         if err.code() == KafkaError._PARTITION_EOF:  # informational (enable.partition.eof)
             return
@@ -150,7 +151,7 @@ class BatchProcessor:
         if not self._on_consumer_error(exc, msg, logger):
             raise ConsumerError(str(exc)) from exc
 
-    def _deserialize_failed(self, exc: Exception, msg: Any, field: str) -> None:
+    def _deserialize_failed(self, exc: Exception, msg: RawMessage, field: str) -> None:
         """Skip the message (IgnoreMessage, or the callback says so) or raise with its coordinates."""
         if isinstance(exc, IgnoreMessage):
             return
@@ -162,7 +163,7 @@ class BatchProcessor:
         raise ConsumerError(str(error)) from exc
 
     def _processing_failed(self, exc: Exception, value: Any, key: Any, timestamp: Any, headers: Any,
-                           msg: Any) -> None:
+                           msg: RawMessage) -> None:
         if isinstance(exc, (ProducerError, ConsumerError)):
             raise exc
         if self._on_failed_message is not None:
@@ -173,7 +174,7 @@ class BatchProcessor:
         raise exc
 
 
-def _first_seen(msgs: Sequence[Any], indices: range, wanted: int) -> Dict[TopicPartitionKey, int]:
+def _first_seen(msgs: Sequence[RawMessage], indices: range, wanted: int) -> Dict[TopicPartitionKey, int]:
     """The offset of the first message seen per topic-partition, visiting ``msgs`` in ``indices``
     order; stops once ``wanted`` partitions are found."""
     found: Dict[TopicPartitionKey, int] = {}
@@ -188,7 +189,7 @@ def _first_seen(msgs: Sequence[Any], indices: range, wanted: int) -> Dict[TopicP
     return found
 
 
-def last_offsets(msgs: Sequence[Any], count: int, partitions_hint: int) -> Dict[TopicPartitionKey, int]:
+def last_offsets(msgs: Sequence[RawMessage], count: int, partitions_hint: int) -> Dict[TopicPartitionKey, int]:
     """The last offset per topic-partition among ``msgs[:count]`` (scans backwards, stops early).
 
     >>> from confluent_kafka import Message
@@ -199,7 +200,7 @@ def last_offsets(msgs: Sequence[Any], count: int, partitions_hint: int) -> Dict[
     return _first_seen(msgs, range(count - 1, -1, -1), partitions_hint)
 
 
-def first_offsets(msgs: Sequence[Any], count: int, wanted: int) -> Dict[TopicPartitionKey, int]:
+def first_offsets(msgs: Sequence[RawMessage], count: int, wanted: int) -> Dict[TopicPartitionKey, int]:
     """The first offset per topic-partition among ``msgs[:count]``."""
     return _first_seen(msgs, range(count), wanted)
 

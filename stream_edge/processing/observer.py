@@ -16,7 +16,12 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence, Tuple
+from typing import TYPE_CHECKING, Mapping, Optional, Sequence, Tuple
+
+if TYPE_CHECKING:  # pragma: no cover
+    from stream_edge.models.types import RawConfluentKafkaMessageProto
+    from stream_edge.rowconsumer import RowConsumer
+    from stream_edge.sinks.base.sink import BaseSink
 
 __all__ = ("RunObserver", "TopicPartitionKey")
 
@@ -26,17 +31,17 @@ TopicPartitionKey = Tuple[str, int]
 class RunObserver:
     """Hooks of one ``Application.run()``; called from the processing thread."""
 
-    def on_start(self, topics: Sequence[str], consumer: Any) -> None:
+    def on_start(self, topics: Sequence[str], consumer: "RowConsumer") -> None:
         """Processing starts: the input topics and the consumer (a ``RowConsumer``, e.g. for lag)."""
 
-    def on_batch(self, messages: Sequence[Any], processed: int, seconds: float) -> None:
+    def on_batch(self, messages: Sequence["RawConfluentKafkaMessageProto"], processed: int, seconds: float) -> None:
         """A batch was processed: the raw ``confluent_kafka.Message`` objects, how many of them
         were processed (``run(count=...)`` may stop early) and how long processing took."""
 
     def on_checkpoint(self, seconds: float, offsets: Mapping[TopicPartitionKey, int]) -> None:
         """A checkpoint committed ``offsets`` (last processed offset per partition) in ``seconds``."""
 
-    def on_sink_flush(self, sink: Any, topic: str, partition: int, seconds: float) -> None:
+    def on_sink_flush(self, sink: "BaseSink", topic: str, partition: int, seconds: float) -> None:
         """``sink.flush(topic, partition)`` returned after ``seconds`` (part of a checkpoint)."""
 
     def on_assign(self, partitions: Sequence[TopicPartitionKey]) -> None:
@@ -48,5 +53,5 @@ class RunObserver:
     def on_processing_error(self, exc: BaseException) -> None:
         """A message failed in the pipeline (before ``on_processing_error`` decides to go on)."""
 
-    def on_stop(self, error: BaseException | None) -> None:
+    def on_stop(self, error: Optional[BaseException]) -> None:
         """The run ended, normally (``error`` None) or with ``error``."""

@@ -34,7 +34,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from stream_edge.dataframe.registry import DataframeRegistry
     from stream_edge.rowconsumer import RowConsumer
     from stream_edge.rowproducer import RowProducer
+    from stream_edge.models.types import RawConfluentKafkaMessageProto as RawMessage
     from stream_edge.sinks.base.manager import SinkManager
+    from stream_edge.sinks.base.sink import BaseSink
     from stream_edge.sources.base.manager import SourceManager
     from stream_edge.state import StateStoreManager
 
@@ -140,7 +142,7 @@ class Runner:
         parts.context.checkpoint = checkpoint
         return checkpoint
 
-    def _on_sink_flush(self, sink: Any, topic: str, partition: int, seconds: float) -> None:
+    def _on_sink_flush(self, sink: "BaseSink", topic: str, partition: int, seconds: float) -> None:
         self._notify("on_sink_flush", sink, topic, partition, seconds)
 
     def _current(self) -> Checkpoint:
@@ -169,7 +171,7 @@ class Runner:
         self._checkpoint = self._new_checkpoint()
 
     # -- rebalancing ----------------------------------------------------------------------------
-    def _on_assign(self, consumer: Any, partitions: List[TopicPartition]) -> None:
+    def _on_assign(self, consumer: object, partitions: List[TopicPartition]) -> None:
         tps = [(p.topic, p.partition) for p in partitions]
         logger.info("partitions assigned: %s", tps)
         self._assigned.update(tps)
@@ -204,13 +206,13 @@ class Runner:
                 parts.state_manager.on_partition_revoke(topic, partition)
         self._notify("on_revoke", tps, lost)
 
-    def _on_revoke(self, consumer: Any, partitions: List[TopicPartition]) -> None:
+    def _on_revoke(self, consumer: object, partitions: List[TopicPartition]) -> None:
         logger.info("partitions revoked: %s", [(p.topic, p.partition) for p in partitions])
         if not self._failed and not self._closing and self._checkpoint is not None:
             self._commit()
         self._forget(partitions, lost=False)
 
-    def _on_lost(self, consumer: Any, partitions: List[TopicPartition]) -> None:
+    def _on_lost(self, consumer: object, partitions: List[TopicPartition]) -> None:
         logger.warning("partitions lost: %s", [(p.topic, p.partition) for p in partitions])
         if self._checkpoint is not None:
             self._checkpoint.close()
@@ -347,7 +349,8 @@ class Runner:
                 logger.info("run(timeout=%s): no new message for %ss, stopping", timeout, timeout)
                 break
 
-    def _store_batch(self, checkpoint: Checkpoint, msgs: List[Any], done: int, track_first: bool) -> None:
+    def _store_batch(self, checkpoint: Checkpoint, msgs: Sequence["RawMessage"], done: int,
+                     track_first: bool) -> None:
         """Record the batch's processed offsets in the checkpoint."""
         parts_count = len(self._assigned) or 1
         last: Dict[Tuple[str, int], int]
