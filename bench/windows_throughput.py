@@ -99,28 +99,34 @@ def expected_outputs(n: int, keys: int, base: int) -> int:
 
 
 def compare(bootstrap: str, keys: int, n: int, admin: AdminClient, packages: list, profile: str | None,
-            check: bool) -> dict:
+            check: bool, baseline_tree: str | None = None) -> dict:
     source, base = input_topic(bootstrap, admin, n, keys)
     expected = expected_outputs(n, keys, base)
-    python = {"stream_edge": Path(sys.executable)}
+    python = {"stream_edge": Path(sys.executable), "baseline": Path(sys.executable)}
     if "quixstreams" in packages:
         python["quixstreams"] = quix_python()
+    if baseline_tree:
+        packages = ["baseline", *packages]
     figures, outputs = {}, {}
     for package in packages:
         figures[package], outputs[package] = run_variant(
-            python[package], package, bootstrap, admin, source, n, expected,
-            profile if package == "stream_edge" else None, program=PROGRAM, label="windows", timeout=3600)
+            python[package], "stream_edge" if package == "baseline" else package, bootstrap, admin, source, n,
+            expected, profile if package == "stream_edge" else None, program=PROGRAM, label="windows",
+            timeout=3600, tree=baseline_tree if package == "baseline" else None)
         f = figures[package]
         print(f"  {keys:>7,} keys  {package:<12} {f['msgs_per_s']:>10,.0f} msg/s  {f['seconds']:6.1f} s  "
               f"peak RSS {f['peak_rss_mb']:6.0f} MB", flush=True)
     result = {"keys": keys, "messages": n, "expected_outputs": expected, **{p: figures[p] for p in packages}}
-    if len(packages) == 2:
+    if "stream_edge" in figures and "quixstreams" in figures:
         result["ratio"] = figures["stream_edge"]["msgs_per_s"] / figures["quixstreams"]["msgs_per_s"]
         print(f"  {keys:>7,} keys  ratio stream_edge / quixstreams = {result['ratio']:.2f}x", flush=True)
+    if "baseline" in figures and "stream_edge" in figures:
+        result["vs_baseline"] = figures["stream_edge"]["msgs_per_s"] / figures["baseline"]["msgs_per_s"]
+        print(f"  {keys:>7,} keys  stream_edge now / baseline tree = {result['vs_baseline']:.2f}x", flush=True)
     if check:
         seen = {p: read_output(bootstrap, outputs[p], expected) for p in packages}
         counts = {p: sum(s.values()) for p, s in seen.items()}
-        same = len(packages) < 2 or seen["stream_edge"] == seen["quixstreams"]
+        same = all(s == seen[packages[0]] for s in seen.values())
         result["outputs"] = counts
         result["identical"] = same and all(c == expected for c in counts.values())
         print(f"  {keys:>7,} keys  outputs {counts} (expected {expected}); identical: {result['identical']}",
@@ -139,6 +145,8 @@ def main() -> None:
     parser.add_argument("--only", choices=("stream_edge", "quixstreams"))
     parser.add_argument("--profile", help="cProfile the stream_edge run into this file")
     parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--baseline-tree", metavar="DIR",
+                        help="also run stream_edge imported from DIR (an older checkout) in the same run")
     args = parser.parse_args()
 
     from infra.local import services
@@ -147,7 +155,8 @@ def main() -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     packages = [args.only] if args.only else ["stream_edge", "quixstreams"]
     print(f"tumbling_window(1s).mean().final(), {args.messages:,} messages, 2 partitions, broker {bootstrap}")
-    results = [compare(bootstrap, args.keys, args.messages, admin, packages, args.profile, check=True)]
+    results = [compare(bootstrap, args.keys, args.messages, admin, packages, args.profile, check=True,
+                       baseline_tree=args.baseline_tree)]
     if not args.no_scaling:
         for keys in (int(k) for k in args.scaling.split(",") if k):
             results.append(compare(bootstrap, keys, args.messages, admin, packages, None, check=True))
