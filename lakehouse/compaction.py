@@ -23,7 +23,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from lakehouse.delta_tables import DeltaTable
 from lakehouse.fault_injection import pause_point
@@ -247,7 +247,7 @@ def _cleanup_iceberg(table: IcebergTable, options: CompactOptions) -> None:
     else:
         # The procedure refuses intervals under 24 h; the action API accepts them. Only reached
         # with --allow-unsafe-retention (checked up front).
-        jvm = spark._jvm  # type: ignore[attr-defined]
+        jvm: Any = spark._jvm  # type: ignore[attr-defined]
         result = (jvm.org.apache.iceberg.spark.actions.SparkActions.get(spark._jsparkSession)  # type: ignore[attr-defined]
                   .deleteOrphanFiles(table.java_table()).olderThan(int(cutoff.timestamp() * 1000)).execute())
         orphans = sum(1 for _ in result.orphanFileLocations())
@@ -259,7 +259,7 @@ def _cleanup_iceberg(table: IcebergTable, options: CompactOptions) -> None:
 def _delta_files(table: DeltaTable) -> list[dict]:
     from pyspark.sql import DataFrame
 
-    jvm = table.spark._jvm  # type: ignore[attr-defined]
+    jvm: Any = table.spark._jvm  # type: ignore[attr-defined]
     delta_log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(table.spark._jsparkSession, table.location)  # type: ignore[attr-defined]
     snapshot = delta_log.update(getattr(delta_log, "update$default$1")(), getattr(delta_log, "update$default$2")(),
                                 getattr(delta_log, "update$default$3")())

@@ -40,7 +40,7 @@ def delta_location(spark: "SparkSession", table: str) -> tuple[str, str | None]:
         parts = parts[1:]
     if len(parts) != 2 or not all(parts):
         raise ValueError(f"Delta table {table!r} must be db.table, spark_catalog.db.table or delta.`/path`")
-    warehouse = spark.conf.get("spark.sql.warehouse.dir")
+    warehouse = str(spark.conf.get("spark.sql.warehouse.dir"))
     location = LakeLocation.parse(warehouse).child(f"{parts[0]}.db/{parts[1]}")
     return location, f"spark_catalog.`{parts[0]}`.`{parts[1]}`"
 
@@ -120,7 +120,7 @@ class DeltaTable:
         from pyspark.sql import functions as F
 
         key = "spark.sql.sources.partitionColumnTypeInference.enabled"
-        previous = self.spark.conf.get(key)
+        previous = self.spark.conf.get(key, "true") or "true"
         # Partition values are read as the strings in the path (Spark unescapes them and maps
         # the Hive default partition to NULL), then cast to the table's types: inference would
         # otherwise guess per batch (sensor=007 -> int 7).
@@ -163,7 +163,7 @@ def declare_warehouse_tables(spark: "SparkSession") -> list[str]:
     """
     import pyarrow.fs as pafs
 
-    warehouse = LakeLocation.parse(spark.conf.get("spark.sql.warehouse.dir"))
+    warehouse = LakeLocation.parse(str(spark.conf.get("spark.sql.warehouse.dir")))
     fs, base = warehouse.filesystem()
     declared = []
     for db_dir in fs.get_file_info(pafs.FileSelector(base, allow_not_found=True)):

@@ -17,7 +17,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from lakehouse.lake_files import EdgeFile, LakeLocation
 
@@ -47,7 +47,7 @@ class IcebergTable:
         self.sql_name = quote_ident(identifier)
         self.catalog = parts[0]
         self.namespace = ".".join(parts[1:-1])
-        self._jvm = spark._jvm  # type: ignore[attr-defined]
+        self._jvm: Any = spark._jvm  # type: ignore[attr-defined]
 
     # -- lookup ---------------------------------------------------------------------------------
     def java_table(self):

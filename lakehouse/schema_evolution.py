@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 VOID = "void"
 TIME_PARTITION_COLUMNS = ("year", "month", "day", "hour")
@@ -35,7 +35,7 @@ class IncompatibleSchemaError(ValueError):
     """A file's column type cannot be stored in the table's column (or vice versa)."""
 
 
-def arrow_to_spark(arrow_type: object, *, table_format: str = "iceberg") -> str:
+def arrow_to_spark(arrow_type: Any, *, table_format: str = "iceberg") -> str:
     """Spark SQL type string for a pyarrow type, as Spark/Iceberg read that Parquet column."""
     import pyarrow as pa
     import pyarrow.types as t

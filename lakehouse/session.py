@@ -26,7 +26,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -193,7 +193,7 @@ def write_spark_defaults(spark_home: Path | None = None) -> Path:
 
 def _check_driver_classpath(spark: "SparkSession") -> None:
     """Fail early, with the fix, when spark-submit was started without the runtime jars."""
-    jvm = spark.sparkContext._jvm
+    jvm: Any = spark.sparkContext._jvm
     try:
         jvm.java.lang.Class.forName("org.apache.iceberg.spark.SparkCatalog", False,
                                     jvm.Thread.currentThread().getContextClassLoader())

@@ -35,6 +35,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from lakehouse.delta_tables import DeltaTable
 from lakehouse.tables import open_table, resolve_format
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -287,6 +288,7 @@ def _write_output(spark: "SparkSession", windows: "DataFrame", options: WindowRe
             spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {target.sql_name.rsplit('.', 1)[0]}")
             writer.create()
     else:
+        assert isinstance(target, DeltaTable)
         (windows.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
          .save(target.location))
         target.declare()

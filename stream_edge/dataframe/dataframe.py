@@ -231,6 +231,7 @@ class StreamingDataFrame(BaseStreaming):
         """
         if self._grouped:
             raise GroupByLimitExceeded("group_by() can be applied only once per StreamingDataFrame")
+        key_func: Callable[[Any], Any]
         if isinstance(key, str):
             name = name or key
             key_func = operator.itemgetter(key)

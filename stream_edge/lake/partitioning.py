@@ -122,7 +122,7 @@ def time_partition_values(timestamp_ms: Optional[float]) -> Dict[str, Optional[s
             "day": f"{moment.day:02d}", "hour": f"{moment.hour:02d}"}
 
 
-def validate_hive_columns(hive_columns: Iterable[str]) -> List[str]:
+def validate_hive_columns(hive_columns: Optional[Iterable[str]]) -> List[str]:
     """Check the configured hive columns: non-empty distinct strings, time columns in a sane order."""
     columns = list(hive_columns or ())
     for column in columns:

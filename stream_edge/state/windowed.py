@@ -90,7 +90,9 @@ class WindowedPartitionTransaction(BaseTransaction):
     def _serialize_changes(self) -> Dict[bytes, Optional[bytes]]:
         if not self._dirty:
             return {}
-        dump, dumps, live = self._codec.dump_key_state, self._dumps, self._live
+        codec = self._codec
+        assert codec is not None  # set when the first key was loaded or created
+        dump, dumps, live = codec.dump_key_state, self._dumps, self._live
         return {message_key_bytes(key): dumps(dump(live[key])) for key in self._dirty}
 
     def _after_commit(self) -> None:

@@ -15,7 +15,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 from .aggregations import Aggregation, Collect, Count, Max, Mean, Min, Sum
 from .fixed_engine import FixedWindowEngine
@@ -23,7 +23,8 @@ from .sliding_engine import SlidingWindowEngine
 
 __all__ = ("replay", "make_engine")
 
-_AGGREGATIONS = {"sum": Sum, "count": Count, "mean": Mean, "min": Min, "max": Max, "collect": Collect}
+_AGGREGATIONS: Dict[str, Callable[[], Aggregation]] = {
+    "sum": Sum, "count": Count, "mean": Mean, "min": Min, "max": Max, "collect": Collect}
 
 
 def make_engine(kind: str, duration_ms: int, grace_ms: int = 0, step_ms: Optional[int] = None,

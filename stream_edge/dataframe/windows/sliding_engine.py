@@ -82,7 +82,7 @@ class SlidingWindowEngine:
             insort(ks[_ORDER], key)
         windows[key] = [max_ts, stored]
 
-    def _update(self, ks: list, value: Any, timestamp: int) -> tuple:
+    def _update(self, ks: list, value: Any, timestamp: int) -> Optional[tuple]:
         """Apply one message; return ``(updated, max_expired_start, max_deleted_start)`` or ``None`` when late."""
         duration = self.duration_ms
         latest = ks[_LATEST]

@@ -40,7 +40,7 @@ class JSONSerializer(Serializer):
         self._validator = _make_validator(schema, validator)
 
     @property
-    def fast(self) -> Optional[Callable[[Any], bytes]]:
+    def fast(self) -> Optional[Callable[[Any], Union[str, bytes]]]:
         return self._dumps if self._validator is None and self._dumps is default_dumps else None
 
     def __call__(self, value: Any, ctx: SerializationContext) -> bytes:

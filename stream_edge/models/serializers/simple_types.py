@@ -29,7 +29,7 @@ class BytesSerializer(Serializer):
 
     passthrough = True  # the producer gets the key/value as is (librdkafka also takes str)
 
-    def __call__(self, value: Any, ctx: SerializationContext) -> bytes:
+    def __call__(self, value: Any, ctx: SerializationContext) -> Any:
         if value is not None and not isinstance(value, (bytes, bytearray, memoryview)):
             raise SerializationError(f"BytesSerializer needs bytes for topic '{ctx.topic}', got {type(value).__name__}")
         return value

@@ -114,11 +114,12 @@ class StreamTimeoutTracker:
             self._ttl_ms = None
             self._timeout_units = None
             self._ttl_units = None
-            self._callback = None
-            self._interval_ms = None
+            self._callback: Optional[Callable[[Any], Any]] = None
+            self._interval_ms: Any = None
             self._entries: Optional[OrderedDict] = None
-            self._lock = None
+            self._lock: Any = None  # a threading.Lock whenever _entries is not None
             return
+        assert stream_timeout_ms is not None  # enabled implies a positive timeout
         if check_interval_ms is not None and (
             not isinstance(check_interval_ms, (int, float)) or check_interval_ms <= 0
         ):
@@ -219,7 +220,7 @@ class StreamTimeoutTracker:
                 continue
             # 2. the callback, outside the lock; 3. the INFO line.
             try:
-                self._callback(key)
+                self._callback(key)  # type: ignore[misc]  # set whenever the tracker runs
             except Exception:  # noqa: BLE001 - a user callback must never break the sink
                 self._logger.exception("on_stream_timeout callback failed for stream '%s'", _stream_name(key))
             fired += 1

@@ -109,6 +109,12 @@ class Source(BaseSource):
         if not failed and self._producer is not None:
             self.flush()
 
+    def _configured_topic(self) -> Topic:
+        if self._producer_topic is None:
+            raise RuntimeError(f"source {self!r} is not configured: add it to an Application "
+                               f"(app.add_source() or app.dataframe(source=...)) first")
+        return self._producer_topic
+
     @abc.abstractmethod
     def run(self) -> None:
         """Fetch data and produce it while ``self.running``."""
@@ -116,13 +122,13 @@ class Source(BaseSource):
     def serialize(self, key: Optional[object] = None, value: Optional[object] = None,
                   headers: Any = None, timestamp_ms: Optional[int] = None) -> KafkaMessage:
         """Serialize with the source topic's serializers."""
-        return self._producer_topic.serialize(key=key, value=value, headers=headers, timestamp_ms=timestamp_ms)
+        return self._configured_topic().serialize(key=key, value=value, headers=headers, timestamp_ms=timestamp_ms)
 
     def produce(self, value: Optional[Union[str, bytes]] = None, key: Optional[Union[str, bytes]] = None,
                 headers: Any = None, partition: Optional[int] = None, timestamp: Optional[int] = None,
                 poll_timeout: float = 5.0, buffer_error_max_tries: int = 3) -> None:
         """Produce raw bytes to the source topic."""
-        self._producer.produce(topic=self._producer_topic.name, value=value, key=key, headers=headers,
+        self._producer.produce(topic=self._configured_topic().name, value=value, key=key, headers=headers,
                                partition=partition, timestamp=timestamp, poll_timeout=poll_timeout,
                                buffer_error_max_tries=buffer_error_max_tries)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import pyarrow as pa
 
@@ -49,8 +49,8 @@ class IcebergRegistrar:
         self.create_if_missing = create_if_missing
         self._token = token
         self._properties = dict(properties or {})
-        self._catalog = None
-        self._table = None
+        self._catalog: Any = None
+        self._table: Any = None
 
     def _catalog_properties(self) -> Dict[str, str]:
         props = {"type": "rest", "uri": self.uri}

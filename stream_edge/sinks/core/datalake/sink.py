@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
-from stream_edge.lake import first_unwritten_index, table_root, validate_hive_columns
+from stream_edge.lake import CommitRecord, first_unwritten_index, table_root, validate_hive_columns
 from stream_edge.sinks.base import BatchingSink, SinkBackpressureError, SinkBatch
 from stream_edge.sinks.base.item import HeadersTuples
 from stream_edge.sinks.base.sink import ClientConnectFailureCallback, ClientConnectSuccessCallback
@@ -25,7 +25,7 @@ from .catalog import IcebergRegistrar
 from .lake_writer import LakeTableWriter
 from .records import RecordTypeError, SchemaConflictError, TableBuilder
 
-__all__ = ("DataLakeSink", "DEFAULT_STORAGE_URL_ENV")
+__all__: Tuple[str, ...] = ("DataLakeSink", "DEFAULT_STORAGE_URL_ENV")
 
 logger = logging.getLogger(__name__)
 
@@ -138,7 +138,7 @@ class DataLakeSink(BatchingSink):
         self._writer: Optional[LakeTableWriter] = None
         self._registrar: Optional[IcebergRegistrar] = None
         self._registered: Dict[Tuple[str, int], int] = {}
-        self._last_seen_commit = None
+        self._last_seen_commit: Optional[CommitRecord] = None
         if register_in_catalog:
             if not catalog_url:
                 raise ValueError("register_in_catalog=True needs catalog_url")
@@ -170,7 +170,7 @@ class DataLakeSink(BatchingSink):
             else:
                 bucket = root.split("/", 1)[0]
                 from pyarrow import fs as pafs
-                if filesystem.get_file_info(bucket).type == pafs.FileType.NotFound:
+                if filesystem.get_file_info(bucket).type == pafs.FileType.NotFound:  # type: ignore[attr-defined]
                     raise FileNotFoundError(f"bucket {bucket!r} of {display_url(self.storage_url)} does not exist")
             for record in writer.latest_commits_of_table():
                 if record.schema_ipc:
@@ -204,7 +204,7 @@ class DataLakeSink(BatchingSink):
         """
         needs_all = (self._tracker.enabled or self._builder.include_kafka_metadata
                      or (self._builder.time_columns and self.timestamp_column is None))
-        self.add = self._add_full if needs_all else self._add_lean
+        self.add = self._add_full if needs_all else self._add_lean  # type: ignore[method-assign]
 
     def add(self, value: Any, key: Any, timestamp: int, headers: HeadersTuples,
             topic: str, partition: int, offset: int) -> None:
@@ -276,6 +276,7 @@ class DataLakeSink(BatchingSink):
         if self._writer is None:
             self.setup()
         writer = self._writer
+        assert writer is not None  # setup() creates it or raises
         try:
             latest = writer.prepare(topic, partition)
         except OSError as exc:
@@ -289,11 +290,12 @@ class DataLakeSink(BatchingSink):
             # unregistered; registering is idempotent (offsets in the snapshot summary).
             self._register(latest)
         offsets = buffer.offsets
-        start = first_unwritten_index(offsets, latest.last_offset if latest is not None else None)
+        last_committed = latest.last_offset if latest is not None else None
+        start = first_unwritten_index(offsets, last_committed)
         if start:
             logger.info("%s[%s]: skipping %d record(s) at offsets %d..%d already committed to the lake "
                         "(last committed offset %d)", topic, partition, start, offsets[0],
-                        offsets[start - 1], latest.last_offset)
+                        offsets[start - 1], last_committed)
         if start == len(offsets):
             return
         values, keys, timestamps = buffer.values, buffer.keys, buffer.timestamps
@@ -313,7 +315,8 @@ class DataLakeSink(BatchingSink):
         if self._registrar is not None:
             self._register(record, schema)
 
-    def _register(self, record, schema: Optional[pa.Schema] = None) -> None:
+    def _register(self, record: CommitRecord, schema: Optional[pa.Schema] = None) -> None:
+        assert self._registrar is not None and self._writer is not None  # only called when registering
         key = (record.topic, record.partition)
         if self._registered.get(key) == record.last_offset:
             return

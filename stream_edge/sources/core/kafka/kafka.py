@@ -42,10 +42,10 @@ class KafkaReplicatorSource(Source):
         self._app_config = app_config
         self._source_topic = topic
         self._broker_address = broker_address
-        self._auto_offset_reset = auto_offset_reset or getattr(app_config, "auto_offset_reset", "latest")
+        self._auto_offset_reset: str = auto_offset_reset or getattr(app_config, "auto_offset_reset", None) or "latest"
         self._consumer_extra_config = consumer_extra_config or {}
         self._poll_timeout = consumer_poll_timeout or getattr(app_config, "consumer_poll_timeout", 1.0)
-        self._commit_interval = commit_interval or getattr(app_config, "commit_interval", 5.0)
+        self._commit_interval: float = commit_interval or getattr(app_config, "commit_interval", None) or 5.0
         self._on_consumer_error = on_consumer_error
         self._value_deserializer = value_deserializer
         self._key_deserializer = key_deserializer
@@ -72,8 +72,9 @@ class KafkaReplicatorSource(Source):
                                 auto_commit_enable=False,
                                 extra_config={"enable.auto.offset.store": False, **self._consumer_extra_config})
         self._consumer = consumer
-        target = self._producer_topic.name
-        partitions = (self._producer_topic.config.num_partitions if self._producer_topic.config else 1) or 1
+        topic = self._configured_topic()
+        target = topic.name
+        partitions = (topic.config.num_partitions if topic.config else 1) or 1
         consumer.subscribe([self._source_topic])
         pending: dict = {}
         last_commit = time.monotonic()
@@ -99,6 +100,7 @@ class KafkaReplicatorSource(Source):
     def _commit(self, pending: dict) -> None:
         """Deliver the copies first, then commit the source offsets."""
         self._producer.flush()
+        assert self._consumer is not None  # run() created it
         self._consumer.commit(offsets=[TopicPartition(t, p, o + 1) for (t, p), o in pending.items()],
                               asynchronous=False)
 
