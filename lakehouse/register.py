@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Sequence
 from lakehouse.fault_injection import pause_point
 from lakehouse.job_report import JobReport, Progress
 from lakehouse.lake_files import EdgeFile, LakeLayoutError, LakeLocation, edge_file_at, list_committed_files
-from lakehouse.register_ledger import RegistrationLedger
+from lakehouse.register_ledger import JOB_WRITER, LedgerError, RegistrationLedger
 from lakehouse.schema_evolution import IncompatibleSchemaError, plan_schema
 from lakehouse.tables import Table, open_table
 
@@ -124,6 +124,9 @@ def _commit_batch(table: Table, root: LakeLocation, ledger: RegistrationLedger, 
     """
     from lakehouse.iceberg_tables import IcebergTable
 
+    if not files:  # every file of the batch is owned by a lower batch of another writer
+        ledger.mark_done(number)
+        return False
     pause_point("register.before-commit")
     if isinstance(table, IcebergTable):
         committed_now = table.last_batch() < number
@@ -138,6 +141,21 @@ def _commit_batch(table: Table, root: LakeLocation, ledger: RegistrationLedger, 
     pause_point("register.after-commit")
     ledger.mark_done(number)
     return committed_now
+
+
+def _write_job_intent(ledger: RegistrationLedger, files: list[str], table: str, attempts: int = 20) -> int:
+    """Record the job's next batch; a number taken by an edge partition's sink is skipped, one
+    taken by another register run is an error (two runs must not work on one table)."""
+    for _ in range(attempts):
+        number = ledger.next_number()
+        try:
+            ledger.write_intent(number, files, table, writer=JOB_WRITER)
+            return number
+        except LedgerError:
+            if ledger.writer_of(number) in (None, JOB_WRITER):
+                raise
+            log.info("batch number %d was taken by %s; trying the next one", number, ledger.writer_of(number))
+    raise LedgerError(f"could not record a registration batch in {ledger.dir} after {attempts} attempts")
 
 
 def run_register(spark: "SparkSession", options: RegisterOptions) -> JobReport:
@@ -180,8 +198,8 @@ def run_register(spark: "SparkSession", options: RegisterOptions) -> JobReport:
     batches = ledger.batches()
     added_files = added_rows = 0
     for batch in batches:
-        if batch.done:
-            continue
+        if batch.done or batch.writer != JOB_WRITER:
+            continue  # an edge partition's pending batch is finished by that partition's sink
         if table.batch_committed(batch.number):
             # Committed, but the run died before its done marker. Do not touch the files: a
             # compaction since then may already have replaced and deleted them.
@@ -189,7 +207,8 @@ def run_register(spark: "SparkSession", options: RegisterOptions) -> JobReport:
             ledger.mark_done(batch.number)
             continue
         log.info("finishing batch %d (%d files) left pending by an earlier run", batch.number, len(batch.files))
-        files = [edge_file_at(root, rel) for rel in batch.files]
+        owned = set(ledger.owned_files(batch.number))
+        files = [edge_file_at(root, rel) for rel in batch.files if rel in owned]
         facts = _read_footers(root, files)
         _prepare(table, facts, root)
         if _commit_batch(table, root, ledger, batch.number, files):
@@ -199,18 +218,20 @@ def run_register(spark: "SparkSession", options: RegisterOptions) -> JobReport:
     known = {rel for batch in batches for rel in batch.files}
     new_files = [f for f in committed if f.relative_path not in known]
     log.info("%d files are new to %s", len(new_files), table.identifier)
-    next_number = max((b.number for b in batches), default=0) + 1
     for start in range(0, len(new_files), options.max_files_per_commit):
         chunk = new_files[start:start + options.max_files_per_commit]
         unread = [f for f in chunk if f.relative_path not in footers]
         facts = [footers[f.relative_path] for f in chunk if f.relative_path in footers] + _read_footers(root, unread)
         _prepare(table, facts, root)  # before the intent: a refused file must not block later runs
-        ledger.write_intent(next_number, [f.relative_path for f in chunk], table.identifier)
-        _commit_batch(table, root, ledger, next_number, chunk)
+        number = _write_job_intent(ledger, [f.relative_path for f in chunk], table.identifier)
+        # The sink may have recorded some of these files in a lower batch meanwhile: it owns them.
+        owned = set(ledger.owned_files(number))
+        chunk = [f for f in chunk if f.relative_path in owned]
+        facts = [f for f in facts if f.file.relative_path in owned]
+        _commit_batch(table, root, ledger, number, chunk)
         added_files += len(chunk)
         added_rows += sum(f.rows for f in facts)
-        log.info("batch %d committed: %d files, %d rows", next_number, len(chunk), sum(f.rows for f in facts))
-        next_number += 1
+        log.info("batch %d committed: %d files, %d rows", number, len(chunk), sum(f.rows for f in facts))
 
     if options.since is None:  # a full listing: safe to forget files that are gone
         folded = ledger.checkpoint({f.relative_path for f in committed})

@@ -1,10 +1,14 @@
 """Optional registration of committed lake files in an Iceberg REST catalog (pyiceberg).
 
-Off by default: registering is the batch side's job (``pipelines``). When enabled, every lake
-commit is followed by ``add_files`` of its files, with the Kafka position in the snapshot summary
-(``stream-edge.<topic>.<partition>.last-offset``). Before adding, the registrar looks for a
-snapshot that already carries an offset at or beyond the commit's: after a crash between the
-lake commit and the registration (or a replay), the same commit is not registered twice.
+Off by default: registering is the batch side's job (``lakehouse register``). When enabled,
+every lake commit is followed by ``add_files`` of its files, through the same registration
+ledger as the job (``stream_edge.lake.registration_ledger``, next to the edge files, keyed by
+the table's UUID): files already in the ledger (registered by the job or by this partition
+before a crash) are skipped, and each edge partition's batch number is a table property set in
+the same Iceberg commit as its files, so a crash anywhere registers nothing twice. The ledger
+lives in the lake, so ``expire_snapshots`` cannot make it forget. The Kafka position still goes
+into the snapshot summary (``stream-edge.<topic>.<partition>.last-offset``) for people reading
+the table's history.
 
 The partition spec is identity on the hive columns, which the sink writes into the files too
 (pyiceberg reads identity partition values from the file statistics; Hive paths alone would give
@@ -15,13 +19,17 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
 from stream_edge.lake import CommitRecord
+from stream_edge.lake.registration_ledger import (LedgerError, RegistrationLedger, edge_batch_property,
+                                                  edge_writer)
 
 __all__ = ("IcebergRegistrar", "offset_property")
+
+COMMIT_ATTEMPTS = 5  # Iceberg commit conflicts with other writers: refresh and retry
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +59,7 @@ class IcebergRegistrar:
         self._properties = dict(properties or {})
         self._catalog: Any = None
         self._table: Any = None
+        self._lake: Optional[Tuple[Any, str, bool]] = None
 
     def _catalog_properties(self) -> Dict[str, str]:
         props = {"type": "rest", "uri": self.uri}
@@ -101,30 +110,88 @@ class IcebergRegistrar:
             self._table = self._catalog.load_table(self.identifier)
         return self._table
 
-    def already_registered(self, table, record: CommitRecord) -> bool:
-        key = offset_property(record.topic, record.partition)
-        for snapshot in table.metadata.snapshots:
-            value = snapshot.summary.get(key) if snapshot.summary is not None else None
-            if value is not None and int(value) >= record.last_offset:
-                return True
-        return False
+    def attach_lake(self, filesystem: Any, table_root: str, local: bool) -> None:
+        """Where the edge table lives (the ledger is kept next to its files)."""
+        self._lake = (filesystem, table_root.rstrip("/"), local)
 
-    def register(self, record: CommitRecord, file_uris: List[str], schema: pa.Schema) -> bool:
-        """Add the commit's files; returns False when the commit was registered before."""
+    def _ledger(self, table: Any) -> RegistrationLedger:
+        if self._lake is None:
+            raise RuntimeError("IcebergRegistrar.attach_lake() must be called before registering")
+        fs, root, local = self._lake
+        return RegistrationLedger(fs, root, f"iceberg-{table.metadata.table_uuid}", local=local)
+
+    def _uri(self, relative: str) -> str:
+        assert self._lake is not None
+        _, root, local = self._lake
+        return f"{'file://' if local else 's3://'}{root}/{relative}"
+
+    def register(self, record: CommitRecord, relative_paths: List[str], schema: pa.Schema) -> bool:
+        """Add the commit's files (paths relative to the table root) unless the ledger already
+        has them; returns False when there was nothing left to add."""
         table = self._load_table(schema)
         table = self._table = table.refresh()
-        if self.already_registered(table, record):
+        ledger = self._ledger(table)
+        writer = edge_writer(record.topic, record.partition)
+        self._finish_pending(ledger, writer, record, schema)
+        known = ledger.registered()
+        new = [path for path in relative_paths if path not in known]
+        if not new:
             logger.info("commit %s[%s]@%s already registered in %s; skipping", record.topic,
                         record.partition, record.last_offset, ".".join(self.identifier))
             return False
+        number = self._write_intent(ledger, new, writer)
+        self._commit(ledger, number, record, schema)
+        return True
+
+    def _write_intent(self, ledger: RegistrationLedger, files: List[str], writer: str) -> int:
+        """Record a batch under the next free number (other edge partitions and the job race for it)."""
+        for _ in range(20):
+            number = ledger.next_number()
+            try:
+                ledger.write_intent(number, files, ".".join(self.identifier), writer=writer)
+                return number
+            except LedgerError:
+                continue
+        raise LedgerError(f"could not record a registration batch in {ledger.dir}: too many concurrent writers")
+
+    def _finish_pending(self, ledger: RegistrationLedger, writer: str, record: CommitRecord,
+                        schema: pa.Schema) -> None:
+        """Batches this partition recorded but did not mark done (a crash): commit or mark them."""
+        for batch in ledger.batches():
+            if batch.done or batch.writer != writer:
+                continue
+            self._commit(ledger, batch.number, record, schema)
+
+    def _commit(self, ledger: RegistrationLedger, number: int, record: CommitRecord, schema: pa.Schema) -> None:
+        """Commit batch ``number`` (the files it owns) with its number as a table property, once."""
+        from pyiceberg.exceptions import CommitFailedException
+
+        prop = edge_batch_property(record.topic, record.partition)
+        for attempt in range(1, COMMIT_ATTEMPTS + 1):
+            table = self._table = self._table.refresh()
+            if int(table.properties.get(prop, "0")) >= number:
+                break  # committed before a crash cut off the done marker
+            files = [self._uri(path) for path in ledger.owned_files(number)]
+            if not files:
+                break  # every file is owned by a lower batch of another writer
+            self._evolve(table, schema)
+            try:
+                with table.transaction() as tx:
+                    tx.add_files(file_paths=files, snapshot_properties={
+                        offset_property(record.topic, record.partition): str(record.last_offset),
+                        "stream-edge.first-offset": str(record.first_offset),
+                        "lakehouse.register.batch": str(number)})
+                    tx.set_properties({prop: str(number)})
+                break
+            except CommitFailedException as exc:
+                if attempt == COMMIT_ATTEMPTS:
+                    raise
+                logger.info("Iceberg commit of batch %d conflicted (%s); retrying", number, exc)
+        ledger.mark_done(number)
+
+    def _evolve(self, table: Any, schema: pa.Schema) -> None:
         missing = [f for f in schema.names if f not in {c.name for c in table.schema().columns}]
         if missing:
             with table.update_schema() as update:
                 update.union_by_name(schema)
-            table = self._table = table.refresh()
-        table.add_files(
-            file_paths=file_uris,
-            snapshot_properties={offset_property(record.topic, record.partition): str(record.last_offset),
-                                 "stream-edge.first-offset": str(record.first_offset)},
-        )
-        return True
+            self._table = table.refresh()

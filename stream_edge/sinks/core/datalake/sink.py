@@ -79,7 +79,8 @@ class DataLakeSink(BatchingSink):
     :param catalog_auth_token: bearer token for the catalog (never logged).
     :param catalog_namespace: Iceberg namespace of the table.
     :param register_in_catalog: add every commit's files to the Iceberg table (default off:
-        registration is the batch side's job).
+        registration is the batch side's job). It shares ``lakehouse register``'s ledger, so
+        running both on one table registers each file once (``docs/internals.md``).
     :param auto_discover: create the Iceberg table from the discovered schema if missing.
     :param catalog_properties: extra pyiceberg catalog properties.
     :param stream_timeout_ms: per-key silence threshold (see ``StreamTimeoutTracker``).
@@ -178,6 +179,7 @@ class DataLakeSink(BatchingSink):
             self._writer = writer
             logger.info("DataLakeSink writing table %s under %s", self.table_name, display_url(self.storage_url))
             if self._registrar is not None:
+                self._registrar.attach_lake(writer.fs, writer.root, writer.local)
                 self._registrar.connect()
         self._tracker.start()
 
@@ -287,7 +289,7 @@ class DataLakeSink(BatchingSink):
             self._last_seen_commit = latest
         if self._registrar is not None and latest is not None:
             # A crash between the lake commit and the registration leaves the newest commit
-            # unregistered; registering is idempotent (offsets in the snapshot summary).
+            # unregistered; registering is idempotent (the registration ledger).
             self._register(latest)
         offsets = buffer.offsets
         last_committed = latest.last_offset if latest is not None else None
@@ -327,7 +329,9 @@ class DataLakeSink(BatchingSink):
             file_schema = pa.schema([schema.field(n) for n in record.schema if n in schema.names])
         else:
             file_schema = schema
-        self._registrar.register(record, _file_uris(self._writer, record), file_schema)
+        root = self._writer.root
+        relative = [path[len(root) + 1:] for path in self._writer.committed_file_paths(record)]
+        self._registrar.register(record, relative, file_schema)
         self._registered[key] = record.last_offset
 
     @staticmethod
@@ -347,12 +351,6 @@ def _encode_schema(schema: pa.Schema) -> str:
 
 def _decode_schema(text: str) -> pa.Schema:
     return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text)))
-
-
-def _file_uris(writer: LakeTableWriter, record) -> List[str]:
-    if writer.local:
-        return ["file://" + p for p in writer.committed_file_paths(record)]
-    return ["s3://" + p for p in writer.committed_file_paths(record)]
 
 
 # Re-exported for callers that catch them from the sink module.
