@@ -4,7 +4,8 @@ Pure modules (no Kafka, no RocksDB): ``math``, ``aggregations``, ``fixed_engine`
 ``sliding_engine``. Runtime glue: ``definitions``, ``time_based``, ``sliding``, ``base``.
 """
 
-from .aggregations import Aggregation, Collect, Count, Max, Mean, Min, Reduce, Sum
+from .aggregations import (Aggregation, Aggregator, BaseAggregator, BaseCollector, Collect, Collector, Count, Earliest,
+                           First, Last, Latest, Max, Mean, Min, Reduce, Sum)
 from .base import Window, get_window_ranges
 from .definitions import (FixedTimeWindowDefinition, HoppingTimeWindowDefinition, SlidingTimeWindowDefinition,
                           TumblingTimeWindowDefinition)
@@ -13,7 +14,8 @@ from .sliding import SlidingWindow
 from .sliding_engine import SlidingWindowEngine
 from .time_based import FixedTimeWindow
 
-__all__ = ("Aggregation", "Sum", "Count", "Mean", "Min", "Max", "Reduce", "Collect", "Window",
+__all__ = ("Aggregation", "Aggregator", "BaseAggregator", "BaseCollector", "Collector", "Sum", "Count", "Mean",
+           "Min", "Max", "First", "Last", "Earliest", "Latest", "Reduce", "Collect", "Window",
            "get_window_ranges", "FixedTimeWindowDefinition", "TumblingTimeWindowDefinition",
            "HoppingTimeWindowDefinition", "SlidingTimeWindowDefinition", "FixedWindowEngine",
            "SlidingWindowEngine", "FixedTimeWindow", "SlidingWindow")

@@ -1,24 +1,39 @@
-"""Window aggregations: how a window's stored value is built and what it emits.
+"""Window aggregations: Quix Streams 3.28's aggregators and collectors, and the engines' protocol.
 
-Pure Python (imported by the Spark recompute). Each aggregation is ``aggregate(stored, value)``
-where ``stored`` is :data:`MISSING` for the window's first value, plus ``result(stored)`` for the
-emitted ``"value"``. Stored values are JSON-serialisable so they can live in RocksDB and the
-changelog (mean keeps ``[sum, count]``; collect keeps ``[[timestamp, value], ...]``).
+Public API (the module path Quix documents, ``quixstreams.dataframe.windows.aggregations``):
+
+- aggregators reduce each message as it arrives: ``Sum``, ``Count``, ``Mean``, ``Min``, ``Max``,
+  ``First``, ``Last`` (processing order), ``Earliest``, ``Latest`` (by timestamp), ``Reduce``;
+  each takes an optional ``column`` (``None``: the whole message) and skips ``None`` values;
+- collectors keep every message and build the result when the window closes: ``Collect``;
+- custom ones subclass :class:`Aggregator` (``initialize``, ``agg``, ``result``) or
+  :class:`Collector` (``result(items)``).
+
+``sdf.tumbling_window(1000).agg(total=Sum("amount"), n=Count())`` uses them by name; the
+shortcuts ``.sum()``, ``.count()``, ... use one each and emit it as ``"value"``.
+
+The engines (``fixed_engine``, ``sliding_engine``; pure Python, also run by the Spark recompute)
+see one protocol, :class:`Aggregation`: ``aggregate(stored, value, timestamp)`` where ``stored`` is
+:data:`MISSING` for a window's first message, and ``emit(stored)`` for the window's result.
+Stored values are JSON-serialisable so they can live in RocksDB and the changelog.
 
 Example::
 
     >>> agg = Mean()
-    >>> s = agg.aggregate(MISSING, 4, 0); s = agg.aggregate(s, 6, 1); agg.result(s)
+    >>> s = agg.aggregate(MISSING, 4, 0); s = agg.aggregate(s, 6, 1); agg.emit(s)
     5.0
+    >>> Sum("amount").agg(0, {"amount": 3}, 0)
+    3
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
-from typing import Any, Callable, List
-
-__all__ = ("MISSING", "Aggregation", "Sum", "Count", "Mean", "Min", "Max", "Reduce", "Collect")
+__all__ = ("MISSING", "Aggregation", "BaseAggregator", "BaseCollector", "Aggregator", "Collector", "Sum",
+           "Count", "Mean", "Min", "Max", "First", "Last", "Earliest", "Latest", "Reduce", "Collect",
+           "MultiAggregation")
 
 
 class _Missing:
@@ -32,120 +47,343 @@ MISSING: Any = _Missing()
 
 
 class Aggregation(ABC):
-    """Base: ``aggregate(stored, value, timestamp) -> stored`` and ``result(stored) -> value``."""
+    """What the window engines call: ``aggregate(stored, value, timestamp) -> stored`` and
+    ``emit(stored) -> result``."""
 
+    #: used in the window's store name (``tumbling_window_1000_sum``)
     name = "aggregation"
-    #: collect-style aggregations keep every value and are only allowed with ``final()``
+    #: collect-style: keeps every value; only allowed with ``final()``
     collects = False
 
     @abstractmethod
     def aggregate(self, stored: Any, value: Any, timestamp: int) -> Any:
-        """Fold ``value`` into the ``stored`` aggregate and return the new one."""
+        """Fold ``value`` into ``stored`` (:data:`MISSING` for the window's first message)."""
 
-    def result(self, stored: Any) -> Any:
-        return stored
-
-
-class Sum(Aggregation):
-    """Sum of the values; ``None`` values are skipped (a window of only ``None`` sums to 0)."""
-
-    name = "sum"
-
-    def aggregate(self, stored: Any, value: Any, timestamp: int) -> Any:
-        if stored is MISSING:
-            stored = 0
-        return stored if value is None else stored + value
+    @abstractmethod
+    def emit(self, stored: Any) -> Any:
+        """The window's result from its stored value."""
 
 
-class Count(Aggregation):
-    """Number of non-``None`` values."""
-
-    name = "count"
-
-    def aggregate(self, stored: Any, value: Any, timestamp: int) -> Any:
-        if stored is MISSING:
-            stored = 0
-        return stored if value is None else stored + 1
+def _extract(value: Any, column: Optional[str]) -> Any:
+    return value if column is None else value.get(column)
 
 
-class Mean(Aggregation):
-    """Stored as ``[sum, count]`` (the sum starts at 0.0); emits ``sum / count``, ``None`` if empty."""
+class BaseAggregator(Aggregation):
+    """Base of the aggregators: reduce each message into the window's state.
 
-    name = "mean"
+    Subclass :class:`Aggregator` rather than this class; implement ``initialize()`` (the starting
+    state), ``agg(old, new, timestamp)`` (``new`` is the whole message) and ``result(value)``.
+    """
 
-    def aggregate(self, stored: Any, value: Any, timestamp: int) -> Any:
-        if stored is MISSING:
-            stored = [0.0, 0]
-        if value is None:
-            return stored
-        return [stored[0] + value, stored[1] + 1]
+    @abstractmethod
+    def initialize(self) -> Any:
+        """The aggregation's starting state."""
 
-    def result(self, stored: Any) -> Any:
-        if stored is MISSING or not stored[1]:
-            return None
-        return stored[0] / stored[1]
+    @abstractmethod
+    def agg(self, old: Any, new: Any, timestamp: int) -> Any:
+        """The state after the message ``new`` (at ``timestamp``)."""
 
+    @abstractmethod
+    def result(self, value: Any) -> Any:
+        """The window's result from the state."""
 
-class Min(Aggregation):
-    """Smallest non-``None`` value (``None`` if there is none)."""
+    @property
+    @abstractmethod
+    def state_suffix(self) -> str:
+        """Identifies the aggregation's state (class name and column)."""
 
-    name = "min"
+    def merge(self, a: Any, b: Any) -> Any:
+        """Combine two states (session windows merging); not supported unless overridden."""
+        raise NotImplementedError(f"{type(self).__name__} cannot merge two window states")
+
+    @property
+    def mergeable(self) -> bool:
+        return type(self).merge is not BaseAggregator.merge
+
+    # -- the engines' protocol ----------------------------------------------------------------
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return type(self).__name__.lower()
 
     def aggregate(self, stored: Any, value: Any, timestamp: int) -> Any:
-        if stored is MISSING:
-            stored = None
-        if value is None:
-            return stored
-        return value if stored is None else min(stored, value)
+        return self.agg(self.initialize() if stored is MISSING else stored, value, timestamp)
+
+    def emit(self, stored: Any) -> Any:
+        return self.result(self.initialize() if stored is MISSING else stored)
 
 
-class Max(Aggregation):
-    """Largest non-``None`` value (``None`` if there is none)."""
+class Aggregator(BaseAggregator):
+    """An aggregator over ``column`` of each message (``None``: the whole message).
 
-    name = "max"
+    Example (a custom aggregator counting messages)::
 
-    def aggregate(self, stored: Any, value: Any, timestamp: int) -> Any:
-        if stored is MISSING:
-            stored = None
-        if value is None:
-            return stored
-        return value if stored is None else max(stored, value)
+        class Messages(Aggregator):
+            def initialize(self): return 0
+            def agg(self, old, new, timestamp): return old + 1
+            def result(self, value): return value
 
+        sdf.tumbling_window(1000).agg(messages=Messages()).final()
+    """
 
-class Reduce(Aggregation):
-    """``initializer(value)`` for a window's first value, ``reducer(stored, value)`` after."""
+    def __init__(self, column: Optional[str] = None) -> None:
+        self.column = column
 
-    name = "reduce"
-
-    def __init__(self, reducer: Callable[[Any, Any], Any], initializer: Callable[[Any], Any]) -> None:
-        if not callable(reducer) or not callable(initializer):
-            raise TypeError("reduce() needs callable reducer and initializer")
-        self._reducer = reducer
-        self._initializer = initializer
-
-    def aggregate(self, stored: Any, value: Any, timestamp: int) -> Any:
-        if stored is MISSING:
-            return self._initializer(value)
-        return self._reducer(stored, value)
+    @property
+    def state_suffix(self) -> str:
+        return type(self).__name__ if self.column is None else f"{type(self).__name__}/{self.column}"
 
 
-class Collect(Aggregation):
-    """Keeps ``[timestamp, value]`` pairs; emits the values ordered by timestamp (ties: arrival)."""
+class BaseCollector(Aggregation):
+    """Base of the collectors: keep every message of the window; ``result(items)`` at the end."""
 
-    name = "collect"
     collects = True
 
+    @property
+    @abstractmethod
+    def column(self) -> Optional[str]:
+        """The column to collect (``None``: the whole message)."""
+
+    @abstractmethod
+    def result(self, items: Iterable[Any]) -> Any:
+        """The window's result from its items, ordered by timestamp."""
+
+    # -- the engines' protocol: stored is [[timestamp, item], ...] ---------------------------
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return type(self).__name__.lower()
+
     def aggregate(self, stored: Any, value: Any, timestamp: int) -> Any:
+        column = self.column  # as in Quix Streams: a message without the column is an error (KeyError)
+        pair = [timestamp, value if column is None else value[column]]
         if stored is MISSING:
-            return [[timestamp, value]]
-        stored.append([timestamp, value])
+            return [pair]
+        stored.append(pair)
         return stored
 
-    def result(self, stored: Any) -> List[Any]:
-        if stored is MISSING or not stored:
-            return []
-        return [pair[1] for pair in sorted(stored, key=_pair_timestamp)]
+    def emit(self, stored: Any) -> Any:
+        pairs = [] if stored is MISSING else sorted(stored, key=_pair_timestamp)
+        return self.result([pair[1] for pair in pairs])
+
+
+class Collector(BaseCollector):
+    """A collector of ``column`` of each message (``None``: the whole message)."""
+
+    def __init__(self, column: Optional[str] = None) -> None:
+        self._column = column
+
+    @property
+    def column(self) -> Optional[str]:
+        return self._column
 
 
 def _pair_timestamp(pair: List[Any]) -> int:
     return pair[0]
+
+
+class Sum(Aggregator):
+    """Sum of the values (``None`` skipped; an empty window sums to 0)."""
+
+    def initialize(self) -> Any:
+        return 0
+
+    def agg(self, old: Any, new: Any, timestamp: int) -> Any:
+        value = _extract(new, self.column)
+        return old if value is None else old + value
+
+    def result(self, value: Any) -> Any:
+        return value
+
+
+class Count(Aggregator):
+    """Number of messages (with a ``column``: of messages where it is not ``None``)."""
+
+    def initialize(self) -> Any:
+        return 0
+
+    def agg(self, old: Any, new: Any, timestamp: int) -> Any:
+        return old if _extract(new, self.column) is None else old + 1
+
+    def result(self, value: Any) -> Any:
+        return value
+
+
+class Mean(Aggregator):
+    """Mean of the values; the state is ``(sum, count)``; ``None`` for an empty window."""
+
+    def initialize(self) -> Any:
+        return (0.0, 0)
+
+    def agg(self, old: Any, new: Any, timestamp: int) -> Any:
+        value = _extract(new, self.column)
+        if value is None:
+            return old
+        return (old[0] + value, old[1] + 1)
+
+    def result(self, value: Any) -> Any:
+        return value[0] / value[1] if value[1] else None
+
+
+class Min(Aggregator):
+    """Smallest value (``None`` if there is none)."""
+
+    def initialize(self) -> Any:
+        return None
+
+    def agg(self, old: Any, new: Any, timestamp: int) -> Any:
+        value = _extract(new, self.column)
+        if value is None:
+            return old
+        return value if old is None or value < old else old
+
+    def result(self, value: Any) -> Any:
+        return value
+
+
+class Max(Aggregator):
+    """Largest value (``None`` if there is none)."""
+
+    def initialize(self) -> Any:
+        return None
+
+    def agg(self, old: Any, new: Any, timestamp: int) -> Any:
+        value = _extract(new, self.column)
+        if value is None:
+            return old
+        return value if old is None or value > old else old
+
+    def result(self, value: Any) -> Any:
+        return value
+
+
+class First(Aggregator):
+    """The first value in processing order (``None`` values skipped)."""
+
+    def initialize(self) -> Any:
+        return None
+
+    def agg(self, old: Any, new: Any, timestamp: int) -> Any:
+        return _extract(new, self.column) if old is None else old
+
+    def result(self, value: Any) -> Any:
+        return value
+
+
+class Last(Aggregator):
+    """The last value in processing order (``None`` values skipped)."""
+
+    def initialize(self) -> Any:
+        return None
+
+    def agg(self, old: Any, new: Any, timestamp: int) -> Any:
+        value = _extract(new, self.column)
+        return old if value is None else value
+
+    def result(self, value: Any) -> Any:
+        return value
+
+
+class Earliest(Aggregator):
+    """The value with the smallest timestamp (the first one on a tie); state ``(value, ts)``."""
+
+    def initialize(self) -> Any:
+        return None
+
+    def agg(self, old: Any, new: Any, timestamp: int) -> Any:
+        value = _extract(new, self.column)
+        if value is None:
+            return old
+        return (value, timestamp) if old is None or timestamp < old[1] else old
+
+    def result(self, value: Any) -> Any:
+        return None if value is None else value[0]
+
+
+class Latest(Aggregator):
+    """The value with the largest timestamp (the last one on a tie); state ``(value, ts)``."""
+
+    def initialize(self) -> Any:
+        return None
+
+    def agg(self, old: Any, new: Any, timestamp: int) -> Any:
+        value = _extract(new, self.column)
+        if value is None:
+            return old
+        return (value, timestamp) if old is None or timestamp >= old[1] else old
+
+    def result(self, value: Any) -> Any:
+        return None if value is None else value[0]
+
+
+class Reduce(Aggregator):
+    """``initializer(first message)``, then ``reducer(state, message)`` for each next one.
+
+    Example::
+
+        sdf.tumbling_window(1000).reduce(
+            reducer=lambda agg, v: {"min": min(agg["min"], v), "max": max(agg["max"], v)},
+            initializer=lambda v: {"min": v, "max": v},
+        ).final()
+    """
+
+    def __init__(self, reducer: Callable[[Any, Any], Any], initializer: Callable[[Any], Any],
+                 merger: Optional[Callable[[Any, Any], Any]] = None) -> None:
+        if not callable(reducer) or not callable(initializer):
+            raise TypeError("reduce() needs callable reducer and initializer")
+        super().__init__()
+        self._reducer, self._initializer, self._merger = reducer, initializer, merger
+
+    def initialize(self) -> Any:
+        return None
+
+    def agg(self, old: Any, new: Any, timestamp: int) -> Any:
+        return self._initializer(new) if old is None else self._reducer(old, new)
+
+    def result(self, value: Any) -> Any:
+        return value
+
+    def merge(self, a: Any, b: Any) -> Any:
+        if self._merger is None:
+            raise NotImplementedError("Reduce needs merger= to combine two window states")
+        return self._merger(a, b)
+
+    @property
+    def mergeable(self) -> bool:
+        return self._merger is not None
+
+
+class Collect(Collector):
+    """Every value of the window (``column`` of each message), ordered by timestamp; ``final()`` only."""
+
+    def result(self, items: Iterable[Any]) -> Any:
+        return list(items)
+
+
+class MultiAggregation(Aggregation):
+    """``.agg(name=Aggregator(), ...)``: several aggregators and collectors over one window.
+
+    The stored value is one state per operation (collectors keep ``[[timestamp, item], ...]``);
+    the result is ``{name: result, ...}`` in the order the operations were given.
+    """
+
+    name = "agg"
+
+    def __init__(self, operations: Mapping[str, Aggregation]) -> None:
+        if not operations:
+            raise ValueError("agg() needs at least one aggregation, e.g. agg(total=Sum('amount'))")
+        for label, op in operations.items():
+            if not isinstance(op, (BaseAggregator, BaseCollector)):
+                raise TypeError(f"agg({label}=...) must be an Aggregator or a Collector, got {type(op).__name__}")
+        self.operations: Tuple[Tuple[str, Aggregation], ...] = tuple(operations.items())
+        self.has_collectors = any(isinstance(op, BaseCollector) for _, op in self.operations)
+
+    def aggregate(self, stored: Any, value: Any, timestamp: int) -> Any:
+        ops = self.operations
+        if stored is MISSING:
+            stored = [MISSING] * len(ops)
+        return [op.aggregate(state, value, timestamp) for (_, op), state in zip(ops, stored)]
+
+    def emit(self, stored: Any) -> Dict[str, Any]:
+        ops = self.operations
+        if stored is MISSING:
+            stored = [MISSING] * len(ops)
+        return {label: op.emit(state) for (label, op), state in zip(ops, stored)}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Deque, List, Optional, Tuple
 
+from .aggregations import MultiAggregation
 from .math import window_ranges
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -39,6 +40,8 @@ class Window:
         self._dataframe = dataframe
         self._engine = engine
         engine.on_late = self._on_late
+        # agg(name=...) results come first, then start/end (as in Quix); the shortcuts emit "value"
+        self._spread = isinstance(engine.aggregation, MultiAggregation)
 
     @property
     def name(self) -> str:
@@ -66,6 +69,7 @@ class Window:
         get_transaction = ctx.get_transaction
         store_name = self._name
         manager = ctx.state_manager
+        spread = self._spread
         transactions = manager.store_transactions(store_name) if hasattr(manager, "store_transactions") else {}
 
         def transaction(msg: Any) -> Any:
@@ -91,6 +95,9 @@ class Window:
                                                 value, timestamp, final, lambda owner: tx.key_state(owner, engine))
                 if not rows:
                     return _EMPTY
+                if spread:
+                    return [({**result, "start": start, "end": end}, owner, start, None)
+                            for owner, start, end, result in rows]
                 return [({"start": start, "end": end, "value": result}, owner, start, None)
                         for owner, start, end, result in rows]
 
@@ -106,6 +113,8 @@ class Window:
             results = process(tx.key_state(key, engine), value, timestamp)
             if not results:
                 return _EMPTY
+            if spread:
+                return [({**result, "start": start, "end": end}, key, start, None) for start, end, result in results]
             return [({"start": start, "end": end, "value": result}, key, start, None)
                     for start, end, result in results]
 
@@ -129,7 +138,8 @@ class Window:
 
         Example: ``sdf = sdf.hopping_window(60_000, 10_000).count().current()``
         """
-        if self._engine.aggregation.collects:
+        aggregation = self._engine.aggregation
+        if aggregation.collects or getattr(aggregation, "has_collectors", False):
             from stream_edge.dataframe.exceptions import InvalidOperation
 
             raise InvalidOperation("BaseCollectors are not supported by `current` windows")

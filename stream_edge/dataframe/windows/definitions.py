@@ -14,7 +14,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
-from .aggregations import Aggregation, Collect, Count, Max, Mean, Min, Reduce, Sum
+from .aggregations import Aggregation, Collect, Count, Max, Mean, Min, MultiAggregation, Reduce, Sum
 from .math import to_ms, validate_time_window
 from .sliding import SlidingWindow
 from .time_based import FixedTimeWindow
@@ -99,6 +99,19 @@ class FixedTimeWindowDefinition:
     def collect(self) -> Any:
         """Every value of the window, ordered by timestamp (``final()`` only)."""
         return self._create_window(Collect())
+
+    def agg(self, **operations: Aggregation) -> Any:
+        """Several aggregations at once, each under its own name in the result.
+
+        Example::
+
+            from stream_edge.dataframe.windows import Count, Mean, Sum
+
+            sdf.tumbling_window(timedelta(minutes=1)).agg(
+                total=Sum("amount"), orders=Count(), avg=Mean("amount")).final()
+            # -> {"start": ..., "end": ..., "total": 130.5, "orders": 3, "avg": 43.5}
+        """
+        return self._create_window(MultiAggregation(operations))
 
 
 class TumblingTimeWindowDefinition(FixedTimeWindowDefinition):

@@ -50,7 +50,7 @@ class FixedWindowEngine:
         self.aggregation = aggregation
         self.on_late = on_late or _ignore_late
         self._aggregate = aggregation.aggregate
-        self._result = aggregation.result
+        self._result = aggregation.emit
 
     @staticmethod
     def new_key_state() -> list:

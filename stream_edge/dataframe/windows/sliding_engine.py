@@ -201,7 +201,7 @@ class SlidingWindowEngine:
 
     def _value(self, ks: list, start: int, end: int, stored: Any) -> Any:
         if not self._collects:
-            return self.aggregation.result(stored)
+            return self.aggregation.emit(stored)
         collected = ks[_COLLECTED]
         lo = bisect_left(collected, start, key=_pair_timestamp)
         hi = bisect_right(collected, end, key=_pair_timestamp)
@@ -221,7 +221,7 @@ class SlidingWindowEngine:
             return _EMPTY
         updated, max_expired_start, max_deleted_start = step
         self._expire(ks, max_expired_start, max_deleted_start)
-        result = self.aggregation.result
+        result = self.aggregation.emit
         return [(start, end, result(stored)) for start, end, stored in reversed(updated)]
 
 
