@@ -291,6 +291,27 @@ class StreamingDataFrame(BaseStreaming):
         cls = self._window_definition("SlidingTimeWindowDefinition", "SlidingWindowDefinition")
         return cls(duration_ms=_ms(duration_ms), grace_ms=_ms(grace_ms), dataframe=self, name=name)
 
+    def tumbling_count_window(self, count: int, name: Optional[str] = None):
+        """Windows of ``count`` messages per key, one after the other.
+
+        Example: ``sdf.tumbling_count_window(10).agg(avg=Mean("temp")).final()``
+        """
+        from stream_edge.dataframe.windows.definitions import TumblingCountWindowDefinition
+
+        return TumblingCountWindowDefinition(count, dataframe=self, name=name)
+
+    def hopping_count_window(self, count: int, step: int, name: Optional[str] = None):
+        """Windows of ``count`` messages per key, a new one every ``step`` messages."""
+        from stream_edge.dataframe.windows.definitions import HoppingCountWindowDefinition
+
+        return HoppingCountWindowDefinition(count, step, dataframe=self, name=name)
+
+    def sliding_count_window(self, count: int, name: Optional[str] = None):
+        """The last ``count`` messages of each key, at every message."""
+        from stream_edge.dataframe.windows.definitions import SlidingCountWindowDefinition
+
+        return SlidingCountWindowDefinition(count, dataframe=self, name=name)
+
     # -- columns ------------------------------------------------------------------------------
     def __getitem__(self, item: Any) -> Any:
         if isinstance(item, str):

@@ -7,7 +7,10 @@ Pure modules (no Kafka, no RocksDB): ``math``, ``aggregations``, ``fixed_engine`
 from .aggregations import (Aggregation, Aggregator, BaseAggregator, BaseCollector, Collect, Collector, Count, Earliest,
                            First, Last, Latest, Max, Mean, Min, Reduce, Sum)
 from .base import Window, get_window_ranges
-from .definitions import (FixedTimeWindowDefinition, HoppingTimeWindowDefinition, SlidingTimeWindowDefinition,
+from .count import CountWindow
+from .count_engine import CountWindowEngine
+from .definitions import (FixedTimeWindowDefinition, HoppingCountWindowDefinition, HoppingTimeWindowDefinition,
+                          SlidingCountWindowDefinition, SlidingTimeWindowDefinition, TumblingCountWindowDefinition,
                           TumblingTimeWindowDefinition)
 from .fixed_engine import FixedWindowEngine
 from .sliding import SlidingWindow
@@ -18,4 +21,5 @@ __all__ = ("Aggregation", "Aggregator", "BaseAggregator", "BaseCollector", "Coll
            "Min", "Max", "First", "Last", "Earliest", "Latest", "Reduce", "Collect", "Window",
            "get_window_ranges", "FixedTimeWindowDefinition", "TumblingTimeWindowDefinition",
            "HoppingTimeWindowDefinition", "SlidingTimeWindowDefinition", "FixedWindowEngine",
-           "SlidingWindowEngine", "FixedTimeWindow", "SlidingWindow")
+           "SlidingWindowEngine", "FixedTimeWindow", "SlidingWindow", "CountWindow", "CountWindowEngine",
+           "TumblingCountWindowDefinition", "HoppingCountWindowDefinition", "SlidingCountWindowDefinition")

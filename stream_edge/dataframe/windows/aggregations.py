@@ -60,8 +60,9 @@ class Aggregation(ABC):
         """Fold ``value`` into ``stored`` (:data:`MISSING` for the window's first message)."""
 
     @abstractmethod
-    def emit(self, stored: Any) -> Any:
-        """The window's result from its stored value."""
+    def emit(self, stored: Any, by_timestamp: bool = True) -> Any:
+        """The window's result from its stored value (collectors order their items by timestamp,
+        or by arrival when ``by_timestamp`` is False: count-based windows)."""
 
 
 def _extract(value: Any, column: Optional[str]) -> Any:
@@ -108,7 +109,7 @@ class BaseAggregator(Aggregation):
     def aggregate(self, stored: Any, value: Any, timestamp: int) -> Any:
         return self.agg(self.initialize() if stored is MISSING else stored, value, timestamp)
 
-    def emit(self, stored: Any) -> Any:
+    def emit(self, stored: Any, by_timestamp: bool = True) -> Any:
         return self.result(self.initialize() if stored is MISSING else stored)
 
 
@@ -160,8 +161,8 @@ class BaseCollector(Aggregation):
         stored.append(pair)
         return stored
 
-    def emit(self, stored: Any) -> Any:
-        pairs = [] if stored is MISSING else sorted(stored, key=_pair_timestamp)
+    def emit(self, stored: Any, by_timestamp: bool = True) -> Any:
+        pairs = [] if stored is MISSING else sorted(stored, key=_pair_timestamp) if by_timestamp else stored
         return self.result([pair[1] for pair in pairs])
 
 
@@ -382,8 +383,8 @@ class MultiAggregation(Aggregation):
             stored = [MISSING] * len(ops)
         return [op.aggregate(state, value, timestamp) for (_, op), state in zip(ops, stored)]
 
-    def emit(self, stored: Any) -> Dict[str, Any]:
+    def emit(self, stored: Any, by_timestamp: bool = True) -> Dict[str, Any]:
         ops = self.operations
         if stored is MISSING:
             stored = [MISSING] * len(ops)
-        return {label: op.emit(state) for (label, op), state in zip(ops, stored)}
+        return {label: op.emit(state, by_timestamp) for (label, op), state in zip(ops, stored)}

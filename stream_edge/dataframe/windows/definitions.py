@@ -15,6 +15,8 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 from .aggregations import Aggregation, Collect, Count, Max, Mean, Min, MultiAggregation, Reduce, Sum
+from .count import CountWindow
+from .count_engine import CountWindowEngine
 from .math import to_ms, validate_time_window
 from .sliding import SlidingWindow
 from .time_based import FixedTimeWindow
@@ -22,47 +24,19 @@ from .time_based import FixedTimeWindow
 if TYPE_CHECKING:  # pragma: no cover
     from stream_edge.dataframe import StreamingDataFrame
 
-__all__ = ("FixedTimeWindowDefinition", "TumblingTimeWindowDefinition", "HoppingTimeWindowDefinition",
+__all__ = ("WindowDefinition", "CountWindowDefinition", "TumblingCountWindowDefinition",
+           "HoppingCountWindowDefinition", "SlidingCountWindowDefinition", "FixedTimeWindowDefinition", "TumblingTimeWindowDefinition", "HoppingTimeWindowDefinition",
            "SlidingTimeWindowDefinition", "TumblingWindowDefinition", "HoppingWindowDefinition",
            "SlidingWindowDefinition")
 
 Duration = Union[int, timedelta]
 
 
-class FixedTimeWindowDefinition:
-    """A window's size and grace; the aggregation method creates the window itself."""
+class WindowDefinition:
+    """The aggregation methods shared by every window kind; each creates the window itself."""
 
-    _kind = "window"
-
-    def __init__(self, duration_ms: Duration, grace_ms: Duration = 0, dataframe: Optional["StreamingDataFrame"] = None,
-                 name: Optional[str] = None, step_ms: Optional[Duration] = None) -> None:
-        self._duration_ms = to_ms(duration_ms)
-        self._grace_ms = to_ms(grace_ms)
-        self._step_ms = None if step_ms is None else to_ms(step_ms)
-        validate_time_window(self._duration_ms, self._grace_ms, self._step_ms)
-        self._name = name
-        self._dataframe = dataframe
-
-    @property
-    def duration_ms(self) -> int:
-        return self._duration_ms
-
-    @property
-    def grace_ms(self) -> int:
-        return self._grace_ms
-
-    @property
-    def step_ms(self) -> Optional[int]:
-        return self._step_ms
-
-    def _window_name(self, func_name: str) -> str:
-        prefix = f"{self._name}_{self._kind}" if self._name else self._kind
-        sizes = [self._duration_ms] if self._step_ms is None else [self._duration_ms, self._step_ms]
-        return "_".join([prefix, *map(str, sizes), func_name])
-
-    def _create_window(self, aggregation: Aggregation) -> Any:
-        return FixedTimeWindow(self._duration_ms, self._grace_ms, self._window_name(aggregation.name),
-                               self._dataframe, aggregation, step_ms=self._step_ms)
+    def _create_window(self, aggregation: Aggregation) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
 
     def sum(self) -> Any:
         """Sum of the values in each window."""
@@ -114,6 +88,42 @@ class FixedTimeWindowDefinition:
         return self._create_window(MultiAggregation(operations))
 
 
+
+class FixedTimeWindowDefinition(WindowDefinition):
+    """A window's size and grace; the aggregation method creates the window itself."""
+
+    _kind = "window"
+
+    def __init__(self, duration_ms: Duration, grace_ms: Duration = 0, dataframe: Optional["StreamingDataFrame"] = None,
+                 name: Optional[str] = None, step_ms: Optional[Duration] = None) -> None:
+        self._duration_ms = to_ms(duration_ms)
+        self._grace_ms = to_ms(grace_ms)
+        self._step_ms = None if step_ms is None else to_ms(step_ms)
+        validate_time_window(self._duration_ms, self._grace_ms, self._step_ms)
+        self._name = name
+        self._dataframe = dataframe
+
+    @property
+    def duration_ms(self) -> int:
+        return self._duration_ms
+
+    @property
+    def grace_ms(self) -> int:
+        return self._grace_ms
+
+    @property
+    def step_ms(self) -> Optional[int]:
+        return self._step_ms
+
+    def _window_name(self, func_name: str) -> str:
+        prefix = f"{self._name}_{self._kind}" if self._name else self._kind
+        sizes = [self._duration_ms] if self._step_ms is None else [self._duration_ms, self._step_ms]
+        return "_".join([prefix, *map(str, sizes), func_name])
+
+    def _create_window(self, aggregation: Aggregation) -> Any:
+        return FixedTimeWindow(self._duration_ms, self._grace_ms, self._window_name(aggregation.name),
+                               self._dataframe, aggregation, step_ms=self._step_ms)
+
 class TumblingTimeWindowDefinition(FixedTimeWindowDefinition):
     """Fixed-size, non-overlapping windows ``[start, start + duration)``."""
 
@@ -152,6 +162,54 @@ class SlidingTimeWindowDefinition(FixedTimeWindowDefinition):
     def _create_window(self, aggregation: Aggregation) -> Any:
         return SlidingWindow(self._duration_ms, self._grace_ms, self._window_name(aggregation.name),
                              self._dataframe, aggregation)
+
+
+class CountWindowDefinition(WindowDefinition):
+    """Windows of ``count`` messages per key, one opening every ``step`` messages."""
+
+    _kind = "count_window"
+
+    def __init__(self, count: int, step: int, dataframe: Optional["StreamingDataFrame"] = None,
+                 name: Optional[str] = None) -> None:
+        self._count = count
+        self._step = step
+        self._name = name
+        self._dataframe = dataframe
+        CountWindowEngine(count, step, Sum())  # validates count and step now, not at the first message
+
+    def _create_window(self, aggregation: Aggregation) -> Any:
+        prefix = f"{self._name}_{self._kind}" if self._name else self._kind
+        name = "_".join([prefix, str(self._count), str(self._step), aggregation.name])
+        return CountWindow(name, self._dataframe, CountWindowEngine(self._count, self._step, aggregation))
+
+
+class TumblingCountWindowDefinition(CountWindowDefinition):
+    """Windows of ``count`` messages, one after the other.
+
+    Example: ``sdf.tumbling_count_window(10).mean().final()`` (the mean of every 10 messages of a key)
+    """
+
+    _kind = "tumbling_count_window"
+
+    def __init__(self, count: int, dataframe: Optional["StreamingDataFrame"] = None,
+                 name: Optional[str] = None) -> None:
+        super().__init__(count, count, dataframe, name)
+
+
+class HoppingCountWindowDefinition(CountWindowDefinition):
+    """Windows of ``count`` messages, a new one every ``step`` messages."""
+
+    _kind = "hopping_count_window"
+
+
+class SlidingCountWindowDefinition(CountWindowDefinition):
+    """Windows of ``count`` messages, a new one at every message (the last ``count`` messages)."""
+
+    _kind = "sliding_count_window"
+
+    def __init__(self, count: int, dataframe: Optional["StreamingDataFrame"] = None,
+                 name: Optional[str] = None) -> None:
+        super().__init__(count, 1, dataframe, name)
 
 
 # names used by the v3 reference's type hints
