@@ -312,6 +312,17 @@ class StreamingDataFrame(BaseStreaming):
 
         return SlidingCountWindowDefinition(count, dataframe=self, name=name)
 
+    def session_window(self, inactivity_gap_ms: Union[int, timedelta], grace_ms: Union[int, timedelta] = 0,
+                       name: Optional[str] = None):
+        """Sessions per key: a session lasts while messages keep coming at most ``inactivity_gap_ms``
+        apart (event time); it closes ``grace_ms`` after that.
+
+        Example: ``sdf.session_window(timedelta(minutes=5)).agg(clicks=Count()).final()``
+        """
+        from stream_edge.dataframe.windows.definitions import SessionWindowDefinition
+
+        return SessionWindowDefinition(inactivity_gap_ms, grace_ms, dataframe=self, name=name)
+
     # -- columns ------------------------------------------------------------------------------
     def __getitem__(self, item: Any) -> Any:
         if isinstance(item, str):

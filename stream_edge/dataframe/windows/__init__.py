@@ -7,10 +7,12 @@ Pure modules (no Kafka, no RocksDB): ``math``, ``aggregations``, ``fixed_engine`
 from .aggregations import (Aggregation, Aggregator, BaseAggregator, BaseCollector, Collect, Collector, Count, Earliest,
                            First, Last, Latest, Max, Mean, Min, Reduce, Sum)
 from .base import Window, get_window_ranges
-from .count import CountWindow
+from .count import CountWindow, SessionWindow
 from .count_engine import CountWindowEngine
+from .session_engine import SessionWindowEngine
 from .definitions import (FixedTimeWindowDefinition, HoppingCountWindowDefinition, HoppingTimeWindowDefinition,
-                          SlidingCountWindowDefinition, SlidingTimeWindowDefinition, TumblingCountWindowDefinition,
+                          SessionWindowDefinition, SlidingCountWindowDefinition, SlidingTimeWindowDefinition,
+                          TumblingCountWindowDefinition,
                           TumblingTimeWindowDefinition)
 from .fixed_engine import FixedWindowEngine
 from .sliding import SlidingWindow
@@ -22,4 +24,5 @@ __all__ = ("Aggregation", "Aggregator", "BaseAggregator", "BaseCollector", "Coll
            "get_window_ranges", "FixedTimeWindowDefinition", "TumblingTimeWindowDefinition",
            "HoppingTimeWindowDefinition", "SlidingTimeWindowDefinition", "FixedWindowEngine",
            "SlidingWindowEngine", "FixedTimeWindow", "SlidingWindow", "CountWindow", "CountWindowEngine",
-           "TumblingCountWindowDefinition", "HoppingCountWindowDefinition", "SlidingCountWindowDefinition")
+           "TumblingCountWindowDefinition", "HoppingCountWindowDefinition", "SlidingCountWindowDefinition",
+           "SessionWindow", "SessionWindowDefinition", "SessionWindowEngine")

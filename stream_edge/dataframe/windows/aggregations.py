@@ -64,6 +64,13 @@ class Aggregation(ABC):
         """The window's result from its stored value (collectors order their items by timestamp,
         or by arrival when ``by_timestamp`` is False: count-based windows)."""
 
+    #: whether two windows' stored values can be combined (session windows need it)
+    merges_stored = False
+
+    def merge_stored(self, a: Any, b: Any) -> Any:
+        """The stored value of the window made of windows ``a`` (earlier) and ``b`` (later)."""
+        raise NotImplementedError(f"{self.name} cannot combine two windows")
+
 
 def _extract(value: Any, column: Optional[str]) -> Any:
     return value if column is None else value.get(column)
@@ -111,6 +118,13 @@ class BaseAggregator(Aggregation):
 
     def emit(self, stored: Any, by_timestamp: bool = True) -> Any:
         return self.result(self.initialize() if stored is MISSING else stored)
+
+    @property
+    def merges_stored(self) -> bool:  # type: ignore[override]
+        return self.mergeable
+
+    def merge_stored(self, a: Any, b: Any) -> Any:
+        return self.merge(a, b)
 
 
 class Aggregator(BaseAggregator):
@@ -165,6 +179,11 @@ class BaseCollector(Aggregation):
         pairs = [] if stored is MISSING else sorted(stored, key=_pair_timestamp) if by_timestamp else stored
         return self.result([pair[1] for pair in pairs])
 
+    merges_stored = True
+
+    def merge_stored(self, a: Any, b: Any) -> Any:
+        return a + b
+
 
 class Collector(BaseCollector):
     """A collector of ``column`` of each message (``None``: the whole message)."""
@@ -194,6 +213,9 @@ class Sum(Aggregator):
     def result(self, value: Any) -> Any:
         return value
 
+    def merge(self, a: Any, b: Any) -> Any:
+        return a + b
+
 
 class Count(Aggregator):
     """Number of messages (with a ``column``: of messages where it is not ``None``)."""
@@ -206,6 +228,9 @@ class Count(Aggregator):
 
     def result(self, value: Any) -> Any:
         return value
+
+    def merge(self, a: Any, b: Any) -> Any:
+        return a + b
 
 
 class Mean(Aggregator):
@@ -223,6 +248,9 @@ class Mean(Aggregator):
     def result(self, value: Any) -> Any:
         return value[0] / value[1] if value[1] else None
 
+    def merge(self, a: Any, b: Any) -> Any:
+        return (a[0] + b[0], a[1] + b[1])
+
 
 class Min(Aggregator):
     """Smallest value (``None`` if there is none)."""
@@ -238,6 +266,9 @@ class Min(Aggregator):
 
     def result(self, value: Any) -> Any:
         return value
+
+    def merge(self, a: Any, b: Any) -> Any:
+        return b if a is None or (b is not None and b < a) else a
 
 
 class Max(Aggregator):
@@ -255,6 +286,9 @@ class Max(Aggregator):
     def result(self, value: Any) -> Any:
         return value
 
+    def merge(self, a: Any, b: Any) -> Any:
+        return b if a is None or (b is not None and b > a) else a
+
 
 class First(Aggregator):
     """The first value in processing order (``None`` values skipped)."""
@@ -267,6 +301,9 @@ class First(Aggregator):
 
     def result(self, value: Any) -> Any:
         return value
+
+    def merge(self, a: Any, b: Any) -> Any:
+        return b if a is None else a  # processing order is lost in a merge: the earlier session's
 
 
 class Last(Aggregator):
@@ -281,6 +318,9 @@ class Last(Aggregator):
 
     def result(self, value: Any) -> Any:
         return value
+
+    def merge(self, a: Any, b: Any) -> Any:
+        return a if b is None else b  # the later session's
 
 
 class Earliest(Aggregator):
@@ -298,6 +338,9 @@ class Earliest(Aggregator):
     def result(self, value: Any) -> Any:
         return None if value is None else value[0]
 
+    def merge(self, a: Any, b: Any) -> Any:
+        return b if a is None or (b is not None and b[1] < a[1]) else a
+
 
 class Latest(Aggregator):
     """The value with the largest timestamp (the last one on a tie); state ``(value, ts)``."""
@@ -313,6 +356,9 @@ class Latest(Aggregator):
 
     def result(self, value: Any) -> Any:
         return None if value is None else value[0]
+
+    def merge(self, a: Any, b: Any) -> Any:
+        return b if a is None or (b is not None and b[1] >= a[1]) else a
 
 
 class Reduce(Aggregator):
@@ -388,3 +434,10 @@ class MultiAggregation(Aggregation):
         if stored is MISSING:
             stored = [MISSING] * len(ops)
         return {label: op.emit(state, by_timestamp) for (label, op), state in zip(ops, stored)}
+
+    @property
+    def merges_stored(self) -> bool:  # type: ignore[override]
+        return all(op.merges_stored for _, op in self.operations)
+
+    def merge_stored(self, a: Any, b: Any) -> Any:
+        return [op.merge_stored(x, y) for (_, op), x, y in zip(self.operations, a, b)]

@@ -15,9 +15,10 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 from .aggregations import Aggregation, Collect, Count, Max, Mean, Min, MultiAggregation, Reduce, Sum
-from .count import CountWindow
+from .count import CountWindow, SessionWindow
 from .count_engine import CountWindowEngine
 from .math import to_ms, validate_time_window
+from .session_engine import SessionWindowEngine
 from .sliding import SlidingWindow
 from .time_based import FixedTimeWindow
 
@@ -25,7 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from stream_edge.dataframe import StreamingDataFrame
 
 __all__ = ("WindowDefinition", "CountWindowDefinition", "TumblingCountWindowDefinition",
-           "HoppingCountWindowDefinition", "SlidingCountWindowDefinition", "FixedTimeWindowDefinition", "TumblingTimeWindowDefinition", "HoppingTimeWindowDefinition",
+           "HoppingCountWindowDefinition", "SlidingCountWindowDefinition", "SessionWindowDefinition", "FixedTimeWindowDefinition", "TumblingTimeWindowDefinition", "HoppingTimeWindowDefinition",
            "SlidingTimeWindowDefinition", "TumblingWindowDefinition", "HoppingWindowDefinition",
            "SlidingWindowDefinition")
 
@@ -210,6 +211,35 @@ class SlidingCountWindowDefinition(CountWindowDefinition):
     def __init__(self, count: int, dataframe: Optional["StreamingDataFrame"] = None,
                  name: Optional[str] = None) -> None:
         super().__init__(count, 1, dataframe, name)
+
+
+class SessionWindowDefinition(WindowDefinition):
+    """Sessions per key: messages at most ``inactivity_gap_ms`` apart (see ``session_engine``)."""
+
+    _kind = "session_window"
+
+    def __init__(self, inactivity_gap_ms: Duration, grace_ms: Duration = 0,
+                 dataframe: Optional["StreamingDataFrame"] = None, name: Optional[str] = None) -> None:
+        self._gap = to_ms(inactivity_gap_ms)
+        self._grace_ms = to_ms(grace_ms)
+        if self._gap <= 0 or self._grace_ms < 0:
+            raise ValueError(f"session windows need a positive inactivity gap and a non-negative grace, "
+                             f"got {self._gap} and {self._grace_ms}")
+        self._name = name
+        self._dataframe = dataframe
+
+    @property
+    def inactivity_gap_ms(self) -> int:
+        return self._gap
+
+    @property
+    def grace_ms(self) -> int:
+        return self._grace_ms
+
+    def _create_window(self, aggregation: Aggregation) -> Any:
+        prefix = f"{self._name}_{self._kind}" if self._name else self._kind
+        name = "_".join([prefix, str(self._gap), aggregation.name])
+        return SessionWindow(name, self._dataframe, SessionWindowEngine(self._gap, self._grace_ms, aggregation))
 
 
 # names used by the v3 reference's type hints

@@ -1,6 +1,6 @@
-"""The 3.28 aggregation API (`.agg(name=Aggregator(...))`) and the count-based windows give
-quixstreams 3.28.1's outputs on random streams: every window kind (time and count based), final()
-and current(), per-key closing, late and out-of-order messages, None values, built-in and custom
+"""The 3.28 aggregation API (`.agg(name=Aggregator(...))`), count-based and session windows give
+quixstreams 3.28.1's outputs on random streams: every window kind (time, count and session), final()
+and current(), per-key closing, late and out-of-order messages, merging sessions, None values, built-in and custom
 aggregators and collectors, the shortcuts (real broker, same program run on both packages,
 outputs compared byte for byte)."""
 
@@ -31,6 +31,9 @@ class SumOfSquares(Aggregator):
     def result(self, value):
         return value
 
+    def merge(self, a, b):
+        return a + b
+
 
 class Distinct(Collector):
     def result(self, items):
@@ -41,7 +44,7 @@ def aggregations(collectors):
     ops = dict(total=Sum("x"), n=Count(), nx=Count("x"), avg=Mean("x"), lo=Min("x"), hi=Max("x"),
                first=First("x"), last=Last("x"), earliest=Earliest("x"), latest=Latest("x"),
                squares=SumOfSquares("x"),
-               r=Reduce(lambda agg, v: agg + [v.get("x")], lambda v: [v.get("x")]))
+               r=Reduce(lambda agg, v: agg + [v.get("x")], lambda v: [v.get("x")], merger=lambda a, b: a + b))
     if collectors:
         ops.update(all=Collect("x"), whole=Collect(), distinct=Distinct("x"))
     return ops
@@ -64,6 +67,8 @@ for case in CASES:
         window = sdf.tumbling_count_window(case["count"])
     elif kind == "hopping_count":
         window = sdf.hopping_count_window(case["count"], case["count_step"])
+    elif kind == "session":
+        window = sdf.session_window(case["gap"], grace_ms=case["grace"])
     else:
         window = sdf.sliding_count_window(case["count"])
     if case["agg"] == "agg":
@@ -90,12 +95,12 @@ def random_case(rng: random.Random, kind: str, mode: str, agg: str = "agg") -> d
     count = rng.choice([2, 3, 5])
     case = {"kind": kind, "mode": mode, "agg": agg, "duration": duration, "grace": rng.choice([0, 5, 15]),
             "step": rng.choice([d for d in (5, 10) if d < duration]) if kind == "hopping" else None,
-            "count": count, "count_step": rng.randint(1, count),
+            "count": count, "count_step": rng.randint(1, count), "gap": rng.choice([5, 10, 20]),
             "topic": "", "events": []}
     clock = {key: 1_000 for key in "abc"}
     for _ in range(rng.randint(15, 30)):
         key = rng.choice("abc"[:rng.randint(1, 3)])
-        clock[key] += rng.randint(0, 12)
+        clock[key] += rng.randint(0, 12) if kind != "session" else rng.choice([0, 2, 4, 8, 15, 30])
         # per-key out of order (sliding windows too: within the grace period), sometimes late
         jitter = rng.choice([0, 0, 0, -3, -8, -25]) if kind != "sliding" else rng.choice([0, 0, -2])
         value = {"x": rng.choice([None, *range(-5, 20)])}
@@ -116,6 +121,8 @@ def test_agg_matches_quixstreams_on_random_streams(run_both, kafka_bootstrap, ma
               for kind in ("tumbling_count", "hopping_count", "sliding_count") for mode in ("final", "current")
               for agg in ("agg", "sum", "mean", "reduce")
               + (("collect",) if mode == "final" and kind != "hopping_count" else ())]
+    cases += [random_case(rng, "session", mode, agg) for mode in ("final", "current")
+              for agg in ("agg", "sum", "mean", "count") + (("collect",) if mode == "final" else ()) for _ in range(2)]
     for case in cases:  # one input topic per case, read by both runs (each with its own group)
         case["topic"] = make_topic(prefix="compat-agg")
         for key, ts, value in case["events"]:
