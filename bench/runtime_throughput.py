@@ -100,7 +100,8 @@ def read_output(bootstrap: str, topic: str, expected: int) -> collections.Counte
 
 def run_variant(python: Path, package: str, bootstrap: str, admin: AdminClient, source: str, n: int,
                 expected: int, profile: str | None, program: Path = PIPELINE, label: str = "runtime",
-                timeout: float = 1800, tree: str | None = None) -> tuple[dict, str]:
+                timeout: float = 1800, tree: str | None = None,
+                extra_args: tuple[str, ...] = ()) -> tuple[dict, str]:
     """Run ``program`` (a Quix 3.x program taking --package) once; returns its figures and output topic.
 
     ``tree``: import ``stream_edge`` from this checkout instead (e.g. a ``git worktree`` of an older
@@ -113,7 +114,8 @@ def run_variant(python: Path, package: str, bootstrap: str, admin: AdminClient, 
            "--expected", str(expected), "--messages", str(n)]
     if profile:
         cmd += ["--profile", profile]
-    env = dict(os.environ, PYTHONPATH=tree) if tree else None
+    cmd += list(extra_args)
+    env = dict(os.environ, PYTHONPATH=tree, STREAM_EDGE_TREE=tree) if tree else None
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     if proc.returncode != 0:
         raise SystemExit(f"{package} run failed:\n{proc.stderr[-4000:]}")

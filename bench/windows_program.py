@@ -3,7 +3,10 @@
     python windows_program.py --package stream_edge|quixstreams --broker HOST:PORT --input T \
         --output T --group G --expected N --messages M
 
-JSON in -> ``apply(temp)`` -> ``tumbling_window(1s).mean().final()`` -> ``to_topic`` out. The only
+JSON in -> ``apply(temp)`` -> a window (``--window``: ``tumbling_mean`` = ``tumbling_window(1s).mean()``,
+``agg3`` = ``tumbling_window(1s).agg(avg=Mean(), lo=Min(), hi=Max())``, ``session`` =
+``session_window(50 ms).sum()``, ``count`` = ``tumbling_count_window(10).sum()``) ``.final()`` ->
+``to_topic`` out. The only
 difference between the runs is the package ``Application`` comes from. Prints one JSON line:
 messages/s (first message in -> ``run()`` returned after the expected outputs, final flush and
 commit included) and the process's peak RSS.
@@ -14,11 +17,17 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import resource
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+
+WINDOWS = ("tumbling_mean", "agg3", "session", "count")
+SESSION_GAP_MS = 50
+COUNT = 10
 
 
 def main() -> None:
@@ -31,9 +40,11 @@ def main() -> None:
     parser.add_argument("--expected", type=int, required=True)
     parser.add_argument("--messages", type=int, required=True)
     parser.add_argument("--profile")
+    parser.add_argument("--window", choices=WINDOWS, default="tumbling_mean")
     args = parser.parse_args()
     if args.package == "stream_edge":
-        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        # STREAM_EDGE_TREE: another checkout (before/after comparisons); default: this one
+        sys.path.insert(0, os.environ.get("STREAM_EDGE_TREE") or str(Path(__file__).resolve().parents[1]))
     Application = importlib.import_module(args.package).Application
 
     app = Application(broker_address=args.broker, consumer_group=args.group, auto_offset_reset="earliest",
@@ -46,7 +57,16 @@ def main() -> None:
         return value["temp"]
 
     sdf = app.dataframe(app.topic(args.input, value_deserializer="json"))
-    sdf = sdf.apply(temperature).tumbling_window(1000).mean().final()
+    windows = importlib.import_module(f"{args.package}.dataframe.windows")
+    sdf = sdf.apply(temperature)
+    if args.window == "tumbling_mean":
+        sdf = sdf.tumbling_window(1000).mean().final()
+    elif args.window == "agg3":
+        sdf = sdf.tumbling_window(1000).agg(avg=windows.Mean(), lo=windows.Min(), hi=windows.Max()).final()
+    elif args.window == "session":
+        sdf = sdf.session_window(SESSION_GAP_MS).sum().final()
+    else:
+        sdf = sdf.tumbling_count_window(COUNT).sum().final()
     sdf.to_topic(app.topic(args.output, value_serializer="json"))
 
     if args.profile:

@@ -32,7 +32,10 @@ from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 from runtime_throughput import quix_python, read_output, run_variant  # noqa: E402
 
-from stream_edge.dataframe.windows.aggregations import Mean  # noqa: E402
+from stream_edge.dataframe.windows.aggregations import Mean, Sum  # noqa: E402
+from stream_edge.dataframe.windows.count_engine import CountWindowEngine  # noqa: E402
+from stream_edge.dataframe.windows.session_engine import SessionWindowEngine  # noqa: E402
+from windows_program import COUNT, SESSION_GAP_MS, WINDOWS  # noqa: E402
 from stream_edge.dataframe.windows.fixed_engine import FixedWindowEngine  # noqa: E402
 
 PROGRAM = ROOT / "bench" / "windows_program.py"
@@ -84,9 +87,18 @@ def input_topic(bootstrap: str, admin: AdminClient, n: int, keys: int) -> tuple[
     return name, base
 
 
-def expected_outputs(n: int, keys: int, base: int) -> int:
+def window_engine(window: str):
+    """The pure engine of ``windows_program.py --window`` (to count the expected outputs)."""
+    if window in ("tumbling_mean", "agg3"):
+        return FixedWindowEngine(1000, 0, None, Mean())
+    if window == "session":
+        return SessionWindowEngine(SESSION_GAP_MS, 0, Sum())
+    return CountWindowEngine(COUNT, COUNT, Sum())
+
+
+def expected_outputs(n: int, keys: int, base: int, window: str = "tumbling_mean") -> int:
     """Closed windows, computed by the pure engine (per key, in production order)."""
-    engine = FixedWindowEngine(1000, 0, None, Mean())
+    engine = window_engine(window)
     states: dict = {}
     closed = 0
     for i in range(n):
@@ -99,9 +111,9 @@ def expected_outputs(n: int, keys: int, base: int) -> int:
 
 
 def compare(bootstrap: str, keys: int, n: int, admin: AdminClient, packages: list, profile: str | None,
-            check: bool, baseline_tree: str | None = None) -> dict:
+            check: bool, baseline_tree: str | None = None, window: str = "tumbling_mean") -> dict:
     source, base = input_topic(bootstrap, admin, n, keys)
-    expected = expected_outputs(n, keys, base)
+    expected = expected_outputs(n, keys, base, window)
     python = {"stream_edge": Path(sys.executable), "baseline": Path(sys.executable)}
     if "quixstreams" in packages:
         python["quixstreams"] = quix_python()
@@ -112,9 +124,9 @@ def compare(bootstrap: str, keys: int, n: int, admin: AdminClient, packages: lis
         figures[package], outputs[package] = run_variant(
             python[package], "stream_edge" if package == "baseline" else package, bootstrap, admin, source, n,
             expected, profile if package == "stream_edge" else None, program=PROGRAM, label="windows",
-            timeout=3600, tree=baseline_tree if package == "baseline" else None)
+            timeout=3600, tree=baseline_tree if package == "baseline" else None, extra_args=("--window", window))
         f = figures[package]
-        print(f"  {keys:>7,} keys  {package:<12} {f['msgs_per_s']:>10,.0f} msg/s  {f['seconds']:6.1f} s  "
+        print(f"  {window:<13} {keys:>7,} keys  {package:<12} {f['msgs_per_s']:>10,.0f} msg/s  {f['seconds']:6.1f} s  "
               f"peak RSS {f['peak_rss_mb']:6.0f} MB", flush=True)
     result = {"keys": keys, "messages": n, "expected_outputs": expected, **{p: figures[p] for p in packages}}
     if "stream_edge" in figures and "quixstreams" in figures:
@@ -145,6 +157,8 @@ def main() -> None:
     parser.add_argument("--only", choices=("stream_edge", "quixstreams"))
     parser.add_argument("--profile", help="cProfile the stream_edge run into this file")
     parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--windows", default="tumbling_mean",
+                        help=f"comma-separated, of {', '.join(WINDOWS)} (all: every one)")
     parser.add_argument("--baseline-tree", metavar="DIR",
                         help="also run stream_edge imported from DIR (an older checkout) in the same run")
     args = parser.parse_args()
@@ -155,8 +169,12 @@ def main() -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     packages = [args.only] if args.only else ["stream_edge", "quixstreams"]
     print(f"tumbling_window(1s).mean().final(), {args.messages:,} messages, 2 partitions, broker {bootstrap}")
+    kinds = list(WINDOWS) if args.windows == "all" else [w for w in args.windows.split(",") if w]
+    unknown = [w for w in kinds if w not in WINDOWS]
+    if unknown:
+        raise SystemExit(f"unknown window(s) {unknown}; choose from {WINDOWS}")
     results = [compare(bootstrap, args.keys, args.messages, admin, packages, args.profile, check=True,
-                       baseline_tree=args.baseline_tree)]
+                       baseline_tree=args.baseline_tree, window=window) for window in kinds]
     if not args.no_scaling:
         for keys in (int(k) for k in args.scaling.split(",") if k):
             results.append(compare(bootstrap, keys, args.messages, admin, packages, None, check=True))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -34,7 +35,8 @@ def main() -> None:
     if args.package == "bare":
         return bare_loop(args)
     if args.package == "stream_edge":  # the project's package, from the repository checkout
-        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+        # STREAM_EDGE_TREE: another checkout (before/after comparisons); default: this one
+        sys.path.insert(0, os.environ.get("STREAM_EDGE_TREE") or str(Path(__file__).resolve().parents[2]))
     Application = importlib.import_module(args.package).Application
 
     app = Application(broker_address=args.broker, consumer_group=args.group, auto_offset_reset="earliest",
