@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from confluent_kafka import KafkaError
 
-__all__ = ("BrokerAvailability", "KafkaBrokerUnavailableError")
+__all__ = ("BrokerAvailability", "KafkaBrokerUnavailableError", "AvailabilityChecks")
 
 logger = logging.getLogger("stream_edge")
 PROBE_EVERY = 5.0  # seconds between metadata probes while the brokers are believed down
@@ -84,3 +84,29 @@ class BrokerAvailability:
                 f"all Kafka brokers have been unavailable for {now - self.down_since:.0f}s "
                 f"(broker_availability_timeout={timeout:g}s); stopping so that the process can be "
                 f"restarted with fresh connections")
+
+
+class AvailabilityChecks:
+    """What ``Producer`` and ``Consumer`` share: ``instantiated`` and
+    ``raise_if_broker_unavailable``. A client sets ``_availability``, keeps its librdkafka handle
+    in ``_inner`` and returns it (created on demand) from ``_client()``."""
+
+    _availability: BrokerAvailability
+    _inner: Any
+
+    def _client(self) -> Any:  # pragma: no cover - provided by the client
+        raise NotImplementedError
+
+    @property
+    def instantiated(self) -> bool:
+        """Whether the librdkafka client exists yet (it is created on first use)."""
+        return self._inner is not None
+
+    def raise_if_broker_unavailable(self, timeout: float) -> None:
+        """Raise :class:`KafkaBrokerUnavailableError` if every broker has been unavailable for
+        longer than ``timeout`` seconds (probing the cluster while it is believed down)."""
+        self._availability.check(timeout, self._probe)
+
+    def _probe(self) -> None:
+        if not self._client().list_topics(timeout=2).brokers:
+            raise ConnectionError("no broker in the cluster metadata")

@@ -8,7 +8,7 @@ from typing import Any, Callable, Dict, List, Optional, Union
 import confluent_kafka
 from confluent_kafka import TopicPartition
 
-from .availability import BrokerAvailability
+from .availability import AvailabilityChecks, BrokerAvailability
 from .configuration import ConnectionConfig, connection_dict
 from .exceptions import client_error_logger
 
@@ -21,7 +21,7 @@ AutoOffsetReset = str  # "earliest" | "latest" | "error"
 _default_error_cb = client_error_logger("consumer")
 
 
-class BaseConsumer:
+class BaseConsumer(AvailabilityChecks):
     """Consume from Kafka (the client is created on first use).
 
     Example::
@@ -65,19 +65,8 @@ class BaseConsumer:
             self._availability.reachable()
         return messages
 
-    @property
-    def instantiated(self) -> bool:
-        """Whether the librdkafka consumer exists yet (it is created on first use)."""
-        return self._inner is not None
-
-    def raise_if_broker_unavailable(self, timeout: float) -> None:
-        """Raise :class:`KafkaBrokerUnavailableError` if every broker has been unavailable for
-        longer than ``timeout`` seconds (probing the cluster while it is believed down)."""
-        self._availability.check(timeout, self._probe)
-
-    def _probe(self) -> None:
-        if not self._consumer.list_topics(timeout=2).brokers:
-            raise ConnectionError("no broker in the cluster metadata")
+    def _client(self) -> confluent_kafka.Consumer:
+        return self._consumer
 
     def subscribe(self, topics: List[str], on_assign: Optional[Callable] = None,
                   on_revoke: Optional[Callable] = None, on_lost: Optional[Callable] = None) -> None:

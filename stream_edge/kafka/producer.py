@@ -11,7 +11,7 @@ from typing import Any, Callable, List, Optional, Union
 
 import confluent_kafka
 
-from .availability import BrokerAvailability
+from .availability import AvailabilityChecks, BrokerAvailability
 from .configuration import ConnectionConfig, connection_dict
 from .exceptions import client_error_logger
 
@@ -26,7 +26,7 @@ PRODUCER_POLL_TIMEOUT = 30.0
 _default_error_cb = client_error_logger("producer")
 
 
-class Producer:
+class Producer(AvailabilityChecks):
     """Produce to Kafka.
 
     Example::
@@ -70,19 +70,8 @@ class Producer:
         """True when the producer uses Kafka transactions (``transactional=True``)."""
         return self._transactional
 
-    @property
-    def instantiated(self) -> bool:
-        """Whether the librdkafka producer exists yet (it is created on first use)."""
-        return self._inner is not None
-
-    def raise_if_broker_unavailable(self, timeout: float) -> None:
-        """Raise :class:`KafkaBrokerUnavailableError` if every broker has been unavailable for
-        longer than ``timeout`` seconds (probing the cluster while it is believed down)."""
-        self._availability.check(timeout, self._probe)
-
-    def _probe(self) -> None:
-        if not self._producer.list_topics(timeout=2).brokers:
-            raise ConnectionError("no broker in the cluster metadata")
+    def _client(self) -> confluent_kafka.Producer:
+        return self._producer
 
     def purge(self) -> None:
         """Drop the messages queued or in flight (their delivery reports carry purge errors)."""

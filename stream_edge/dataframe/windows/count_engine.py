@@ -25,7 +25,7 @@ from typing import Any, Callable, List, Optional, Tuple
 
 from .aggregations import MISSING, Aggregation
 
-__all__ = ("CountWindowEngine",)
+__all__ = ("CountWindowEngine", "PlainKeyState")
 
 WindowResult = Tuple[int, int, Any]
 _EMPTY: List[WindowResult] = []
@@ -35,7 +35,23 @@ def _ignore_late(timestamp: int, start: int, end: int, late_by_ms: int) -> None:
     return None  # count windows never drop a message as late
 
 
-class CountWindowEngine:
+class PlainKeyState:
+    """A key state that is JSON-ready as it is: ``[counter, windows]`` lists."""
+
+    @staticmethod
+    def new_key_state() -> list:
+        return [0, []]
+
+    @staticmethod
+    def dump_key_state(ks: list) -> list:
+        return ks
+
+    @staticmethod
+    def load_key_state(data: list) -> list:
+        return data
+
+
+class CountWindowEngine(PlainKeyState):
     """Windows of ``count`` messages per key, one opening every ``step`` messages."""
 
     __slots__ = ("count", "step", "aggregation", "on_late", "_aggregate", "_result")
@@ -53,18 +69,6 @@ class CountWindowEngine:
         self._aggregate = aggregation.aggregate
         emit = aggregation.emit
         self._result = lambda stored: emit(stored, False)  # collectors keep arrival order here
-
-    @staticmethod
-    def new_key_state() -> list:
-        return [0, []]
-
-    @staticmethod
-    def dump_key_state(ks: list) -> list:
-        return ks
-
-    @staticmethod
-    def load_key_state(data: list) -> list:
-        return data
 
     def _update(self, ks: list, value: Any, timestamp: int) -> Tuple[list, int]:
         """Add the message to its windows (opening one when due); return them and how many are full."""

@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any, Callable, List, Optional, Tuple
 
 from .aggregations import MISSING, Aggregation
+from .count_engine import PlainKeyState
 
 __all__ = ("SessionWindowEngine",)
 
@@ -38,7 +39,7 @@ def _ignore_late(timestamp: int, start: int, end: int, late_by_ms: int) -> None:
     return None
 
 
-class SessionWindowEngine:
+class SessionWindowEngine(PlainKeyState):
     """Sessions of one key separated by more than ``inactivity_gap_ms`` of event time."""
 
     __slots__ = ("gap", "grace_ms", "aggregation", "on_late", "_aggregate", "_result", "_merge")
@@ -61,18 +62,6 @@ class SessionWindowEngine:
         self._aggregate = aggregation.aggregate
         self._result = aggregation.emit
         self._merge = aggregation.merge_stored
-
-    @staticmethod
-    def new_key_state() -> list:
-        return [0, []]
-
-    @staticmethod
-    def dump_key_state(ks: list) -> list:
-        return ks
-
-    @staticmethod
-    def load_key_state(data: list) -> list:
-        return data
 
     def _update(self, ks: list, value: Any, timestamp: int) -> Optional[list]:
         """Add the message to its session; return that session, or None if the message is late."""
