@@ -10,10 +10,20 @@ from typing import Any, Optional
 
 from stream_edge.models.messagecontext import MessageContext
 
-__all__ = ("message_context", "set_message_context", "MessageContext")
+__all__ = ("message_context", "set_message_context", "MessageContext", "MessageContextNotSetError")
 
 _processing_context: Any = None  # the ProcessingContext of the running Application
 _override: tuple = (None, None)  # (message it was set for, MessageContext)
+
+
+class MessageContextNotSetError(RuntimeError):
+    """``message_context()`` was called outside the processing of a message (or in
+    ``StreamingDataFrame.test()`` without ``ctx=``)."""
+
+
+def _bound() -> Any:
+    """The processing context ``message_context()`` currently reads."""
+    return _processing_context
 
 
 def _bind(processing_context: Any) -> None:
@@ -41,9 +51,14 @@ def message_context() -> MessageContext:
     if _override[1] is not None and _override[0] is msg:
         return _override[1]
     if msg is None:
-        raise RuntimeError("message_context() is only available while a message is being processed")
+        raise MessageContextNotSetError("Message context is not set: message_context() is only available "
+                                        "while a message is processed (in sdf.test(), pass ctx=MessageContext(...))")
     if isinstance(msg, MessageContext):
         return msg
+    if getattr(msg, "is_test_message", False):  # StreamingDataFrame.test()
+        if msg.context is not None:
+            return msg.context
+        raise MessageContextNotSetError("Message context is not set: pass ctx=MessageContext(...) to sdf.test()")
     value = msg.value()
     return MessageContext(msg.topic(), msg.partition(), msg.offset(),
                           len(value) if value is not None else 0, msg.leader_epoch())

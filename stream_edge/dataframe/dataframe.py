@@ -47,12 +47,19 @@ def state_prefix(key: Any) -> bytes:
 
 
 class _TestMessage:
-    """Stands in for a Kafka message during :meth:`StreamingDataFrame.test`."""
+    """Stands in for a Kafka message during :meth:`StreamingDataFrame.test`.
 
-    __slots__ = ("_topic", "_partition", "_offset", "_key")
+    ``context`` is the MessageContext given to ``test(ctx=...)``: ``message_context()`` returns
+    it; without one, ``message_context()`` raises, as in Quix Streams (state and windows still
+    see partition 0 of the topic).
+    """
 
-    def __init__(self, topic: str, partition: int, offset: int, key: Any) -> None:
+    __slots__ = ("_topic", "_partition", "_offset", "_key", "context")
+    is_test_message = True
+
+    def __init__(self, topic: str, partition: int, offset: int, key: Any, context: Any = None) -> None:
         self._topic, self._partition, self._offset, self._key = topic, partition, offset, key
+        self.context = context
 
     def topic(self): return self._topic
     def partition(self): return self._partition
@@ -383,16 +390,20 @@ class StreamingDataFrame(BaseStreaming):
             sink=lambda v, k, t, h: results.append((v, k, t, h))) if self._registry else {}
         if topic.name not in executors:
             executors[topic.name] = self._stream.compose(sink=lambda v, k, t, h: results.append((v, k, t, h)))
+        from stream_edge.context import _bind, _bound
+
         pctx = self._processing_context
-        previous = pctx.current_message
+        previous, previous_binding = pctx.current_message, _bound()
         if ctx is not None:
-            pctx.current_message = _TestMessage(ctx.topic, ctx.partition, ctx.offset, key)
+            pctx.current_message = _TestMessage(ctx.topic, ctx.partition, ctx.offset, key, context=ctx)
         else:
             pctx.current_message = _TestMessage(topic.name, 0, 0, key)
+        _bind(pctx)
         try:
             executors[topic.name](value, key, timestamp, headers)
         finally:
             pctx.current_message = previous
+            _bind(previous_binding)
         return results
 
     def __repr__(self) -> str:
