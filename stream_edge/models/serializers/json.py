@@ -15,6 +15,16 @@ default_dumps = orjson.dumps
 default_loads = orjson.loads
 
 
+def _refuse_registry(kind: str, **settings: Any) -> None:
+    """Schema Registry settings are not supported by stream_edge's JSON serializers: refuse them
+    instead of ignoring them (messages would silently lack the registry's wire format)."""
+    given = sorted(name for name, value in settings.items() if value is not None)
+    if given:
+        raise NotImplementedError(
+            f"{kind}: {', '.join(given)} given, but stream_edge's JSON serializers do not support a Schema "
+            f"Registry yet; drop the setting(s) (plain JSON, optionally validated with schema=...)")
+
+
 def _make_validator(schema: Optional[Mapping], validator: Any) -> Any:
     if validator is not None:
         return validator
@@ -35,7 +45,10 @@ class JSONSerializer(Serializer):
     """
 
     def __init__(self, dumps: Callable[[Any], Union[str, bytes]] = default_dumps, schema: Optional[Mapping] = None,
-                 validator: Any = None, **_registry_config: Any) -> None:
+                 validator: Any = None, schema_registry_client_config: Any = None,
+                 schema_registry_serialization_config: Any = None) -> None:
+        _refuse_registry("JSONSerializer", schema_registry_client_config=schema_registry_client_config,
+                         schema_registry_serialization_config=schema_registry_serialization_config)
         self._dumps = dumps
         self._validator = _make_validator(schema, validator)
 
@@ -43,17 +56,17 @@ class JSONSerializer(Serializer):
     def fast(self) -> Optional[Callable[[Any], Union[str, bytes]]]:
         return self._dumps if self._validator is None and self._dumps is default_dumps else None
 
-    def __call__(self, value: Any, ctx: SerializationContext) -> bytes:
+    def __call__(self, value: Any, ctx: SerializationContext) -> Union[str, bytes]:
         if self._validator is not None:
             try:
                 self._validator.validate(value)
-            except Exception as exc:
-                raise SerializationError(f"value for topic '{ctx.topic}' fails the JSON schema: {exc}") from exc
+            except Exception as exc:  # the message is the validator's (as in Quix Streams)
+                raise SerializationError(str(exc)) from exc
         try:
             data = self._dumps(value)
         except (TypeError, ValueError) as exc:
-            raise SerializationError(f"cannot serialize {type(value).__name__} to JSON for topic '{ctx.topic}': {exc}") from exc
-        return data.encode() if isinstance(data, str) else data
+            raise SerializationError(str(exc)) from exc
+        return data  # a str from a custom dumps goes to Kafka as is (librdkafka encodes it), as in Quix
 
 
 class JSONDeserializer(Deserializer):
@@ -64,7 +77,9 @@ class JSONDeserializer(Deserializer):
     """
 
     def __init__(self, loads: Callable[[Union[bytes, bytearray]], Any] = default_loads,
-                 schema: Optional[Mapping] = None, validator: Any = None, **_registry_config: Any) -> None:
+                 schema: Optional[Mapping] = None, validator: Any = None,
+                 schema_registry_client_config: Any = None) -> None:
+        _refuse_registry("JSONDeserializer", schema_registry_client_config=schema_registry_client_config)
         super().__init__()
         self._loads = loads
         self._validator = _make_validator(schema, validator)
@@ -74,7 +89,10 @@ class JSONDeserializer(Deserializer):
         return self._loads if self._validator is None else None
 
     def __call__(self, value: bytes, ctx: SerializationContext) -> Any:
-        data = self._loads(value)
-        if self._validator is not None:
-            self._validator.validate(data)
+        try:
+            data = self._loads(value)
+            if self._validator is not None:
+                self._validator.validate(data)
+        except Exception as exc:  # bad JSON or a schema violation: the runtime adds the coordinates
+            raise SerializationError(str(exc)) from exc
         return data
