@@ -205,6 +205,30 @@ class StreamingDataFrame(BaseStreaming):
             show({"value": value, "key": key, "timestamp": timestamp, "headers": headers} if metadata else {"value": value})
         return self.update(_print, metadata=True)
 
+    def fill(self, *columns: str, **mapping: Any) -> "StreamingDataFrame":
+        """Set missing or ``None`` columns of the value: to ``None`` for ``columns``, to the given
+        constant for ``mapping`` (in place; returns this dataframe).
+
+        Example: ``sdf.fill("y", z=0)`` turns ``{"x": 1, "z": None}`` into ``{"x": 1, "z": 0, "y": None}``
+        """
+        defaults = {**{column: None for column in columns}, **mapping}
+        if not defaults:
+            raise ValueError("fill() needs at least one column name or column=value")
+        for column in defaults:
+            if not isinstance(column, str):
+                raise TypeError(f"fill() column names must be strings, got {column!r}")
+
+        def _fill(value: Any) -> None:
+            for column, default in defaults.items():
+                if value.get(column) is None:
+                    value[column] = default
+        return self.update(_fill)
+
+    def register_store(self, store_type: Optional[str] = None) -> None:
+        """Register the default state store of this dataframe's stream (e.g. before functions that
+        reach the state through ``message_context`` instead of ``stateful=True``)."""
+        self._processing_context.state_manager.register_store(self._stream_id, "default", store_type)
+
     def drop(self, columns: Union[str, List[str]], errors: Literal["ignore", "raise"] = "raise") -> "StreamingDataFrame":
         """Remove column(s) from the value (in place).
 
