@@ -304,23 +304,24 @@ class StreamingDataFrame(BaseStreaming):
         raise ImportError(f"stream_edge.dataframe.windows.definitions has none of {names}")
 
     def tumbling_window(self, duration_ms: Union[int, timedelta], grace_ms: Union[int, timedelta] = 0,
-                        name: Optional[str] = None):
+                        name: Optional[str] = None, on_late: Optional[Callable[..., Any]] = None):
         """Tumbling (fixed, non-overlapping) windows per message key."""
         cls = self._window_definition("TumblingTimeWindowDefinition", "TumblingWindowDefinition")
-        return cls(duration_ms=_ms(duration_ms), grace_ms=_ms(grace_ms), dataframe=self, name=name)
+        return cls(duration_ms=_ms(duration_ms), grace_ms=_ms(grace_ms), dataframe=self, name=name, on_late=on_late)
 
     def hopping_window(self, duration_ms: Union[int, timedelta], step_ms: Union[int, timedelta],
-                       grace_ms: Union[int, timedelta] = 0, name: Optional[str] = None):
+                       grace_ms: Union[int, timedelta] = 0, name: Optional[str] = None,
+                       on_late: Optional[Callable[..., Any]] = None):
         """Hopping (overlapping, fixed step) windows per message key."""
         cls = self._window_definition("HoppingTimeWindowDefinition", "HoppingWindowDefinition")
         return cls(duration_ms=_ms(duration_ms), grace_ms=_ms(grace_ms), dataframe=self, name=name,
-                   step_ms=_ms(step_ms))
+                   step_ms=_ms(step_ms), on_late=on_late)
 
     def sliding_window(self, duration_ms: Union[int, timedelta], grace_ms: Union[int, timedelta] = 0,
-                       name: Optional[str] = None):
+                       name: Optional[str] = None, on_late: Optional[Callable[..., Any]] = None):
         """Sliding windows (both ends inclusive) per message key."""
         cls = self._window_definition("SlidingTimeWindowDefinition", "SlidingWindowDefinition")
-        return cls(duration_ms=_ms(duration_ms), grace_ms=_ms(grace_ms), dataframe=self, name=name)
+        return cls(duration_ms=_ms(duration_ms), grace_ms=_ms(grace_ms), dataframe=self, name=name, on_late=on_late)
 
     def tumbling_count_window(self, count: int, name: Optional[str] = None):
         """Windows of ``count`` messages per key, one after the other.
@@ -344,7 +345,7 @@ class StreamingDataFrame(BaseStreaming):
         return SlidingCountWindowDefinition(count, dataframe=self, name=name)
 
     def session_window(self, inactivity_gap_ms: Union[int, timedelta], grace_ms: Union[int, timedelta] = 0,
-                       name: Optional[str] = None):
+                       name: Optional[str] = None, on_late: Optional[Callable[..., Any]] = None):
         """Sessions per key: a session lasts while messages keep coming at most ``inactivity_gap_ms``
         apart (event time); it closes ``grace_ms`` after that.
 
@@ -352,7 +353,7 @@ class StreamingDataFrame(BaseStreaming):
         """
         from stream_edge.dataframe.windows.definitions import SessionWindowDefinition
 
-        return SessionWindowDefinition(inactivity_gap_ms, grace_ms, dataframe=self, name=name)
+        return SessionWindowDefinition(inactivity_gap_ms, grace_ms, dataframe=self, name=name, on_late=on_late)
 
     # -- columns ------------------------------------------------------------------------------
     def __getitem__(self, item: Any) -> Any:

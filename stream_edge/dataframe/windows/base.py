@@ -8,7 +8,7 @@ records ``({"start", "end", "value"}, key, start, None)``.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Deque, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Deque, List, Optional, Tuple
 
 from .aggregations import MultiAggregation
 from .math import window_ranges
@@ -33,10 +33,15 @@ def get_window_ranges(timestamp_ms: int, duration_ms: int, step_ms: Optional[int
 class Window:
     """A configured window: ``final()`` or ``current()`` returns the new StreamingDataFrame."""
 
-    def __init__(self, name: str, dataframe: "StreamingDataFrame", engine: Any) -> None:
+    def __init__(self, name: str, dataframe: "StreamingDataFrame", engine: Any,
+                 on_late: Optional[Callable[..., Any]] = None) -> None:
         if not name:
             raise ValueError("Window name must not be empty")
         self._name = name
+        # on_late(value, key, timestamp_ms, late_by_ms, start, end, store_name, topic, partition,
+        # offset) -> bool: True logs the late message (the default without a callback)
+        self._on_late_callback = on_late
+        self._late_value: Tuple[Any, Any] = (None, None)
         self._dataframe = dataframe
         self._engine = engine
         engine.on_late = self._on_late
@@ -50,6 +55,12 @@ class Window:
     def _on_late(self, timestamp: int, start: int, end: int, late_by_ms: int) -> None:
         ctx = getattr(self._dataframe, "processing_context", None)
         msg = getattr(ctx, "current_message", None)
+        callback = self._on_late_callback
+        if callback is not None:
+            value, key = self._late_value
+            coordinates = (None, None, None) if msg is None else (msg.topic(), msg.partition(), msg.offset())
+            if not callback(value, key, timestamp, late_by_ms, start, end, self._name, *coordinates):
+                return
         where = "" if msg is None else f" partition='{msg.topic()}[{msg.partition()}]' offset='{msg.offset()}'"
         logger.warning("Skipping window processing for the closed window timestamp_ms=%d window=(%d, %d) "
                        "late_by_ms=%d store_name='%s'%s", timestamp, start, end, late_by_ms, self._name, where)
@@ -101,7 +112,7 @@ class Window:
                 return [({"start": start, "end": end, "value": result}, owner, start, None)
                         for owner, start, end, result in rows]
 
-            return dataframe._add_expanding_op(partition_window_op)
+            return dataframe._add_expanding_op(self._with_late_value(partition_window_op))
 
         def window_op(value: Any, key: Any, timestamp: int, headers: Any) -> Any:
             msg = ctx.current_message
@@ -118,7 +129,17 @@ class Window:
             return [({"start": start, "end": end, "value": result}, key, start, None)
                     for start, end, result in results]
 
-        return dataframe._add_expanding_op(window_op)
+        return dataframe._add_expanding_op(self._with_late_value(window_op))
+
+    def _with_late_value(self, op: Callable[[Any, Any, int, Any], Any]) -> Callable[[Any, Any, int, Any], Any]:
+        """With an ``on_late`` callback, keep the message's value and key for it (else: ``op``)."""
+        if self._on_late_callback is None:
+            return op
+
+        def remembering_op(value: Any, key: Any, timestamp: int, headers: Any) -> Any:
+            self._late_value = (value, key)
+            return op(value, key, timestamp, headers)
+        return remembering_op
 
     def final(self, closing_strategy: str = "key") -> "StreamingDataFrame":
         """Emit each window once, when it closes: the key's event time passes ``end + grace``.

@@ -96,7 +96,9 @@ class FixedTimeWindowDefinition(WindowDefinition):
     _kind = "window"
 
     def __init__(self, duration_ms: Duration, grace_ms: Duration = 0, dataframe: Optional["StreamingDataFrame"] = None,
-                 name: Optional[str] = None, step_ms: Optional[Duration] = None) -> None:
+                 name: Optional[str] = None, step_ms: Optional[Duration] = None,
+                 on_late: Optional[Callable[..., Any]] = None) -> None:
+        self._on_late = on_late
         self._duration_ms = to_ms(duration_ms)
         self._grace_ms = to_ms(grace_ms)
         self._step_ms = None if step_ms is None else to_ms(step_ms)
@@ -123,7 +125,7 @@ class FixedTimeWindowDefinition(WindowDefinition):
 
     def _create_window(self, aggregation: Aggregation) -> Any:
         return FixedTimeWindow(self._duration_ms, self._grace_ms, self._window_name(aggregation.name),
-                               self._dataframe, aggregation, step_ms=self._step_ms)
+                               self._dataframe, aggregation, step_ms=self._step_ms, on_late=self._on_late)
 
 class TumblingTimeWindowDefinition(FixedTimeWindowDefinition):
     """Fixed-size, non-overlapping windows ``[start, start + duration)``."""
@@ -131,10 +133,11 @@ class TumblingTimeWindowDefinition(FixedTimeWindowDefinition):
     _kind = "tumbling_window"
 
     def __init__(self, duration_ms: Duration, grace_ms: Duration = 0, dataframe: Optional["StreamingDataFrame"] = None,
-                 name: Optional[str] = None, step_ms: Optional[Duration] = None) -> None:
+                 name: Optional[str] = None, step_ms: Optional[Duration] = None,
+                 on_late: Optional[Callable[..., Any]] = None) -> None:
         if step_ms is not None:
             raise TypeError("tumbling windows have no step_ms; use hopping_window()")
-        super().__init__(duration_ms, grace_ms, dataframe, name)
+        super().__init__(duration_ms, grace_ms, dataframe, name, on_late=on_late)
 
 
 class HoppingTimeWindowDefinition(FixedTimeWindowDefinition):
@@ -143,10 +146,11 @@ class HoppingTimeWindowDefinition(FixedTimeWindowDefinition):
     _kind = "hopping_window"
 
     def __init__(self, duration_ms: Duration, grace_ms: Duration = 0, dataframe: Optional["StreamingDataFrame"] = None,
-                 name: Optional[str] = None, step_ms: Optional[Duration] = None) -> None:
+                 name: Optional[str] = None, step_ms: Optional[Duration] = None,
+                 on_late: Optional[Callable[..., Any]] = None) -> None:
         if step_ms is None:
             raise TypeError("hopping windows need step_ms")
-        super().__init__(duration_ms, grace_ms, dataframe, name, step_ms)
+        super().__init__(duration_ms, grace_ms, dataframe, name, step_ms, on_late=on_late)
 
 
 class SlidingTimeWindowDefinition(FixedTimeWindowDefinition):
@@ -155,14 +159,15 @@ class SlidingTimeWindowDefinition(FixedTimeWindowDefinition):
     _kind = "sliding_window"
 
     def __init__(self, duration_ms: Duration, grace_ms: Duration = 0, dataframe: Optional["StreamingDataFrame"] = None,
-                 name: Optional[str] = None, step_ms: Optional[Duration] = None) -> None:
+                 name: Optional[str] = None, step_ms: Optional[Duration] = None,
+                 on_late: Optional[Callable[..., Any]] = None) -> None:
         if step_ms is not None:
             raise TypeError("sliding windows have no step_ms")
-        super().__init__(duration_ms, grace_ms, dataframe, name)
+        super().__init__(duration_ms, grace_ms, dataframe, name, on_late=on_late)
 
     def _create_window(self, aggregation: Aggregation) -> Any:
         return SlidingWindow(self._duration_ms, self._grace_ms, self._window_name(aggregation.name),
-                             self._dataframe, aggregation)
+                             self._dataframe, aggregation, on_late=self._on_late)
 
 
 class CountWindowDefinition(WindowDefinition):
@@ -219,7 +224,9 @@ class SessionWindowDefinition(WindowDefinition):
     _kind = "session_window"
 
     def __init__(self, inactivity_gap_ms: Duration, grace_ms: Duration = 0,
-                 dataframe: Optional["StreamingDataFrame"] = None, name: Optional[str] = None) -> None:
+                 dataframe: Optional["StreamingDataFrame"] = None, name: Optional[str] = None,
+                 on_late: Optional[Callable[..., Any]] = None) -> None:
+        self._on_late = on_late
         self._gap = to_ms(inactivity_gap_ms)
         self._grace_ms = to_ms(grace_ms)
         if self._gap <= 0 or self._grace_ms < 0:
@@ -239,7 +246,8 @@ class SessionWindowDefinition(WindowDefinition):
     def _create_window(self, aggregation: Aggregation) -> Any:
         prefix = f"{self._name}_{self._kind}" if self._name else self._kind
         name = "_".join([prefix, str(self._gap), aggregation.name])
-        return SessionWindow(name, self._dataframe, SessionWindowEngine(self._gap, self._grace_ms, aggregation))
+        return SessionWindow(name, self._dataframe, SessionWindowEngine(self._gap, self._grace_ms, aggregation),
+                             on_late=self._on_late)
 
 
 # names used by the v3 reference's type hints

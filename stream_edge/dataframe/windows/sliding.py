@@ -5,7 +5,7 @@ See :mod:`stream_edge.dataframe.windows.sliding_engine` for the algorithm.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from .aggregations import Aggregation
 from .base import Window
@@ -21,5 +21,5 @@ class SlidingWindow(Window):
     """A sliding window with one aggregation."""
 
     def __init__(self, duration_ms: int, grace_ms: int, name: str, dataframe: "StreamingDataFrame",
-                 aggregation: Aggregation) -> None:
-        super().__init__(name, dataframe, SlidingWindowEngine(duration_ms, grace_ms, aggregation))
+                 aggregation: Aggregation, on_late: Optional[Callable[..., Any]] = None) -> None:
+        super().__init__(name, dataframe, SlidingWindowEngine(duration_ms, grace_ms, aggregation), on_late)

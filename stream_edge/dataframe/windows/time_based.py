@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from .aggregations import Aggregation
 from .base import Window
@@ -20,8 +20,9 @@ class FixedTimeWindow(Window):
     closing_strategies = ("key", "partition")
 
     def __init__(self, duration_ms: int, grace_ms: int, name: str, dataframe: "StreamingDataFrame",
-                 aggregation: Aggregation, step_ms: Optional[int] = None) -> None:
-        super().__init__(name, dataframe, FixedWindowEngine(duration_ms, grace_ms, step_ms, aggregation))
+                 aggregation: Aggregation, step_ms: Optional[int] = None,
+                 on_late: Optional[Callable[..., Any]] = None) -> None:
+        super().__init__(name, dataframe, FixedWindowEngine(duration_ms, grace_ms, step_ms, aggregation), on_late)
 
 
 TimeWindow = FixedTimeWindow
