@@ -35,7 +35,7 @@ from stream_edge.models.serializers import DeserializerType, SerializerType
 from stream_edge.models.topics import Topic, TopicAdmin, TopicConfig, TopicManager
 from stream_edge.models.timestamps import TimestampExtractor
 from stream_edge.processing.context import ProcessingContext
-from stream_edge.processing.observer import RunObserver
+from stream_edge.processing.observer import PipelineDefined, ProcessHooks, RunObserver
 from stream_edge.processing.runner import RunLimits, Runner, RunnerParts
 from stream_edge.rowconsumer import RowConsumer
 from stream_edge.rowproducer import RowProducer
@@ -173,7 +173,7 @@ class Application:
         self._registry = DataframeRegistry()
         self._source_manager: Any = None
         self._runner: Optional[Runner] = None
-        self._observers: List[RunObserver] = []
+        self._observers: List[RunObserver] = list(ProcessHooks.observers)  # the stream-edge command's
 
     # -- configuration --------------------------------------------------------------------------
     @property
@@ -318,6 +318,8 @@ class Application:
             raise ValueError("nothing to run: define a dataframe (app.dataframe(topic)) or add a source")
         if not self._registry and count:
             raise ValueError("count cannot be used when only sources run (no StreamingDataFrame)")
+        if ProcessHooks.check_only:
+            raise PipelineDefined(self)
         _bind(self._processing_context)
         ctx = self._processing_context
         parts = RunnerParts(

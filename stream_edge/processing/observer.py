@@ -16,14 +16,14 @@ Example::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, List, Mapping, Optional, Sequence, Tuple
 
 if TYPE_CHECKING:  # pragma: no cover
     from stream_edge.models.types import RawConfluentKafkaMessageProto
     from stream_edge.rowconsumer import RowConsumer
     from stream_edge.sinks.base.sink import BaseSink
 
-__all__ = ("RunObserver", "TopicPartitionKey")
+__all__ = ("RunObserver", "TopicPartitionKey", "ProcessHooks", "PipelineDefined")
 
 TopicPartitionKey = Tuple[str, int]
 
@@ -55,3 +55,20 @@ class RunObserver:
 
     def on_stop(self, error: Optional[BaseException]) -> None:
         """The run ended, normally (``error`` None) or with ``error``."""
+
+
+class PipelineDefined(Exception):
+    """Raised by ``Application.run()`` in check mode: the pipeline is defined, nothing connected."""
+
+    def __init__(self, app: object) -> None:
+        super().__init__("pipeline defined (check mode: not running it)")
+        self.app = app
+
+
+class ProcessHooks:
+    """Process-wide settings the ``stream-edge`` command applies to every Application, including
+    one a user's script creates itself: observers to attach, and check mode (``run()`` raises
+    :class:`PipelineDefined` instead of connecting)."""
+
+    observers: List[RunObserver] = []
+    check_only: bool = False

@@ -1,0 +1,151 @@
+"""ServiceSettings: the ``stream-edge`` command's settings, from the environment, a config file
+and flags (later sources win: flags > config file > environment), each value remembering where
+it came from so an error names the setting and its source.
+
+=======================  ====================================================  ==================
+setting                  environment (first found)                             default
+=======================  ====================================================  ==================
+broker_address           ``STREAM_EDGE_BROKER_ADDRESS``, ``Quix__Broker__Address``  required
+consumer_group           ``STREAM_EDGE_CONSUMER_GROUP``, ``Quix__Consumer_Group``   ``stream-edge``
+state_dir                ``STREAM_EDGE_STATE_DIR``, ``Quix__State__Dir``            ``state``
+auto_offset_reset        ``STREAM_EDGE_AUTO_OFFSET_RESET``                          ``latest``
+commit_interval          ``STREAM_EDGE_COMMIT_INTERVAL`` (seconds)                  ``5``
+processing_guarantee     ``STREAM_EDGE_PROCESSING_GUARANTEE``                       ``at-least-once``
+metrics_port             ``STREAM_EDGE_METRICS_PORT`` (0: no metrics server)       ``0``
+log_level                ``STREAM_EDGE_LOG_LEVEL``                                  ``INFO``
+=======================  ====================================================  ==================
+
+The config file is TOML, with the same names as top-level keys or under ``[stream_edge]``; a
+flag is ``--set name=value`` (``--metrics-port`` and ``--config`` have their own flags).
+
+Example::
+
+    >>> s = ServiceSettings.resolve(env={"Quix__Broker__Address": "k:9092"}, flags={"commit_interval": "2"})
+    >>> s.broker_address, s.commit_interval, s.source("commit_interval")
+    ('k:9092', 2.0, 'flag --set commit_interval')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+
+__all__ = ("ServiceSettings", "SettingsError")
+
+
+class SettingsError(ValueError):
+    """A setting is missing or invalid; the message names it and where it came from."""
+
+
+def _choice(*allowed: str) -> Callable[[str], str]:
+    def parse(raw: str) -> str:
+        if raw not in allowed:
+            raise ValueError(f"must be one of {list(allowed)}")
+        return raw
+    return parse
+
+
+def _positive_float(raw: str) -> float:
+    value = float(raw)
+    if value <= 0:
+        raise ValueError("must be a positive number of seconds")
+    return value
+
+
+def _port(raw: str) -> int:
+    value = int(raw)
+    if not 0 <= value <= 65535:
+        raise ValueError("must be a TCP port (0 disables the metrics server)")
+    return value
+
+
+# name -> (environment variables, default, parser)
+_SETTINGS: Dict[str, Tuple[Tuple[str, ...], Optional[str], Callable[[str], Any]]] = {
+    "broker_address": (("STREAM_EDGE_BROKER_ADDRESS", "Quix__Broker__Address"), None, str),
+    "consumer_group": (("STREAM_EDGE_CONSUMER_GROUP", "Quix__Consumer_Group"), "stream-edge", str),
+    "state_dir": (("STREAM_EDGE_STATE_DIR", "Quix__State__Dir"), "state", str),
+    "auto_offset_reset": (("STREAM_EDGE_AUTO_OFFSET_RESET",), "latest", _choice("earliest", "latest", "error")),
+    "commit_interval": (("STREAM_EDGE_COMMIT_INTERVAL",), "5", _positive_float),
+    "processing_guarantee": (("STREAM_EDGE_PROCESSING_GUARANTEE",), "at-least-once",
+                             _choice("at-least-once", "exactly-once")),
+    "metrics_port": (("STREAM_EDGE_METRICS_PORT",), "0", _port),
+    "log_level": (("STREAM_EDGE_LOG_LEVEL",), "INFO", _choice("DEBUG", "INFO", "WARNING", "ERROR")),
+}
+
+
+@dataclass
+class ServiceSettings:
+    """Resolved settings (see the module docstring); ``source(name)`` says where one came from."""
+
+    broker_address: str
+    consumer_group: str
+    state_dir: str
+    auto_offset_reset: str
+    commit_interval: float
+    processing_guarantee: str
+    metrics_port: int
+    log_level: str
+    sources: Dict[str, str] = field(default_factory=dict, repr=False)
+
+    def source(self, name: str) -> str:
+        return self.sources.get(name, "default")
+
+    def application_kwargs(self) -> Dict[str, Any]:
+        """The Application arguments these settings give."""
+        return {"broker_address": self.broker_address, "consumer_group": self.consumer_group,
+                "state_dir": self.state_dir, "auto_offset_reset": self.auto_offset_reset,
+                "commit_interval": self.commit_interval, "processing_guarantee": self.processing_guarantee,
+                "loglevel": self.log_level}
+
+    @classmethod
+    def resolve(cls, env: Mapping[str, str], config_file: Optional[str] = None,
+                flags: Optional[Mapping[str, str]] = None) -> "ServiceSettings":
+        raw: Dict[str, Tuple[str, str]] = {}  # name -> (value, source)
+        for name, (variables, default, _) in _SETTINGS.items():
+            for variable in variables:
+                if env.get(variable):
+                    raw[name] = (env[variable], f"environment {variable}")
+                    break
+            else:
+                if default is not None:
+                    raw[name] = (default, "default")
+        if config_file:
+            for name, value in _read_config(config_file).items():
+                raw[name] = (str(value), f"config file {config_file}")
+        for name, value in (flags or {}).items():
+            if name not in _SETTINGS:
+                raise SettingsError(f"unknown setting {name!r} (flag --set); known: {sorted(_SETTINGS)}")
+            raw[name] = (value, f"flag --set {name}" if name != "metrics_port" else "flag --metrics-port")
+        values: Dict[str, Any] = {}
+        for name, (_, default, parse) in _SETTINGS.items():
+            if name not in raw:
+                raise SettingsError(f"{name} is required: set {_SETTINGS[name][0][0]} (or "
+                                    f"{' / '.join(_SETTINGS[name][0][1:]) or 'a config file entry'}), "
+                                    f"a config file entry or --set {name}=...")
+            value, source = raw[name]
+            try:
+                values[name] = parse(value)
+            except ValueError as exc:
+                raise SettingsError(f"{name}={value!r} (from {source}) is invalid: {exc}") from None
+        return cls(**values, sources={name: source for name, (_, source) in raw.items()})
+
+
+def _read_config(path: str) -> Dict[str, Any]:
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        raise SettingsError(f"config file {path}: reading TOML needs Python 3.11+; use environment variables "
+                            f"or --set flags") from None
+
+    try:
+        document = tomllib.loads(Path(path).read_text())
+    except OSError as exc:
+        raise SettingsError(f"config file {path} cannot be read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"config file {path} is not valid TOML: {exc}") from None
+    section = document.get("stream_edge", document)
+    unknown = sorted(set(section) - set(_SETTINGS))
+    if unknown:
+        raise SettingsError(f"config file {path}: unknown setting(s) {unknown}; known: {sorted(_SETTINGS)}")
+    return dict(section)
