@@ -166,6 +166,35 @@ def build_app(config: EdgeConfig):
     return app, side_producer
 
 
+def pipeline(app: Any) -> None:
+    """The data-lake pipeline for ``stream-edge run pipelines.edge_service:pipeline`` (what the
+    systemd unit and the Docker image run): ``app`` comes configured from the command's settings;
+    the lake and silence settings are read from the same environment as :class:`EdgeConfig`."""
+    import atexit
+
+    from stream_edge.sinks.core.quix_ts_datalake_sink import QuixTSDataLakeSink
+
+    env = dict(os.environ)
+    env.setdefault("Quix__Broker__Address", str(app.config.broker_address.bootstrap_servers))
+    config = EdgeConfig.from_env(env)
+    on_timeout = None
+    if config.stream_timeout_ms > 0:
+        side_producer = app.get_producer()
+        atexit.register(side_producer.flush)  # silence events still queued when the service stops
+        timeout_topic = app.topic(config.timeout_topic, key_serializer="bytes", value_serializer="bytes")
+
+        def on_timeout(stream: Any) -> None:
+            side_producer.produce(topic=timeout_topic.name, key=stream,
+                                  value=timeout_event(stream, int(time.time() * 1000)))
+
+    sink = QuixTSDataLakeSink(
+        s3_prefix=config.prefix, table_name=config.table, workspace_id="", hive_columns=list(config.hive_columns),
+        timestamp_column=config.timestamp_column, storage_url=config.storage_url,
+        include_kafka_metadata=config.kafka_metadata, stream_timeout_ms=config.stream_timeout_ms or None,
+        on_stream_timeout=on_timeout)
+    app.dataframe(topic=app.topic(config.input_topic, value_deserializer="json")).sink(sink)
+
+
 def main(env: Mapping[str, str] | None = None) -> int:
     logging.basicConfig(level=os.environ.get("EDGE_LOG_LEVEL", "INFO"),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -64,10 +64,12 @@ def _port(raw: str) -> int:
 _SETTINGS: Dict[str, Tuple[Tuple[str, ...], Optional[str], Callable[[str], Any]]] = {
     "broker_address": (("STREAM_EDGE_BROKER_ADDRESS", "Quix__Broker__Address"), None, str),
     "consumer_group": (("STREAM_EDGE_CONSUMER_GROUP", "Quix__Consumer_Group"), "stream-edge", str),
-    "state_dir": (("STREAM_EDGE_STATE_DIR", "Quix__State__Dir"), "state", str),
-    "auto_offset_reset": (("STREAM_EDGE_AUTO_OFFSET_RESET",), "latest", _choice("earliest", "latest", "error")),
-    "commit_interval": (("STREAM_EDGE_COMMIT_INTERVAL",), "5", _positive_float),
-    "processing_guarantee": (("STREAM_EDGE_PROCESSING_GUARANTEE",), "at-least-once",
+    # EDGE_*: the names of the data-lake service's environment file (infra/systemd), still honoured
+    "state_dir": (("STREAM_EDGE_STATE_DIR", "Quix__State__Dir", "EDGE_STATE_DIR"), "state", str),
+    "auto_offset_reset": (("STREAM_EDGE_AUTO_OFFSET_RESET", "EDGE_AUTO_OFFSET_RESET"), "latest",
+                          _choice("earliest", "latest", "error")),
+    "commit_interval": (("STREAM_EDGE_COMMIT_INTERVAL", "EDGE_COMMIT_INTERVAL"), "5", _positive_float),
+    "processing_guarantee": (("STREAM_EDGE_PROCESSING_GUARANTEE", "EDGE_PROCESSING_GUARANTEE"), "at-least-once",
                              _choice("at-least-once", "exactly-once")),
     "metrics_port": (("STREAM_EDGE_METRICS_PORT",), "0", _port),
     "log_level": (("STREAM_EDGE_LOG_LEVEL",), "INFO", _choice("DEBUG", "INFO", "WARNING", "ERROR")),

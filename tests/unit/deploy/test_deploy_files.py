@@ -22,6 +22,8 @@ DOCKERFILE = REPO / "infra" / "docker" / "Dockerfile"
 def _render_unit(tmp_path: Path, text: str) -> Path:
     """The unit with its install paths pointed at this checkout, so ExecStart really exists."""
     rendered = (text.replace("/opt/streaming-lakehouse/.venv/bin/python", sys.executable)
+                    .replace("/opt/streaming-lakehouse/.venv/bin/stream-edge",
+                             str(Path(sys.executable).with_name("stream-edge")))
                     .replace("/opt/streaming-lakehouse", str(REPO))
                     .replace("/etc/stream-edge/edge.env", str(ENV_EXAMPLE)))
     path = tmp_path / "stream-edge@.service"
@@ -49,10 +51,12 @@ def test_systemd_verify_catches_a_broken_unit(tmp_path) -> None:
     assert "ExecStart" in result.stderr or "executable" in result.stderr
 
 
-def test_unit_runs_the_edge_service_module() -> None:
+def test_unit_runs_the_data_lake_pipeline_through_stream_edge() -> None:
     exec_start = re.search(r"^ExecStart=(.*)$", UNIT.read_text(), re.M).group(1)
-    assert exec_start.endswith("-m pipelines.edge_service")
-    assert (REPO / "pipelines" / "edge_service.py").exists()
+    assert exec_start.endswith("/bin/stream-edge run pipelines.edge_service:pipeline")
+    from pipelines.edge_service import pipeline
+
+    assert callable(pipeline)
 
 
 def test_dockerfile_copies_only_existing_paths_and_runs_the_service() -> None:
@@ -63,7 +67,7 @@ def test_dockerfile_copies_only_existing_paths_and_runs_the_service() -> None:
         *sources, _dest = line.split()
         for src in sources:
             assert (REPO / src).exists(), f"Dockerfile copies missing path {src}"
-    assert 'ENTRYPOINT ["python", "-m", "pipelines.edge_service"]' in text
+    assert 'ENTRYPOINT ["stream-edge", "run", "pipelines.edge_service:pipeline"]' in text
     assert 'pip install ".[edge]"' in text  # the light extra: no Spark in the edge image
 
 
