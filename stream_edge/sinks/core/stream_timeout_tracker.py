@@ -39,7 +39,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Dict, Optional
 
 __all__ = ("StreamTimeoutTracker", "default_check_interval_ms")
 
@@ -82,7 +82,7 @@ class StreamTimeoutTracker:
     __slots__ = (
         "_timeout_ms", "_ttl_ms", "_callback", "_interval_ms", "_clock", "_logger",
         "_entries", "_lock", "_thread", "_stop_event", "_unhashable_warned", "_ms_per_unit",
-        "_timeout_units", "_ttl_units",
+        "_timeout_units", "_ttl_units", "_partition_of",
     )
 
     def __init__(
@@ -117,6 +117,7 @@ class StreamTimeoutTracker:
             self._callback: Optional[Callable[[Any], Any]] = None
             self._interval_ms: Any = None
             self._entries: Optional[OrderedDict] = None
+            self._partition_of: Dict[Any, Any] = {}
             self._lock: Any = None  # a threading.Lock whenever _entries is not None
             return
         assert stream_timeout_ms is not None  # enabled implies a positive timeout
@@ -135,6 +136,8 @@ class StreamTimeoutTracker:
         )
         # key -> last-touch time (ms); insertion order == last-touch order (oldest first).
         self._entries = OrderedDict()
+        # key -> partition tag, when callers give one (rebalances forget a partition's keys)
+        self._partition_of = {}
         self._lock = threading.Lock()
 
     # -- introspection ------------------------------------------------------------------------
@@ -165,11 +168,12 @@ class StreamTimeoutTracker:
         return self._entries is not None and key in self._entries
 
     # -- hot path -----------------------------------------------------------------------------
-    def touch(self, key: Any, **context: Any) -> None:
+    def touch(self, key: Any, partition: Any = None, **context: Any) -> None:
         """Record that ``key`` published now. O(1); ``None`` keys and a disabled tracker do nothing.
 
-        ``context`` (e.g. ``topic=..., partition=...``) is accepted so callers can pass record
-        coordinates; the tracker keeps only the time, to stay small at millions of keys.
+        ``partition`` (any hashable tag, e.g. ``(topic, partition)``) lets :meth:`forget_partition`
+        drop the key when a rebalance moves its partition to another instance. Other ``context``
+        (record coordinates) is accepted and not kept, to stay small at millions of keys.
         """
         entries = self._entries
         if entries is None or key is None:
@@ -178,6 +182,8 @@ class StreamTimeoutTracker:
             with self._lock:
                 entries[key] = self._clock()
                 entries.move_to_end(key)
+                if partition is not None:
+                    self._partition_of[key] = partition
         except TypeError:
             # An unhashable key (e.g. a dict from a JSON key deserializer) cannot be tracked.
             if not self._unhashable_warned:
@@ -212,6 +218,7 @@ class StreamTimeoutTracker:
                     break  # every later entry was touched even more recently
                 # 1. evict first, so a raising callback still counts as fired.
                 del entries[key]
+                self._partition_of.pop(key, None)
             if silence >= ttl:
                 # TTL safety sweep: too old to be a meaningful timeout; drop without firing.
                 swept_count += 1
@@ -276,3 +283,17 @@ class StreamTimeoutTracker:
         if self._entries is not None:
             with self._lock:
                 self._entries.clear()
+                self._partition_of.clear()
+
+    def forget_partition(self, partition: Any) -> int:
+        """Forget the keys last seen on ``partition`` (its tag as given to :meth:`touch`): the
+        partition now belongs to another instance, which reports their silence. Returns how many
+        keys were dropped (no callback fires for them here)."""
+        if self._entries is None:
+            return 0
+        with self._lock:
+            keys = [key for key, tag in self._partition_of.items() if tag == partition]
+            for key in keys:
+                self._entries.pop(key, None)
+                del self._partition_of[key]
+        return len(keys)

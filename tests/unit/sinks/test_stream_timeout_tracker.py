@@ -427,3 +427,18 @@ def test_concurrent_touch_and_background_checks_fire_each_key_exactly_once():
     clock.advance(25)
     assert tracker.check_now() == 500
     assert sorted(fired) == list(range(500)) and len(tracker) == 0
+
+
+def test_a_revoked_partition_s_keys_are_forgotten_and_never_fire_here():
+    fired, now = [], [0.0]
+    tracker = StreamTimeoutTracker(stream_timeout_ms=1000, on_stream_timeout=fired.append,
+                                   clock=lambda: now[0])
+    tracker.touch(b"a", ("t", 0))
+    tracker.touch(b"b", ("t", 1))
+    tracker.touch(b"c", ("t", 1))
+    assert tracker.forget_partition(("t", 1)) == 2 and b"b" not in tracker and len(tracker) == 1
+    now[0] = 1500.0
+    tracker.check_now()
+    assert fired == [b"a"]  # the keys of partition 1 are reported by the partition's new owner
+    tracker.touch(b"b", ("t", 0))  # a key can move: its latest partition counts
+    assert tracker.forget_partition(("t", 1)) == 0 and b"b" in tracker

@@ -215,7 +215,7 @@ class DataLakeSink(BatchingSink):
 
     def _add_full(self, value: Any, key: Any, timestamp: int, headers: HeadersTuples,
                   topic: str, partition: int, offset: int) -> None:
-        self._tracker.touch(key)  # returns at once when disabled or for None keys
+        self._tracker.touch(key, (topic, partition))  # returns at once when disabled or for None keys
         if value.__class__ is not dict and not isinstance(value, dict):
             raise RecordTypeError(value, topic, partition, offset)
         buffer = self._buffers.get((topic, partition))
@@ -260,6 +260,14 @@ class DataLakeSink(BatchingSink):
 
     def on_paused(self, topic: str, partition: int) -> None:
         self._buffers.pop((topic, partition), None)
+
+    def on_revoke(self, topic: str, partition: int) -> None:
+        """The partition moved to another instance (rebalance): drop its buffer, and forget its
+        keys in the silence tracker so they are reported once, by their new owner."""
+        self._buffers.pop((topic, partition), None)
+        dropped = self._tracker.forget_partition((topic, partition))
+        if dropped:
+            logger.info("%s[%s] revoked: the silence tracker forgets %d key(s)", topic, partition, dropped)
 
     def write(self, batch: SinkBatch) -> None:
         """Write a :class:`SinkBatch` (the ``BatchingSink`` API) as one lake commit."""
