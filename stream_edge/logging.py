@@ -1,17 +1,72 @@
-"""The "stream_edge" logger (configured once by the Application unless loglevel=None)."""
+"""The "stream_edge" logger (configured once by the Application unless loglevel=None).
+
+Two formats: text (the default) and JSON lines (``STREAM_EDGE_LOG_FORMAT=json``, or
+``stream-edge run --set log_format=json``), one object per record with ``ts``, ``level``,
+``logger``, ``message`` (and ``exception``). Secrets never reach the output: every record goes
+through :class:`SecretFilter`, which masks the values of the secret environment variables (S3
+keys, catalog tokens, SASL passwords) and passwords in URLs (``scheme://user:***@host``).
+"""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import re
 import sys
-from typing import Literal, Optional, Union
+from typing import List, Literal, Optional, Union
 
-__all__ = ("configure_logging", "LogLevel", "LOGGER_NAME", "logger")
+__all__ = ("configure_logging", "LogLevel", "LOGGER_NAME", "logger", "SecretFilter", "JsonFormatter", "mask_secrets")
 
 LOGGER_NAME = "stream_edge"
 LogLevel = Literal["CRITICAL", "ERROR", "WARNING", "INFO", "DEBUG", "NOTSET"]
 logger = logging.getLogger(LOGGER_NAME)
+
+SECRET_ENV_VARS = ("AWS_SECRET_ACCESS_KEY", "AWS_ACCESS_KEY_ID", "AWS_SESSION_TOKEN", "ICEBERG_TOKEN",
+                   "ICEBERG_CREDENTIAL", "SASL_PASSWORD", "KAFKA_SASL_PASSWORD", "STREAM_EDGE_SASL_PASSWORD")
+_URL_PASSWORD = re.compile(r"(?P<head>[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]+):(?P<password>[^@\s/]+)@")
+
+
+def _secret_values() -> List[str]:
+    values = [os.environ[name] for name in SECRET_ENV_VARS if len(os.environ.get(name, "")) >= 4]
+    return sorted(set(values), key=len, reverse=True)
+
+
+def mask_secrets(text: str) -> str:
+    """``text`` with secret values and URL passwords replaced by ``***``.
+
+    >>> mask_secrets("s3 at http://admin:hunter2@minio:9000/lake")
+    's3 at http://admin:***@minio:9000/lake'
+    """
+    for value in _secret_values():
+        text = text.replace(value, "***")
+    return _URL_PASSWORD.sub(r"\g<head>:***@", text)
+
+
+class SecretFilter(logging.Filter):
+    """Masks secrets in a record's message (arguments merged) and exception text."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        masked = mask_secrets(message)
+        if masked != message:
+            record.msg, record.args = masked, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = mask_secrets(record.exc_text)
+        return True
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: ``ts``, ``level``, ``logger``, ``message`` (+ ``exception``)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        doc = {"ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S") + f".{int(record.msecs):03d}",
+               "level": record.levelname, "logger": record.name, "message": record.getMessage()}
+        if record.exc_text or record.exc_info:
+            doc["exception"] = record.exc_text or self.formatException(record.exc_info)  # type: ignore[arg-type]
+        return json.dumps(doc, ensure_ascii=False)
 
 
 def configure_logging(loglevel: Optional[Union[int, LogLevel]], name: str = LOGGER_NAME, pid: bool = False) -> bool:
@@ -26,8 +81,12 @@ def configure_logging(loglevel: Optional[Union[int, LogLevel]], name: str = LOGG
     if target.handlers:
         return False
     handler = logging.StreamHandler(sys.stderr)
-    prefix = f"[{os.getpid()}] " if pid else ""
-    handler.setFormatter(logging.Formatter(f"[%(asctime)s] [%(levelname)s] [{name}] {prefix}: %(message)s"))
+    if os.environ.get("STREAM_EDGE_LOG_FORMAT", "text").lower() == "json":
+        handler.setFormatter(JsonFormatter())
+    else:
+        prefix = f"[{os.getpid()}] " if pid else ""
+        handler.setFormatter(logging.Formatter(f"[%(asctime)s] [%(levelname)s] [{name}] {prefix}: %(message)s"))
+    handler.addFilter(SecretFilter())
     target.addHandler(handler)
     target.setLevel(loglevel)
     target.propagate = False

@@ -27,6 +27,8 @@ from typing import Any, Callable, Dict, List, Optional
 
 from stream_edge.processing.observer import PipelineDefined, ProcessHooks
 
+from stream_edge.logging import configure_logging
+
 from .settings import ServiceSettings, SettingsError
 
 __all__ = ("main",)
@@ -150,12 +152,13 @@ def main(argv: Optional[List[str]] = None) -> int:
                          help="a setting (overrides the config file), e.g. --set commit_interval=2")
         cmd.add_argument("--metrics-port", type=str, help="serve /metrics, /healthz, /readyz on this port")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         flags = _parse_sets(args.set)
         if args.metrics_port is not None:
             flags["metrics_port"] = args.metrics_port
         settings = ServiceSettings.resolve(os.environ, args.config, flags)
+        os.environ["STREAM_EDGE_LOG_FORMAT"] = settings.log_format  # read by configure_logging()
+        configure_logging(getattr(logging, settings.log_level), name="stream_edge")
         if args.command == "check":
             print(f"stream-edge check: ok ({_check(args.target, settings)}; broker {settings.broker_address} "
                   f"from {settings.source('broker_address')})")

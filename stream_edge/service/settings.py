@@ -13,6 +13,7 @@ commit_interval          ``STREAM_EDGE_COMMIT_INTERVAL`` (seconds)              
 processing_guarantee     ``STREAM_EDGE_PROCESSING_GUARANTEE``                       ``at-least-once``
 metrics_port             ``STREAM_EDGE_METRICS_PORT`` (0: no metrics server)       ``0``
 log_level                ``STREAM_EDGE_LOG_LEVEL``                                  ``INFO``
+log_format               ``STREAM_EDGE_LOG_FORMAT`` (``text`` or ``json``)        ``text``
 =======================  ====================================================  ==================
 
 The config file is TOML, with the same names as top-level keys or under ``[stream_edge]``; a
@@ -73,6 +74,7 @@ _SETTINGS: Dict[str, Tuple[Tuple[str, ...], Optional[str], Callable[[str], Any]]
                              _choice("at-least-once", "exactly-once")),
     "metrics_port": (("STREAM_EDGE_METRICS_PORT",), "0", _port),
     "log_level": (("STREAM_EDGE_LOG_LEVEL",), "INFO", _choice("DEBUG", "INFO", "WARNING", "ERROR")),
+    "log_format": (("STREAM_EDGE_LOG_FORMAT",), "text", _choice("text", "json")),
 }
 
 
@@ -88,6 +90,7 @@ class ServiceSettings:
     processing_guarantee: str
     metrics_port: int
     log_level: str
+    log_format: str
     sources: Dict[str, str] = field(default_factory=dict, repr=False)
 
     def source(self, name: str) -> str:

@@ -58,6 +58,7 @@ def test_run_serves_metrics_and_readiness_and_stops_on_sigterm(kafka_bootstrap, 
     assert producer.flush(30) == 0
     port = free_port()
     env = env_for(kafka_bootstrap, source, output, tmp_path)
+    env.update(AWS_SECRET_ACCESS_KEY="edge-secret-key-0042", STREAM_EDGE_LOG_FORMAT="json")
     proc = subprocess.Popen([COMMAND, "run", "edge_pipeline:build", "--metrics-port", str(port),
                              "--set", "auto_offset_reset=earliest", "--set", "commit_interval=0.5"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -88,6 +89,9 @@ def test_run_serves_metrics_and_readiness_and_stops_on_sigterm(kafka_bootstrap, 
             proc.kill()
     log = proc.stdout.read()
     assert "received SIGTERM: stopping after a final checkpoint" in log
+    assert "edge-secret-key-0042" not in log and "using key ***" in log  # secrets never reach the logs
+    records = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
+    assert records and all({"ts", "level", "logger", "message"} <= set(r) for r in records)
     consumer = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": env["STREAM_EDGE_CONSUMER_GROUP"]})
     committed = consumer.committed([TopicPartition(source, p) for p in (0, 1)], timeout=10)
     consumer.close()
