@@ -252,113 +252,83 @@ class Mean(Aggregator):
         return (a[0] + b[0], a[1] + b[1])
 
 
-class Min(Aggregator):
+class _KeepOne(Aggregator):
+    """Keeps one value (``None`` values skipped): a new one replaces the kept one when
+    :meth:`_replaces` says so. A merge keeps the better of the two sessions' values."""
+
+    def initialize(self) -> Any:
+        return None
+
+    def _entry(self, value: Any, timestamp: int) -> Any:
+        return value
+
+    def _replaces(self, new: Any, kept: Any) -> bool:  # pragma: no cover - every subclass decides
+        raise NotImplementedError
+
+    def agg(self, old: Any, new: Any, timestamp: int) -> Any:
+        value = _extract(new, self.column)
+        if value is None:
+            return old
+        entry = self._entry(value, timestamp)
+        return entry if old is None or self._replaces(entry, old) else old
+
+    def result(self, value: Any) -> Any:
+        return value
+
+    def merge(self, a: Any, b: Any) -> Any:
+        return b if a is None or (b is not None and self._replaces(b, a)) else a
+
+
+class Min(_KeepOne):
     """Smallest value (``None`` if there is none)."""
 
-    def initialize(self) -> Any:
-        return None
-
-    def agg(self, old: Any, new: Any, timestamp: int) -> Any:
-        value = _extract(new, self.column)
-        if value is None:
-            return old
-        return value if old is None or value < old else old
-
-    def result(self, value: Any) -> Any:
-        return value
-
-    def merge(self, a: Any, b: Any) -> Any:
-        return b if a is None or (b is not None and b < a) else a
+    def _replaces(self, new: Any, kept: Any) -> bool:
+        return new < kept
 
 
-class Max(Aggregator):
+class Max(_KeepOne):
     """Largest value (``None`` if there is none)."""
 
-    def initialize(self) -> Any:
-        return None
-
-    def agg(self, old: Any, new: Any, timestamp: int) -> Any:
-        value = _extract(new, self.column)
-        if value is None:
-            return old
-        return value if old is None or value > old else old
-
-    def result(self, value: Any) -> Any:
-        return value
-
-    def merge(self, a: Any, b: Any) -> Any:
-        return b if a is None or (b is not None and b > a) else a
+    def _replaces(self, new: Any, kept: Any) -> bool:
+        return new > kept
 
 
-class First(Aggregator):
-    """The first value in processing order (``None`` values skipped)."""
+class First(_KeepOne):
+    """The first value in processing order (after a session merge: the earlier session's)."""
 
-    def initialize(self) -> Any:
-        return None
-
-    def agg(self, old: Any, new: Any, timestamp: int) -> Any:
-        return _extract(new, self.column) if old is None else old
-
-    def result(self, value: Any) -> Any:
-        return value
-
-    def merge(self, a: Any, b: Any) -> Any:
-        return b if a is None else a  # processing order is lost in a merge: the earlier session's
+    def _replaces(self, new: Any, kept: Any) -> bool:
+        return False
 
 
-class Last(Aggregator):
-    """The last value in processing order (``None`` values skipped)."""
+class Last(_KeepOne):
+    """The last value in processing order (after a session merge: the later session's)."""
 
-    def initialize(self) -> Any:
-        return None
+    def _replaces(self, new: Any, kept: Any) -> bool:
+        return True
 
-    def agg(self, old: Any, new: Any, timestamp: int) -> Any:
-        value = _extract(new, self.column)
-        return old if value is None else value
+
+class _KeepByTimestamp(_KeepOne):
+    """Keeps ``(value, timestamp)``; the result is the value."""
+
+    def _entry(self, value: Any, timestamp: int) -> Any:
+        return (value, timestamp)
 
     def result(self, value: Any) -> Any:
-        return value
-
-    def merge(self, a: Any, b: Any) -> Any:
-        return a if b is None else b  # the later session's
+        return None if value is None else value[0]
 
 
-class Earliest(Aggregator):
+class Earliest(_KeepByTimestamp):
     """The value with the smallest timestamp (the first one on a tie); state ``(value, ts)``."""
 
-    def initialize(self) -> Any:
-        return None
-
-    def agg(self, old: Any, new: Any, timestamp: int) -> Any:
-        value = _extract(new, self.column)
-        if value is None:
-            return old
-        return (value, timestamp) if old is None or timestamp < old[1] else old
-
-    def result(self, value: Any) -> Any:
-        return None if value is None else value[0]
-
-    def merge(self, a: Any, b: Any) -> Any:
-        return b if a is None or (b is not None and b[1] < a[1]) else a
+    def _replaces(self, new: Any, kept: Any) -> bool:
+        return new[1] < kept[1]
 
 
-class Latest(Aggregator):
+class Latest(_KeepByTimestamp):
     """The value with the largest timestamp (the last one on a tie); state ``(value, ts)``."""
 
-    def initialize(self) -> Any:
-        return None
-
-    def agg(self, old: Any, new: Any, timestamp: int) -> Any:
-        value = _extract(new, self.column)
-        if value is None:
-            return old
-        return (value, timestamp) if old is None or timestamp >= old[1] else old
-
-    def result(self, value: Any) -> Any:
-        return None if value is None else value[0]
-
-    def merge(self, a: Any, b: Any) -> Any:
-        return b if a is None or (b is not None and b[1] >= a[1]) else a
+    def _replaces(self, new: Any, kept: Any) -> bool:
+        return new[1] >= kept[1]
 
 
 class Reduce(Aggregator):
