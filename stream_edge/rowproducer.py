@@ -50,6 +50,9 @@ class TopicOutput:
     on_failure: Callable[..., None]
 
 
+_PURGED = {confluent_kafka.KafkaError._PURGE_QUEUE, confluent_kafka.KafkaError._PURGE_INFLIGHT}
+
+
 class ProducerError(Exception):
     """Producing failed and ``on_producer_error`` did not ignore it; processing stops."""
 
@@ -92,7 +95,9 @@ class RowProducer:
 
     # -- errors -------------------------------------------------------------------------------
     def _on_delivery(self, err: Optional[confluent_kafka.KafkaError], msg: Any) -> None:
-        if err is not None:
+        # Purged messages were dropped on purpose: an aborted transaction (its partitions are
+        # replayed) or purge(); they are not delivery failures.
+        if err is not None and err.code() not in _PURGED:
             self._delivery_errors.append(confluent_kafka.KafkaException(
                 f"delivery to topic '{msg.topic()}' failed: {err.str()}"))
 

@@ -56,11 +56,25 @@ class ChangelogRecovery:
         return self._consumer
 
     def watermarks(self, topic: str, partition: int) -> Tuple[int, int]:
-        """``(low, high)`` offsets of a partition (high: the last stable offset + 1)."""
-        from confluent_kafka import TopicPartition
+        """``(low, high)`` offsets of a partition (high: the last stable offset + 1).
 
-        return self.consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=self.timeout,
-                                                   cached=False)
+        A topic created moments ago (changelogs are created at start-up) may not have a leader
+        in the broker's metadata yet: those transient errors are retried for a few seconds.
+        """
+        from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+        transient = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+                     KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION}
+        deadline = time.monotonic() + min(self.timeout, 30.0)
+        while True:
+            try:
+                return self.consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=self.timeout,
+                                                           cached=False)
+            except KafkaException as exc:
+                if exc.args[0].code() not in transient or time.monotonic() >= deadline:
+                    raise
+                logger.debug("watermarks of %s[%d] not available yet (%s); retrying", topic, partition, exc)
+                time.sleep(0.2)
 
     def recover(self, backend: StoreBackend, topic: str, partition: int, committed_offset: Optional[int],
                 label: str) -> int:
