@@ -216,6 +216,14 @@ def build_spark(settings: SparkSettings | None = None) -> "SparkSession":
     from pyspark.sql import SparkSession
 
     settings = settings or SparkSettings.from_env()
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        # Several jobs in one process (the demo, tests): reuse the session as getOrCreate would,
+        # setting what can change at runtime, without its "Using an existing Spark session" warning.
+        for key, value in settings.conf().items():
+            if active.conf.isModifiable(key):
+                active.conf.set(key, value)
+        return active
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.appName(settings.app_name)
     master = settings.master or default_master()

@@ -16,6 +16,7 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import os
 import uuid
@@ -207,6 +208,22 @@ class Application:
                            transactional=cfg.exactly_once,
                            transactional_id=extra.pop("transactional.id", f"{cfg.consumer_group}-{uuid.uuid4()}"))
 
+    def _request_producer_stats(self) -> None:
+        """Before the output producer connects: librdkafka statistics for observers that want them."""
+        every = min((o.producer_stats_interval_ms for o in self._observers if o.producer_stats_interval_ms > 0),
+                    default=0)
+        if every:
+            self._producer.enable_statistics(every, self._on_producer_stats)
+
+    def _on_producer_stats(self, raw: str) -> None:
+        """librdkafka's statistics (called from the producer's poll): passed to the observers."""
+        stats = json.loads(raw)
+        for observer in self._observers:
+            try:
+                observer.on_producer_stats(stats)
+            except Exception:  # noqa: BLE001 - watching never breaks processing
+                logger.exception("run observer %r failed in on_producer_stats", observer)
+
     def _create_state_manager(self) -> Any:
         from stream_edge.state import StateStoreManager  # owned by the state package
 
@@ -261,9 +278,17 @@ class Application:
             self._topic_manager.register(topic)
         if self._source_manager is None:
             self._source_manager = SourceManager()
-        source.configure(topic=topic, producer=self._new_source_producer(), app=self)
-        self._source_manager.register(source)
+        # configure() and start() run in the source's own process (stream_edge/sources/base/process.py)
+        self._source_manager.register(source, topic, self._source_settings(), topic_manager=self._topic_manager)
         return topic
+
+    def _source_settings(self) -> Any:
+        from stream_edge.sources.base.process import SourceSettings
+
+        cfg = self._config
+        return SourceSettings(broker_address=cfg.broker_address, producer_extra_config=dict(cfg.producer_extra_config),
+                              consumer_extra_config=dict(cfg.consumer_extra_config),
+                              on_producer_error=self._on_producer_error, recovery_timeout=cfg.request_timeout * 2)
 
     def _new_source_producer(self) -> RowProducer:
         return RowProducer(self._config.broker_address, extra_config=self._config.producer_extra_config,
@@ -320,6 +345,7 @@ class Application:
             raise ValueError("count cannot be used when only sources run (no StreamingDataFrame)")
         if ProcessHooks.check_only:
             raise PipelineDefined(self)
+        self._request_producer_stats()
         _bind(self._processing_context)
         ctx = self._processing_context
         parts = RunnerParts(

@@ -93,6 +93,10 @@ class RowProducer:
         self._delivery_errors: List[Exception] = []
         self.processing_context: Any = None  # set by the Application: names the input record on errors
 
+    def enable_statistics(self, interval_ms: int, callback: Callable[[str], None]) -> bool:
+        """librdkafka statistics of the underlying producer (see ``Producer.enable_statistics``)."""
+        return self._producer.enable_statistics(interval_ms, callback)
+
     # -- errors -------------------------------------------------------------------------------
     def _on_delivery(self, err: Optional[confluent_kafka.KafkaError], msg: Any) -> None:
         # Purged messages were dropped on purpose: an aborted transaction (its partitions are

@@ -73,6 +73,18 @@ class Producer(AvailabilityChecks):
     def _client(self) -> confluent_kafka.Producer:
         return self._producer
 
+    def enable_statistics(self, interval_ms: int, callback: Callable[[str], None]) -> bool:
+        """Have librdkafka call ``callback(json_text)`` every ``interval_ms`` (from ``poll``/``flush``).
+
+        Only before the client connects (its configuration is fixed then); returns False when it is
+        too late or the user's ``extra_config`` already set ``stats_cb``.
+        """
+        if self._inner is not None or "stats_cb" in self._config:
+            return False
+        self._config["statistics.interval.ms"] = interval_ms
+        self._config["stats_cb"] = callback
+        return True
+
     def purge(self) -> None:
         """Drop the messages queued or in flight (their delivery reports carry purge errors)."""
         if self._inner is not None:

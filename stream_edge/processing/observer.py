@@ -16,7 +16,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Sequence, Tuple
 
 if TYPE_CHECKING:  # pragma: no cover
     from stream_edge.models.types import RawConfluentKafkaMessageProto
@@ -29,7 +29,14 @@ TopicPartitionKey = Tuple[str, int]
 
 
 class RunObserver:
-    """Hooks of one ``Application.run()``; called from the processing thread."""
+    """Hooks of one ``Application.run()``; called from the processing thread.
+
+    ``producer_stats_interval_ms``: set it above 0 to receive librdkafka's producer statistics
+    (``on_producer_stats``) that often; they count produced messages per topic without touching
+    the per-message path.
+    """
+
+    producer_stats_interval_ms: int = 0
 
     def on_start(self, topics: Sequence[str], consumer: "RowConsumer") -> None:
         """Processing starts: the input topics and the consumer (a ``RowConsumer``, e.g. for lag)."""
@@ -49,6 +56,9 @@ class RunObserver:
 
     def on_revoke(self, partitions: Sequence[TopicPartitionKey], lost: bool) -> None:
         """Partitions were revoked (``lost``: taken away without a chance to commit)."""
+
+    def on_producer_stats(self, stats: Mapping[str, Any]) -> None:
+        """librdkafka's statistics of the output producer (the decoded ``stats_cb`` JSON)."""
 
     def on_processing_error(self, exc: BaseException) -> None:
         """A message failed in the pipeline (before ``on_processing_error`` decides to go on)."""

@@ -117,6 +117,10 @@ def _check(target: str, settings: ServiceSettings) -> str:
 
 def _serve(target: str, settings: ServiceSettings) -> None:
     server = None
+    if settings.log_summary_interval:
+        from .summary import RunSummaryLog
+
+        ProcessHooks.observers.append(RunSummaryLog(settings.log_summary_interval))
     if settings.metrics_port:
         from .http import MetricsServer
         from .metrics import EdgeMetrics

@@ -15,17 +15,48 @@ from __future__ import annotations
 
 import os
 import time
+import weakref
 from collections import Counter as CountBy
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily
 
 from stream_edge.processing.observer import RunObserver, TopicPartitionKey
 
 __all__ = ("EdgeMetrics",)
 
 LAG_EVERY_SECONDS = 5.0
+
+# A sink's ``stats()`` key -> (metric name, help); read at scrape time from the sinks seen flushing.
+SINK_STATS = {
+    "files_written": ("stream_edge_lake_files_written", "Parquet files published to the lake"),
+    "bytes_written": ("stream_edge_lake_bytes_written", "Bytes of Parquet published to the lake"),
+    "rows_written": ("stream_edge_lake_rows_written", "Rows published to the lake"),
+    "silence_events": ("stream_edge_silence_events", "Keys reported silent by the sink's tracker"),
+}
+
+
+class SinkStatsCollector:
+    """Exposes the ``stats()`` of every sink that has flushed (e.g. the data-lake sink's files,
+    bytes, rows and silence events), labelled by sink class."""
+
+    def __init__(self) -> None:
+        self.sinks: "weakref.WeakSet[Any]" = weakref.WeakSet()
+
+    def collect(self) -> Any:
+        totals: Dict[str, Dict[str, int]] = {key: {} for key in SINK_STATS}
+        for sink in list(self.sinks):
+            for key, value in sink.stats().items():
+                if key in totals:
+                    label = type(sink).__name__
+                    totals[key][label] = totals[key].get(label, 0) + int(value)
+        for key, (name, text) in SINK_STATS.items():
+            family = CounterMetricFamily(name, text, labels=["sink"])
+            for label, value in sorted(totals[key].items()):
+                family.add_metric([label], value)
+            yield family
 
 
 class EdgeMetrics(RunObserver):
@@ -36,11 +67,17 @@ class EdgeMetrics(RunObserver):
     """
 
     def __init__(self, commit_interval: float = 5.0, state_dir: Optional[str] = None,
-                 registry: Optional[CollectorRegistry] = None) -> None:
+                 registry: Optional[CollectorRegistry] = None, producer_stats_interval_ms: int = 5000) -> None:
         self.registry = registry or CollectorRegistry()
         r = self.registry
+        self.producer_stats_interval_ms = producer_stats_interval_ms
         self.consumed = Counter("stream_edge_messages_consumed", "Messages consumed and processed",
                                 ["topic"], registry=r)
+        self.produced = Counter("stream_edge_messages_produced", "Messages sent to the broker (librdkafka "
+                                "statistics, updated every producer_stats_interval_ms)", ["topic"], registry=r)
+        self._produced_seen: Dict[str, int] = {}
+        self.sink_stats = SinkStatsCollector()
+        r.register(self.sink_stats)
         self.processing_errors = Counter("stream_edge_processing_errors", "Messages whose processing raised",
                                          registry=r)
         self.checkpoints = Counter("stream_edge_checkpoints", "Checkpoints committed", registry=r)
@@ -85,6 +122,16 @@ class EdgeMetrics(RunObserver):
 
     def on_sink_flush(self, sink: Any, topic: str, partition: int, seconds: float) -> None:
         self.sink_flush_seconds.labels(type(sink).__name__).observe(seconds)
+        if callable(getattr(sink, "stats", None)):
+            self.sink_stats.sinks.add(sink)
+
+    def on_producer_stats(self, stats: Mapping[str, Any]) -> None:
+        for topic, info in (stats.get("topics") or {}).items():
+            sent = sum(int(p.get("txmsgs", 0)) for pid, p in (info.get("partitions") or {}).items() if pid != "-1")
+            delta = sent - self._produced_seen.get(topic, 0)
+            if delta > 0:
+                self.produced.labels(topic).inc(delta)
+                self._produced_seen[topic] = sent
 
     def on_assign(self, partitions: Sequence[TopicPartitionKey]) -> None:
         self.rebalances.labels("assign").inc()

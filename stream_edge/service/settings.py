@@ -14,6 +14,7 @@ processing_guarantee     ``STREAM_EDGE_PROCESSING_GUARANTEE``                   
 metrics_port             ``STREAM_EDGE_METRICS_PORT`` (0: no metrics server)       ``0``
 log_level                ``STREAM_EDGE_LOG_LEVEL``                                  ``INFO``
 log_format               ``STREAM_EDGE_LOG_FORMAT`` (``text`` or ``json``)        ``text``
+log_summary_interval     ``STREAM_EDGE_LOG_SUMMARY_INTERVAL`` (seconds; 0: off)    ``60``
 =======================  ====================================================  ==================
 
 The config file is TOML, with the same names as top-level keys or under ``[stream_edge]``; a
@@ -54,6 +55,13 @@ def _positive_float(raw: str) -> float:
     return value
 
 
+def _non_negative_float(raw: str) -> float:
+    value = float(raw)
+    if value < 0:
+        raise ValueError("must be a number of seconds, 0 or more")
+    return value
+
+
 def _port(raw: str) -> int:
     value = int(raw)
     if not 0 <= value <= 65535:
@@ -75,6 +83,7 @@ _SETTINGS: Dict[str, Tuple[Tuple[str, ...], Optional[str], Callable[[str], Any]]
     "metrics_port": (("STREAM_EDGE_METRICS_PORT",), "0", _port),
     "log_level": (("STREAM_EDGE_LOG_LEVEL",), "INFO", _choice("DEBUG", "INFO", "WARNING", "ERROR")),
     "log_format": (("STREAM_EDGE_LOG_FORMAT",), "text", _choice("text", "json")),
+    "log_summary_interval": (("STREAM_EDGE_LOG_SUMMARY_INTERVAL",), "60", _non_negative_float),
 }
 
 
@@ -91,6 +100,7 @@ class ServiceSettings:
     metrics_port: int
     log_level: str
     log_format: str
+    log_summary_interval: float
     sources: Dict[str, str] = field(default_factory=dict, repr=False)
 
     def source(self, name: str) -> str:

@@ -82,7 +82,7 @@ class StreamTimeoutTracker:
     __slots__ = (
         "_timeout_ms", "_ttl_ms", "_callback", "_interval_ms", "_clock", "_logger",
         "_entries", "_lock", "_thread", "_stop_event", "_unhashable_warned", "_ms_per_unit",
-        "_timeout_units", "_ttl_units", "_partition_of",
+        "_timeout_units", "_ttl_units", "_partition_of", "fired_total",
     )
 
     def __init__(
@@ -108,6 +108,7 @@ class StreamTimeoutTracker:
         self._thread: Optional[threading.Thread] = None
         self._stop_event: Optional[threading.Event] = None
         self._unhashable_warned = False
+        self.fired_total = 0  # silence events fired so far (for metrics)
         if not enabled:
             # Disabled: nothing allocated per key, no lock, no thread.
             self._timeout_ms = None
@@ -235,6 +236,7 @@ class StreamTimeoutTracker:
                 "Stream '%s' timed out (silence %d ms >= threshold %d ms)",
                 _stream_name(key), int(silence * self._ms_per_unit), self._timeout_ms,
             )
+        self.fired_total += fired
         if swept_count:
             named = ", ".join(f"'{_stream_name(k)}'" for k in swept)
             more = f" and {swept_count - len(swept)} more" if swept_count > len(swept) else ""

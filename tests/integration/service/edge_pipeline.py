@@ -1,4 +1,5 @@
-"""A user pipeline for the ``stream-edge`` command tests: input -> apply -> output."""
+"""A user pipeline for the ``stream-edge`` command tests: input -> apply -> output, and with
+``EDGE_TEST_LAKE`` set, the data-lake sink (silence threshold 1 s) next to it."""
 
 import logging
 import os
@@ -10,3 +11,9 @@ def build(app):
     sdf = app.dataframe(app.topic(os.environ["EDGE_TEST_INPUT"]))
     sdf = sdf.apply(lambda value: {**value, "doubled": value["n"] * 2})
     sdf.to_topic(app.topic(os.environ["EDGE_TEST_OUTPUT"]))
+    if os.environ.get("EDGE_TEST_LAKE"):
+        from stream_edge.sinks.core.quix_ts_datalake_sink import QuixTSDataLakeSink
+
+        sdf.sink(QuixTSDataLakeSink(s3_prefix="lake", table_name="numbers", workspace_id="", hive_columns=[],
+                                    storage_url=os.environ["EDGE_TEST_LAKE"], stream_timeout_ms=1000,
+                                    on_stream_timeout=lambda key: None))

@@ -58,9 +58,11 @@ def test_run_serves_metrics_and_readiness_and_stops_on_sigterm(kafka_bootstrap, 
     assert producer.flush(30) == 0
     port = free_port()
     env = env_for(kafka_bootstrap, source, output, tmp_path)
-    env.update(AWS_SECRET_ACCESS_KEY="edge-secret-key-0042", STREAM_EDGE_LOG_FORMAT="json")
+    env.update(AWS_SECRET_ACCESS_KEY="edge-secret-key-0042", STREAM_EDGE_LOG_FORMAT="json",
+               EDGE_TEST_LAKE=(tmp_path / "lake").as_uri())
     proc = subprocess.Popen([COMMAND, "run", "edge_pipeline:build", "--metrics-port", str(port),
-                             "--set", "auto_offset_reset=earliest", "--set", "commit_interval=0.5"],
+                             "--set", "auto_offset_reset=earliest", "--set", "commit_interval=0.5",
+                             "--set", "log_summary_interval=1"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline, text = time.monotonic() + 60, ""
@@ -72,13 +74,23 @@ def test_run_serves_metrics_and_readiness_and_stops_on_sigterm(kafka_bootstrap, 
             except OSError:
                 time.sleep(0.3)
                 continue
+            # Produced counts come from librdkafka's statistics (every 5 s); the 7 keys fall silent
+            # 1 s after their last record.
             if metric(text, "stream_edge_messages_consumed_total") >= 200 and \
-                    metric(text, "stream_edge_checkpoints_total") >= 1:
+                    metric(text, "stream_edge_messages_produced_total") >= 200 and \
+                    metric(text, "stream_edge_silence_events_total") >= 7:
                 break
             time.sleep(0.3)
         assert metric(text, "stream_edge_messages_consumed_total") == 200
         assert f'stream_edge_messages_consumed_total{{topic="{source}"}} 200.0' in text
         assert metric(text, "stream_edge_assigned_partitions") == 2
+        assert f'stream_edge_messages_produced_total{{topic="{output}"}} 200.0' in text
+        assert metric(text, "stream_edge_checkpoints_total") >= 1
+        assert metric(text, "stream_edge_lake_rows_written_total") == 200
+        assert metric(text, "stream_edge_lake_files_written_total") >= 1
+        lake_bytes = sum(f.stat().st_size for f in (tmp_path / "lake").rglob("*.parquet"))
+        assert metric(text, "stream_edge_lake_bytes_written_total") == lake_bytes
+        assert metric(text, "stream_edge_silence_events_total") == 7  # each silent key once
         assert get(f"http://127.0.0.1:{port}/healthz") == (200, "ok\n")
         status, body = get(f"http://127.0.0.1:{port}/readyz")
         assert status == 200 and json.loads(body)["assigned_partitions"] == 2
@@ -89,6 +101,10 @@ def test_run_serves_metrics_and_readiness_and_stops_on_sigterm(kafka_bootstrap, 
             proc.kill()
     log = proc.stdout.read()
     assert "received SIGTERM: stopping after a final checkpoint" in log
+    summaries = [r["message"] for r in (json.loads(line) for line in log.splitlines() if line.startswith("{"))
+                 if r["message"].startswith(("summary:", "final summary:"))]
+    assert summaries and summaries[-1].startswith("final summary:")
+    assert sum(int(m.split(" messages")[0].split()[-1].replace(",", "")) for m in summaries) == 200
     assert "edge-secret-key-0042" not in log and "using key ***" in log  # secrets never reach the logs
     records = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
     assert records and all({"ts", "level", "logger", "message"} <= set(r) for r in records)

@@ -75,6 +75,10 @@ class LakeTableWriter:
         self.crash_hook: Optional[Callable[[str], None]] = None
         self._cache: Dict[Tuple[str, int], Tuple[str, CommitRecord]] = {}
         self._names: Dict[Tuple[str, int], List[str]] = {}
+        # What this writer published (for metrics): counted per commit, never per record.
+        self.files_written = 0
+        self.bytes_written = 0
+        self.rows_written = 0
 
     # -- paths ----------------------------------------------------------------------------------
     def abs(self, relative: str) -> str:
@@ -154,10 +158,11 @@ class LakeTableWriter:
         """Stage, commit and publish one batch; returns the commit record written."""
         self._hook("before-stage")
         files = []
+        written = 0
         for part in parts:
             staged = staged_file_path(topic, partition, first_offset, last_offset, part.hive_path)
             final = final_file_path(topic, partition, first_offset, last_offset, part.hive_path)
-            self._write_parquet(part.table, staged)
+            written += self._write_parquet(part.table, staged)
             files.append(CommittedFile(final, staged, part.table.num_rows, part.partition_values))
         self._hook("after-stage")
         record = CommitRecord(topic, partition, first_offset, last_offset, files=files, rows=rows,
@@ -171,10 +176,14 @@ class LakeTableWriter:
             self._move(item.staged_path, item.path)
         self._remove_staging_dir(staging_prefix(topic, partition))
         self._prune(topic, partition, name)
+        self.files_written += len(files)
+        self.bytes_written += written
+        self.rows_written += rows
         self._hook("after-publish")
         return record
 
-    def _write_parquet(self, table: pa.Table, relative: str) -> None:
+    def _write_parquet(self, table: pa.Table, relative: str) -> int:
+        """Write one staged file; returns its size in bytes."""
         path = self.abs(relative)
         kwargs: Dict[str, Any] = {"compression": self.compression}
         if self.row_group_size:
@@ -188,9 +197,10 @@ class LakeTableWriter:
                     os.fsync(fd)
                 finally:
                     os.close(fd)
-        else:
-            with self.fs.open_output_stream(path) as stream:
-                pq.write_table(table, stream, **kwargs)
+            return os.path.getsize(path)
+        with self.fs.open_output_stream(path) as stream:
+            pq.write_table(table, stream, **kwargs)
+            return int(stream.tell())
 
     def _write_atomic(self, relative: str, data: bytes) -> None:
         path = self.abs(relative)

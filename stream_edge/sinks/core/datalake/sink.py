@@ -158,6 +158,15 @@ class DataLakeSink(BatchingSink):
         """The table root inside the filesystem (after setup)."""
         return self._writer.root if self._writer is not None else None
 
+    def stats(self) -> Dict[str, int]:
+        """What this sink has done so far (metrics read it between batches): Parquet files, bytes
+        and rows published to the lake, and silence events fired."""
+        writer = self._writer
+        return {"files_written": writer.files_written if writer else 0,
+                "bytes_written": writer.bytes_written if writer else 0,
+                "rows_written": writer.rows_written if writer else 0,
+                "silence_events": self._tracker.fired_total}
+
     def setup(self) -> None:
         """Open the storage, restore the table schema from the commit log, start the tracker."""
         if self._writer is None:

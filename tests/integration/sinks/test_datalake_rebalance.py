@@ -1,0 +1,117 @@
+"""Two instances of the data-lake pipeline in one consumer group: after a rebalance each silent
+key is reported once, by the instance that owns its partition (revoked partitions' keys are
+forgotten by the instance that lost them)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+
+pytestmark = pytest.mark.integration
+
+PROGRAM = str(Path(__file__).with_name("silence_instance_program.py"))
+KEYS = [f"sensor-{i}" for i in range(12)]
+
+
+class Instance:
+    """A program instance whose stdout lines are collected by a reader thread."""
+
+    def __init__(self, args: list[str], name: str) -> None:
+        self.name = name
+        self.lines: list[str] = []
+        self.proc = subprocess.Popen([sys.executable, PROGRAM, *args, name], stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True)
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    def assigned(self) -> list[list[int]]:
+        return [json.loads(line.split(" ", 2)[2]) for line in list(self.lines) if line.startswith("ASSIGNED ")]
+
+    def silent(self) -> list[str]:
+        return [line.split()[2] for line in list(self.lines) if line.startswith("SILENT ")]
+
+    def stop(self) -> str:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self._reader.join(10)
+        return "\n".join(self.lines)
+
+
+def wait_for(predicate, timeout: float, what: str, *instances: Instance) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        for inst in instances:
+            if inst.proc.poll() is not None:
+                pytest.fail(f"instance {inst.name} exited ({inst.proc.returncode}):\n" + "\n".join(inst.lines))
+        time.sleep(0.2)
+    pytest.fail(f"timed out waiting for {what}:\n" + "\n\n".join(f"[{i.name}]\n" + "\n".join(i.lines)
+                                                                for i in instances))
+
+
+def test_each_silent_key_is_reported_once_across_a_rebalance(kafka_bootstrap, make_topic, tmp_path):
+    topic = make_topic(partitions=4, prefix="silence-rebalance")
+    group = f"silence-{uuid.uuid4().hex[:8]}"
+    args = [kafka_bootstrap, topic, group, (tmp_path / "lake").as_uri()]
+    producer = Producer({"bootstrap.servers": kafka_bootstrap, "linger.ms": 5})
+
+    def produce_round() -> None:
+        for key in KEYS:
+            producer.produce(topic, json.dumps({"ts_ms": int(time.time() * 1000), "key": key}).encode(),
+                             key.encode())
+        assert producer.flush(10) == 0
+
+    first = Instance(args, "A")
+    second = None
+    feeding = threading.Event()
+
+    def feed() -> None:  # every key sends twice a second until told to stop
+        while feeding.is_set():
+            produce_round()
+            time.sleep(0.5)
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    try:
+        wait_for(lambda: first.assigned() == [[0, 1, 2, 3]], 60, "A to own every partition", first)
+        feeding.set()
+        feeder.start()  # A now tracks every key, none of them silent
+        time.sleep(1.0)
+        second = Instance(args, "B")
+        # The group rebalances: A keeps some partitions, B takes the others.
+        wait_for(lambda: bool(second.assigned()) and len(first.assigned()) >= 2, 60, "the rebalance", first, second)
+        # Keys keep arriving on their new owners for longer than the silence threshold would
+        # need to fire on A for keys it no longer owns.
+        time.sleep(5.0)
+        feeding.clear()
+        feeder.join(10)
+        wait_for(lambda: len(first.silent()) + len(second.silent()) >= len(KEYS), 60,
+                 "every key to be reported silent", first, second)
+        time.sleep(4.0)  # a duplicate report would come within one more threshold
+    finally:
+        feeding.clear()
+        log_a = first.stop()
+        log_b = second.stop() if second is not None else ""
+    reports = first.silent() + second.silent()
+    assert sorted(reports) == sorted(KEYS), f"each key once; got A={first.silent()} B={second.silent()}\n{log_a}\n{log_b}"
+    assert first.silent() and second.silent(), "both instances own some partitions and report their keys"
+    owned_by_b = set(second.assigned()[-1])
+    assert len(owned_by_b) in (1, 2, 3)
