@@ -296,11 +296,22 @@ class Application:
 
     # -- clients for other uses ----------------------------------------------------------------
     def get_producer(self) -> Producer:
-        """A new Producer configured like the application's (e.g. to produce test data)."""
+        """A new Producer configured like the application's (e.g. to produce test data).
+
+        The topics defined so far are created first, as Quix does at ``app.topic()``, so producing
+        to ``topic.name`` right away works; defining a pipeline alone still never connects.
+        """
+        self._create_defined_topics()
         return Producer(self._config.broker_address, extra_config=self._config.producer_extra_config)
 
+    def _create_defined_topics(self) -> None:
+        if self._topic_manager.all_topics and not ProcessHooks.check_only:
+            self.setup_topics()
+
     def get_consumer(self, auto_commit_enable: bool = True) -> Consumer:
-        """A new Consumer configured like the application's."""
+        """A new Consumer configured like the application's (the topics defined so far are created
+        first, as for :meth:`get_producer`)."""
+        self._create_defined_topics()
         cfg = self._config
         return Consumer(cfg.broker_address, cfg.consumer_group, cfg.auto_offset_reset,
                         auto_commit_enable=auto_commit_enable,

@@ -254,6 +254,8 @@ class Runner:
                 signal.signal(sig, handler)
             if parts.sources is not None:
                 parts.sources.stop_all()
+                if error is None:
+                    parts.sources.raise_for_error()  # a source that failed while stopping
             self._notify("on_stop", error)
 
     def _wait_for_sources(self) -> None:

@@ -1,4 +1,6 @@
-"""JSON (de)serialization with orjson, optionally validated with a JSON schema."""
+"""JSON (de)serialization with orjson, optionally validated with a JSON schema, optionally through a
+Confluent Schema Registry (``schema_registry_client_config``): then the schema is registered (type
+``JSON``) and every message starts with the 5-byte registry header."""
 
 from __future__ import annotations
 
@@ -8,21 +10,13 @@ import orjson
 
 from .base import Deserializer, SerializationContext, Serializer
 from .exceptions import SerializationError
+from .schema_registry import (RegistryFraming, SchemaRegistryClientConfig, SchemaRegistrySerializationConfig,
+                              check_registry_settings, header, registry_client, split_header)
 
 __all__ = ("JSONSerializer", "JSONDeserializer", "default_dumps", "default_loads")
 
 default_dumps = orjson.dumps
 default_loads = orjson.loads
-
-
-def _refuse_registry(kind: str, **settings: Any) -> None:
-    """Schema Registry settings are not supported by stream_edge's JSON serializers: refuse them
-    instead of ignoring them (messages would silently lack the registry's wire format)."""
-    given = sorted(name for name, value in settings.items() if value is not None)
-    if given:
-        raise NotImplementedError(
-            f"{kind}: {', '.join(given)} given, but stream_edge's JSON serializers do not support a Schema "
-            f"Registry yet; drop the setting(s) (plain JSON, optionally validated with schema=...)")
 
 
 def _make_validator(schema: Optional[Mapping], validator: Any) -> Any:
@@ -45,15 +39,24 @@ class JSONSerializer(Serializer):
     """
 
     def __init__(self, dumps: Callable[[Any], Union[str, bytes]] = default_dumps, schema: Optional[Mapping] = None,
-                 validator: Any = None, schema_registry_client_config: Any = None,
-                 schema_registry_serialization_config: Any = None) -> None:
-        _refuse_registry("JSONSerializer", schema_registry_client_config=schema_registry_client_config,
-                         schema_registry_serialization_config=schema_registry_serialization_config)
+                 validator: Any = None, schema_registry_client_config: Optional[SchemaRegistryClientConfig] = None,
+                 schema_registry_serialization_config: Optional[SchemaRegistrySerializationConfig] = None) -> None:
+        check_registry_settings("JSONSerializer", schema_registry_client_config, schema_registry_serialization_config)
         self._dumps = dumps
         self._validator = _make_validator(schema, validator)
+        self._registry: Optional[RegistryFraming] = None
+        if schema_registry_client_config is not None:
+            if schema is None:
+                raise ValueError("JSONSerializer: a Schema Registry needs `schema` (the JSON schema to register)")
+            self._registry = RegistryFraming("JSONSerializer", schema_registry_client_config,
+                                             schema_registry_serialization_config, "JSON")
+            self._schema_str = orjson.dumps(schema).decode()
+            self._record_name = schema.get("title") if isinstance(schema, Mapping) else None
 
     @property
     def fast(self) -> Optional[Callable[[Any], Union[str, bytes]]]:
+        if self._registry is not None:
+            return None
         return self._dumps if self._validator is None and self._dumps is default_dumps else None
 
     def __call__(self, value: Any, ctx: SerializationContext) -> Union[str, bytes]:
@@ -66,6 +69,10 @@ class JSONSerializer(Serializer):
             data = self._dumps(value)
         except (TypeError, ValueError) as exc:
             raise SerializationError(str(exc)) from exc
+        if self._registry is not None:
+            subject = self._registry.subject(ctx, self._record_name)
+            schema_id, _ = self._registry.schema_id(subject, self._schema_str)
+            return header(schema_id) + (data.encode() if isinstance(data, str) else bytes(data))
         return data  # a str from a custom dumps goes to Kafka as is (librdkafka encodes it), as in Quix
 
 
@@ -78,17 +85,23 @@ class JSONDeserializer(Deserializer):
 
     def __init__(self, loads: Callable[[Union[bytes, bytearray]], Any] = default_loads,
                  schema: Optional[Mapping] = None, validator: Any = None,
-                 schema_registry_client_config: Any = None) -> None:
-        _refuse_registry("JSONDeserializer", schema_registry_client_config=schema_registry_client_config)
+                 schema_registry_client_config: Optional[SchemaRegistryClientConfig] = None) -> None:
+        check_registry_settings("JSONDeserializer", schema_registry_client_config)
         super().__init__()
         self._loads = loads
         self._validator = _make_validator(schema, validator)
+        self._client = registry_client(schema_registry_client_config) if schema_registry_client_config else None
 
     @property
     def fast(self) -> Optional[Callable[[bytes], Any]]:
-        return self._loads if self._validator is None else None
+        return self._loads if self._validator is None and self._client is None else None
 
     def __call__(self, value: bytes, ctx: SerializationContext) -> Any:
+        if self._client is not None:
+            schema_id, value = split_header(value, ctx.field)
+            registered = self._client.get_schema(schema_id)  # the id must exist in the registry
+            if registered.schema_type != "JSON":
+                raise SerializationError(f"schema {schema_id} in the registry is {registered.schema_type}, not JSON")
         try:
             data = self._loads(value)
             if self._validator is not None:

@@ -57,15 +57,31 @@ class KafkaMessage:
     timestamp: Optional[int] = None
 
 
-def _fast_call(obj: Any, topic: str, field: str) -> Optional[Callable[[Any], Any]]:
-    """One-argument form of a (de)serializer; None means "use the bytes/object as is"."""
+def _fast_call(obj: Any, topic: str, field: str, consumed: bool = False) -> Optional[Callable[[Any], Any]]:
+    """One-argument form of a (de)serializer; None means "use the bytes/object as is".
+
+    A deserializer without a ``fast`` form (custom ones, the Quix formats) gets a context holding
+    the consumed message's headers, as Quix passes them; built-in ones never pay for that.
+    """
     if obj is None or getattr(obj, "passthrough", False):
         return None
     fast = getattr(obj, "fast", None)
     if fast is not None:
         return fast
+    if consumed:
+        return lambda data: obj(data, SerializationContext(topic, field, _consumed_headers()))
     ctx = SerializationContext(topic, field)
     return lambda data: obj(data, ctx)
+
+
+def _consumed_headers() -> Any:
+    """Headers of the message the running application is processing (None outside processing)."""
+    from stream_edge.context import _bound
+
+    processing = _bound()
+    msg = None if processing is None else processing.current_message
+    headers = getattr(msg, "headers", None)
+    return headers() if callable(headers) else headers
 
 
 class Topic:
@@ -113,8 +129,8 @@ class Topic:
         self._key_serializer = resolve_serializer(key_serializer)
         self._timestamp_extractor = timestamp_extractor
         # Hot-path forms: one-argument functions, None = use as is.
-        self.value_loads = _fast_call(self._value_deserializer, name, MessageField.VALUE)
-        self.key_loads = _fast_call(self._key_deserializer, name, MessageField.KEY)
+        self.value_loads = _fast_call(self._value_deserializer, name, MessageField.VALUE, consumed=True)
+        self.key_loads = _fast_call(self._key_deserializer, name, MessageField.KEY, consumed=True)
         self.value_dumps = _fast_call(self._value_serializer, name, MessageField.VALUE)
         self.key_dumps = _fast_call(self._key_serializer, name, MessageField.KEY)
         self.split_values = bool(getattr(self._value_deserializer, "split_values", False))

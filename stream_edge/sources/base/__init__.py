@@ -1,7 +1,12 @@
-"""Source base classes."""
+"""Source base classes (each source runs in its own process)."""
 
 from .exceptions import SourceException
 from .manager import SourceManager
-from .source import BaseSource, Source
+from .process import source_context
+from .source import (BaseSource, ClientConnectFailureCallback, ClientConnectSuccessCallback, Source,
+                     StatefulSource)
 
-__all__ = ("BaseSource", "Source", "SourceException", "SourceManager")
+multiprocessing = source_context()  # the context sources start with (Quix Streams exports one too)
+
+__all__ = ("Source", "BaseSource", "multiprocessing", "SourceManager", "SourceException", "StatefulSource",
+           "ClientConnectSuccessCallback", "ClientConnectFailureCallback")

@@ -1,63 +1,88 @@
-"""SourceManager: runs the Application's sources in threads and stops them on shutdown."""
+"""SourceManager: the Application's sources, each in its own process (see ``process.py``)."""
 
 from __future__ import annotations
 
 import logging
-import threading
 from typing import Any, List, Optional
 
-from .exceptions import SourceException
+from stream_edge.models.topics import Topic, TopicConfig
 
-__all__ = ("SourceManager",)
+from .process import SourceProcess, SourceSettings
+
+__all__ = ("SourceManager", "source_changelog_topic")
 
 logger = logging.getLogger("stream_edge")
 
 
-class _SourceThread(threading.Thread):
-    def __init__(self, source: Any) -> None:
-        super().__init__(name=f"source-{getattr(source, 'name', type(source).__name__)}", daemon=True)
-        self.source = source
-        self.error: Optional[BaseException] = None
+def source_changelog_topic(topic_manager: Any, source: Any) -> Topic:
+    """Define the compacted changelog topic of a StatefulSource, named as in Quix Streams:
+    ``changelog__<consumer group>--source-<name>``, ``store_partitions_count`` partitions."""
+    from stream_edge.models.topics.topic import TopicType
 
-    def run(self) -> None:
-        try:
-            self.source.start()
-        except BaseException as exc:  # noqa: BLE001 - reported to the Application
-            logger.exception("source %r failed", self.source)
-            self.error = exc
+    group = getattr(topic_manager, "_consumer_group", None) or "stream-edge-default"
+    name = f"changelog__{group}--{source.store_name}"
+    config = TopicConfig(num_partitions=source.store_partitions_count, replication_factor=1,
+                         extra_config={"cleanup.policy": "compact"})
+    topic = Topic(name, TopicType.CHANGELOG, config, value_deserializer="bytes", key_deserializer="bytes",
+                  value_serializer="bytes", key_serializer="bytes")
+    # The manager keeps source-less changelogs under None (created and validated with the others).
+    topic_manager.changelog_topics.setdefault(None, {})[source.store_name] = topic
+    return topic
 
 
 class SourceManager:
-    """Starts, watches and stops sources."""
+    """Starts, watches and stops the sources' processes."""
 
     def __init__(self) -> None:
-        self.sources: List[Any] = []
-        self._threads: List[_SourceThread] = []
+        self.processes: List[SourceProcess] = []
 
-    def register(self, source: Any) -> None:
+    @property
+    def sources(self) -> List[Any]:
+        return [p.source for p in self.processes]
+
+    @property
+    def topics(self) -> List[Topic]:
+        return [p.topic for p in self.processes]
+
+    def register(self, source: Any, topic: Topic, settings: SourceSettings,
+                 topic_manager: Any = None) -> SourceProcess:
+        """Add ``source`` producing to ``topic``; a StatefulSource also gets its changelog topic."""
+        from .source import StatefulSource
+
         if source in self.sources:
             raise ValueError(f"source {source!r} is registered already")
-        self.sources.append(source)
+        changelog: Optional[str] = None
+        if isinstance(source, StatefulSource):
+            if topic_manager is None:
+                raise ValueError(f"StatefulSource {source!r} needs the application's topic manager")
+            changelog = source_changelog_topic(topic_manager, source).name
+        process = SourceProcess(source, topic, settings, changelog_topic=changelog)
+        self.processes.append(process)
+        return process
 
-    def start_all(self) -> None:
-        self._threads = [_SourceThread(s) for s in self.sources]
-        for thread in self._threads:
-            logger.info("starting source %r", thread.source)
-            thread.start()
+    def start_sources(self) -> None:
+        """Start every source's process."""
+        for process in self.processes:
+            logger.info("starting source %s", process.name)
+            process.start()
 
-    def alive(self) -> bool:
-        return any(t.is_alive() for t in self._threads)
+    def is_alive(self) -> bool:
+        """True while any source's process runs."""
+        return any(p.is_alive() for p in self.processes)
 
     def raise_for_error(self) -> None:
-        for thread in self._threads:
-            if thread.error is not None:
-                raise SourceException(thread.source, thread.error) from thread.error
+        """Raise SourceException if a source's process failed."""
+        for process in self.processes:
+            process.raise_for_error()
 
-    def stop_all(self) -> None:
-        for thread in self._threads:
-            thread.source.stop()
-        for thread in self._threads:
-            thread.join(getattr(thread.source, "shutdown_timeout", 10))
-            if thread.is_alive():
-                logger.warning("source %r did not stop within its shutdown timeout", thread.source)
-        self._threads = []
+    def stop_sources(self) -> None:
+        """Stop every source (SIGTERM, then SIGKILL after its shutdown_timeout)."""
+        for process in self.processes:
+            process.request_stop()
+        for process in self.processes:
+            process.stop()
+
+    # the names the Runner uses
+    start_all = start_sources
+    stop_all = stop_sources
+    alive = is_alive

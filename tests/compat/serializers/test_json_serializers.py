@@ -1,5 +1,5 @@
 """JSON serializers with JSON-schema validation behave as in Quix Streams 3.28 (results, error
-types and messages), compared byte for byte; Schema Registry settings are refused, not ignored."""
+types and messages), compared byte for byte; registry settings that cannot be honoured raise."""
 
 import pytest
 
@@ -32,11 +32,19 @@ def test_json_serializers_match_quixstreams(run_both):
     assert "invalid value SerializationError 'x' is not of type 'integer'" in out.edge
 
 
-def test_schema_registry_settings_are_refused_not_ignored():
+def test_schema_registry_settings_that_cannot_be_honoured_raise():
+    from stream_edge.models.serializers import SchemaRegistryClientConfig, SchemaRegistrySerializationConfig
     from stream_edge.models.serializers.json import JSONDeserializer, JSONSerializer
 
-    with pytest.raises(NotImplementedError, match="schema_registry_client_config"):
-        JSONSerializer(schema_registry_client_config={"url": "http://registry:8081"})
-    with pytest.raises(NotImplementedError, match="Schema Registry"):
+    client = SchemaRegistryClientConfig(url="http://127.0.0.1:1")
+    with pytest.raises(ValueError, match="schema_registry_client_config"):  # Quix's message
+        JSONSerializer(schema={"type": "object"},
+                       schema_registry_serialization_config=SchemaRegistrySerializationConfig())
+    with pytest.raises(ValueError, match="needs `schema`"):
+        JSONSerializer(schema_registry_client_config=client)
+    with pytest.raises(TypeError, match="SchemaRegistryClientConfig"):
         JSONDeserializer(schema_registry_client_config={"url": "http://registry:8081"})
+    with pytest.raises(ValueError, match="use.latest.version and auto.register.schemas"):
+        JSONSerializer(schema={"type": "object"}, schema_registry_client_config=client,
+                       schema_registry_serialization_config=SchemaRegistrySerializationConfig(use_latest_version=True))
     assert JSONSerializer(schema_registry_client_config=None) is not None  # None means "not used"

@@ -1,0 +1,1 @@
+"""Community sources (Quix Streams' ``quixstreams.sources.community`` paths)."""
