@@ -419,7 +419,14 @@ SERVICES: dict[str, Callable[[], Service]] = {"kafka": Kafka, "iceberg-rest": Ic
 # only when named (``./dev services up postgres``) or asked for by a test fixture
 # (``ensure_services`` in tests/conftest.py). Entry: name -> "module:ClassName" (a Service subclass
 # whose constructor takes no argument). Add one line per new service.
-OPTIONAL_SERVICES: dict[str, str] = {}
+OPTIONAL_SERVICES: dict[str, str] = {
+    "postgres": "infra.local.connector_services:PostgreSQL",
+    "redis": "infra.local.connector_services:Redis",
+    "mosquitto": "infra.local.connector_services:Mosquitto",
+    "spark-master": "infra.local.spark_cluster:SparkMaster",
+    "spark-worker-1": "infra.local.spark_cluster:SparkWorker1",
+    "spark-worker-2": "infra.local.spark_cluster:SparkWorker2",
+}
 
 
 def known_services() -> list[str]:

@@ -1,0 +1,230 @@
+"""Throughput of the connector sinks vs. each server's own bulk client doing the same writes.
+
+    ./dev bench sink_connectors                        # 100,000 records per contender
+    ./dev bench sink_connectors --records 20000        # quicker
+    ./dev bench sink_connectors --only redis,mqtt
+
+Starts the optional servers it needs (``postgres``, ``redis``, ``mosquitto``; see
+``infra/local/connector_services.py``) and leaves them running. Every contender gets the same
+in-memory records (dicts as a JSON deserializer yields them, key ``k<i>``), cut into checkpoints of
+``--checkpoint`` records; 3 interleaved rounds, the best round of each contender is kept:
+
+- ``postgres append``: ``PostgreSQLSink.add()`` per record + ``flush()`` per checkpoint (COPY into the
+  table) vs. the limit: dict -> row tuple per record and ``psycopg`` ``COPY ... FROM STDIN`` per
+  checkpoint, in one transaction, into an identical table.
+- ``postgres upsert``: the sink with ``primary_key_columns=["id"], upsert_on_primary_key=True`` vs.
+  COPY into a temporary table + ``INSERT ... ON CONFLICT (id) DO UPDATE`` per checkpoint.
+- ``redis``: ``RedisSink`` vs. a redis-py pipeline of ``SET key json.dumps(value)`` per checkpoint.
+- ``mqtt``: ``MQTTSink`` (QoS 1) vs. a paho ``publish()`` loop waiting for every PUBACK at the end of
+  each checkpoint (the same 1000 messages in flight for both).
+
+Prints records/s per contender and the sink's share of its limit (target >= 70%).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Tuple
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from infra.local import services  # noqa: E402
+
+TS0 = 1_700_000_000_000
+
+
+def make_records(n: int) -> List[Tuple[bytes, Dict[str, Any], int]]:
+    return [(f"k{i}".encode(), {"id": i, "sensor": f"s{i % 50}", "reading": i * 0.25, "ok": i % 3 == 0},
+             TS0 + i) for i in range(n)]
+
+
+def chunks(records: list, size: int) -> List[list]:
+    return [records[i:i + size] for i in range(0, len(records), size)]
+
+
+def feed_sink(sink: Any, checkpoints: List[list]) -> float:
+    start = time.perf_counter()
+    offset = 0
+    for checkpoint in checkpoints:
+        for key, value, ts in checkpoint:
+            sink.add(value, key, ts, [], "bench", 0, offset)
+            offset += 1
+        sink.flush("bench", 0)
+    return time.perf_counter() - start
+
+
+# -- PostgreSQL -------------------------------------------------------------------------------------
+
+def postgres_contenders(env: Dict[str, str]) -> Dict[str, Callable[[List[list]], float]]:
+    import psycopg
+
+    from stream_edge.sinks.community.postgresql import PostgreSQLSink
+
+    kwargs = dict(host=env["POSTGRES_HOST"], port=int(env["POSTGRES_PORT"]), dbname=env["POSTGRES_DB"],
+                  user=env["POSTGRES_USER"], password="")
+    schema = f"bench_{uuid.uuid4().hex[:8]}"
+    admin = psycopg.connect(**kwargs, autocommit=True)
+    admin.execute(f'CREATE SCHEMA "{schema}"')
+    columns = '"timestamp" TIMESTAMP NOT NULL, __key TEXT, id BIGINT{pk}, sensor TEXT, reading DOUBLE PRECISION, ok BOOLEAN'
+
+    def fresh(table: str, pk: bool) -> None:
+        admin.execute(f'DROP TABLE IF EXISTS "{schema}".{table}')
+        admin.execute(f'CREATE TABLE "{schema}".{table} ({columns.format(pk=" PRIMARY KEY" if pk else "")})')
+
+    def sink_run(upsert: bool) -> Callable[[List[list]], float]:
+        def run(checkpoints: List[list]) -> float:
+            table = "sink_upsert" if upsert else "sink_append"
+            fresh(table, upsert)
+            extra = dict(primary_key_columns=["id"], upsert_on_primary_key=True) if upsert else {}
+            sink = PostgreSQLSink(**kwargs, table_name=table, schema_name=schema, **extra)
+            sink.setup()
+            try:
+                return feed_sink(sink, checkpoints)
+            finally:
+                sink.cleanup()
+        return run
+
+    def copy_run(upsert: bool) -> Callable[[List[list]], float]:
+        def run(checkpoints: List[list]) -> float:
+            table = "copy_upsert" if upsert else "copy_append"
+            fresh(table, upsert)
+            names = '"timestamp", __key, id, sensor, reading, ok'
+            from_ts, utc = dt.datetime.fromtimestamp, dt.timezone.utc
+            with psycopg.connect(**kwargs) as conn:
+                start = time.perf_counter()
+                for checkpoint in checkpoints:
+                    rows = [(from_ts(ts / 1000, utc).replace(tzinfo=None), key.decode(), v["id"], v["sensor"],
+                             v["reading"], v["ok"]) for key, v, ts in checkpoint]
+                    with conn.transaction(), conn.cursor() as cur:
+                        target = f'"{schema}".{table}'
+                        if upsert:
+                            cur.execute(f"CREATE TEMP TABLE stage (LIKE {target}) ON COMMIT DROP")
+                            target = "stage"
+                        with cur.copy(f"COPY {target} ({names}) FROM STDIN") as copy:
+                            for row in rows:
+                                copy.write_row(row)
+                        if upsert:
+                            cur.execute(f'INSERT INTO "{schema}".{table} ({names}) SELECT {names} FROM stage '
+                                        f'ON CONFLICT (id) DO UPDATE SET "timestamp" = EXCLUDED."timestamp", '
+                                        f'__key = EXCLUDED.__key, sensor = EXCLUDED.sensor, '
+                                        f'reading = EXCLUDED.reading, ok = EXCLUDED.ok')
+                return time.perf_counter() - start
+        return run
+
+    return {"postgres append: PostgreSQLSink": sink_run(False), "postgres append: psycopg COPY (limit)": copy_run(False),
+            "postgres upsert: PostgreSQLSink": sink_run(True),
+            "postgres upsert: COPY + ON CONFLICT (limit)": copy_run(True)}
+
+
+# -- Redis ------------------------------------------------------------------------------------------
+
+def redis_contenders(env: Dict[str, str]) -> Dict[str, Callable[[List[list]], float]]:
+    import redis
+
+    from stream_edge.sinks.community.redis import RedisSink
+
+    host, port, db = env["REDIS_HOST"], int(env["REDIS_PORT"]), 9
+    client = redis.Redis(host=host, port=port, db=db)
+
+    def sink_run(checkpoints: List[list]) -> float:
+        client.flushdb()
+        sink = RedisSink(host, port, db)
+        sink.setup()
+        try:
+            return feed_sink(sink, checkpoints)
+        finally:
+            sink.cleanup()
+
+    def pipeline_run(checkpoints: List[list]) -> float:
+        client.flushdb()
+        dumps = json.dumps
+        start = time.perf_counter()
+        for checkpoint in checkpoints:
+            pipe = client.pipeline(transaction=False)
+            for key, value, _ts in checkpoint:
+                pipe.set(key, dumps(value))
+            pipe.execute()
+        return time.perf_counter() - start
+
+    return {"redis: RedisSink": sink_run, "redis: redis-py pipeline (limit)": pipeline_run}
+
+
+# -- MQTT -------------------------------------------------------------------------------------------
+
+def mqtt_contenders(env: Dict[str, str]) -> Dict[str, Callable[[List[list]], float]]:
+    import paho.mqtt.client as mqtt
+
+    from stream_edge.sinks.community.mqtt import MQTTSink
+
+    host, port = env["MQTT_HOST"], int(env["MQTT_PORT"])
+
+    def sink_run(checkpoints: List[list]) -> float:
+        sink = MQTTSink(f"bench-sink-{uuid.uuid4().hex[:6]}", host, port, "bench/sink", tls_enabled=False,
+                        mqtt_flush_timeout_seconds=120)
+        sink.setup()
+        try:
+            return feed_sink(sink, checkpoints)
+        finally:
+            sink.cleanup()
+
+    def paho_run(checkpoints: List[list]) -> float:
+        client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=f"bench-paho-{uuid.uuid4().hex[:6]}")
+        client.max_inflight_messages_set(1000)
+        client.connect(host, port)
+        client.loop_start()
+        dumps = json.dumps
+        try:
+            start = time.perf_counter()
+            for checkpoint in checkpoints:
+                infos = [client.publish(f"bench/paho/{key.decode()}", dumps(value), qos=1)
+                         for key, value, _ts in checkpoint]
+                for info in infos:
+                    info.wait_for_publish(120)
+            return time.perf_counter() - start
+        finally:
+            client.disconnect()
+            client.loop_stop()
+
+    return {"mqtt: MQTTSink": sink_run, "mqtt: paho publish loop (limit)": paho_run}
+
+
+GROUPS = {"postgres": ("postgres", postgres_contenders), "redis": ("redis", redis_contenders),
+          "mqtt": ("mosquitto", mqtt_contenders)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=100_000)
+    parser.add_argument("--checkpoint", type=int, default=10_000, help="records per flush")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--only", default="postgres,redis,mqtt", help="comma-separated: postgres,redis,mqtt")
+    args = parser.parse_args()
+    wanted = [g.strip() for g in args.only.split(",") if g.strip()]
+    env = services.up([GROUPS[g][0] for g in wanted])
+    records = make_records(args.records)
+    checkpoints = chunks(records, args.checkpoint)
+    print(f"{args.records} records, checkpoints of {args.checkpoint}, best of {args.rounds} rounds")
+    for group in wanted:
+        contenders = GROUPS[group][1](env)
+        best: Dict[str, float] = {}
+        for _ in range(args.rounds):
+            for name, run in contenders.items():
+                seconds = run(checkpoints)
+                best[name] = min(best.get(name, seconds), seconds)
+        names = list(contenders)
+        for sink_name, limit_name in zip(names[0::2], names[1::2]):
+            sink_rate, limit_rate = args.records / best[sink_name], args.records / best[limit_name]
+            print(f"  {sink_name:45} {sink_rate:>10,.0f} rec/s   {100 * sink_rate / limit_rate:5.0f}% of the limit")
+            print(f"  {limit_name:45} {limit_rate:>10,.0f} rec/s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
