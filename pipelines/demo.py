@@ -3,16 +3,23 @@
 Run it with ``./dev demo`` (it sets up everything it needs). Steps, each printed as it runs:
 
 1. start the local services (Kafka KRaft, Iceberg REST catalog, S3) unless they already run;
-2. produce synthetic sensor readings to a Kafka topic (four sensors; ``sensor-d`` then falls silent);
-3. run the edge service (``pipelines.edge_service``: stream_edge + the data-lake sink) which writes
-   Hive-partitioned Parquet into a local lake and reports the silent sensor on ``stream-timeouts``;
+2. produce realistic sensor traffic (``pipelines/demo_feed.py``: 24 sensors with jitter,
+   out-of-order and late readings, a few malformed records; three sensors fall silent halfway);
+3. run the edge with a user pipeline (``pipelines/demo_pipeline.py``): malformed records go to a
+   quarantine topic, valid ones get a derived field and a per-sensor sequence number (keyed
+   state), are written to the lake by the data-lake sink (Hive-partitioned Parquet; silent sensors
+   reported on a side topic) and averaged per sensor and minute in a tumbling window;
+   a progress line shows what the edge has done;
 4. ``lakehouse register``: add the edge files to an Iceberg table in the embedded catalog;
 5. ``lakehouse compact``: bin-pack the small files;
 6. ``lakehouse windows``: recompute 1-minute mean temperatures per sensor in Spark, with the edge's
    window semantics, into a second table;
 7. ``lakehouse validate``: check the table against ``pipelines/quality/sensor_readings.json`` with
    Great Expectations (Data Docs in the demo folder);
-8. ``lakehouse sql``: query both tables.
+8. ``lakehouse sql``: query both tables;
+9. a report: records in, rows in the lake, quarantined records, silent sensors, windows,
+   expectations passed/failed and where the Data Docs are; each figure is checked against what
+   the feed sent, and the demo fails if one does not add up.
 
 Options: ``--records N`` (default 4,000), ``--dir DIR`` (default ``.local/demo``),
 ``--keep-services`` (leave the services running; by default the demo stops what it started).
@@ -21,20 +28,22 @@ Options: ``--records N`` (default 4,000), ``--dir DIR`` (default ``.local/demo``
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
-import random
+import re
 import shutil
 import sys
 import threading
 import time
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from infra.local import services
+from pipelines.demo_feed import DemoFeed, sensors_reported
 
-SENSORS = ["sensor-a", "sensor-b", "sensor-c", "sensor-d"]
-SILENT = "sensor-d"
 SILENCE_MS = 4000
 
 
@@ -46,23 +55,16 @@ class DemoFailed(RuntimeError):
     """A demo step did not produce what it should have."""
 
 
-def _readings(records: int, sensors: list[str], start_ms: int, seed: int) -> list[tuple[bytes, bytes]]:
-    rng = random.Random(seed)
-    out = []
-    for i in range(records):
-        sensor = sensors[i % len(sensors)]
-        value = {"sensor": sensor, "ts_ms": start_ms + i * 2000,
-                 "temperature": round(20 + rng.gauss(0, 2), 2), "humidity": round(rng.uniform(30, 60), 1)}
-        out.append((sensor.encode(), json.dumps(value).encode()))
-    return out
+# The demo's own clients log warnings only (librdkafka's informational lines are noise here).
+_QUIET = {"log_level": 4}
 
 
-def _produce(bootstrap: str, topic: str, messages: list[tuple[bytes, bytes]]) -> None:
+def _produce(bootstrap: str, topic: str, messages: list[tuple[bytes, bytes, int]]) -> None:
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
-    for key, value in messages:
-        producer.produce(topic, key=key, value=value)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, **_QUIET})
+    for key, value, timestamp in messages:
+        producer.produce(topic, key=key, value=value, timestamp=timestamp)
         producer.poll(0)
     if producer.flush(30):
         raise DemoFailed(f"some demo records were not delivered to {topic}")
@@ -71,86 +73,239 @@ def _produce(bootstrap: str, topic: str, messages: list[tuple[bytes, bytes]]) ->
 def _create_topics(bootstrap: str, *names: str) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, **_QUIET})
     futures = admin.create_topics([NewTopic(n, num_partitions=2, replication_factor=1) for n in names])
     for future in futures.values():
         future.result(30)
 
 
 def _lake_rows(table_root: Path) -> int:
-    import pyarrow.dataset as ds
+    """Rows in the published Parquet files (staging folders, which the sink creates and removes
+    while it runs, are skipped)."""
+    import pyarrow.parquet as pq
 
-    files = [p for p in table_root.rglob("*.parquet") if not any(part.startswith(("_", ".")) for part in p.relative_to(table_root).parts)]
-    return sum(ds.dataset(str(f)).count_rows() for f in files)
+    rows = 0
+    for folder, dirs, files in os.walk(table_root):
+        dirs[:] = [d for d in dirs if not d.startswith(("_", "."))]
+        for name in files:
+            if name.endswith(".parquet") and not name.startswith(("_", ".")):
+                try:
+                    rows += pq.ParquetFile(os.path.join(folder, name)).metadata.num_rows
+                except FileNotFoundError:  # replaced by a newer commit meanwhile
+                    continue
+    return rows
 
 
-def _timeout_events(bootstrap: str, topic: str) -> list[dict]:
+def _read_topic(bootstrap: str, topic: str, idle: float = 3.0) -> list[dict]:
+    """Every record of ``topic`` (JSON values), read until ``idle`` seconds bring nothing new."""
     from confluent_kafka import Consumer
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"demo-{uuid.uuid4().hex[:6]}",
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False, **_QUIET})
     consumer.subscribe([topic])
-    events: list[dict] = []
+    records: list[dict] = []
     try:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and not events:
-            events += [json.loads(m.value()) for m in consumer.consume(100, timeout=1.0) if m.error() is None]
+        last = time.monotonic()
+        while time.monotonic() - last < idle:
+            batch = [m for m in consumer.consume(500, timeout=0.5) if m.error() is None]
+            if batch:
+                records += [json.loads(m.value()) for m in batch]
+                last = time.monotonic()
     finally:
         consumer.close()
-    return events
+    return records
 
 
-def run_edge(env: dict[str, str], topic: str, timeout_topic: str, workdir: Path,
-             late: list[tuple[bytes, bytes]], records: int) -> Path:
-    """Run the edge service while ``late`` readings trickle in, until every record is committed."""
-    from pipelines.edge_service import EdgeConfig, build_app
+@dataclass
+class DemoTopics:
+    """The demo run's topics (unique per run, so runs never mix)."""
 
-    config = EdgeConfig.from_env({
-        "KAFKA_BOOTSTRAP": env["KAFKA_BOOTSTRAP"], "EDGE_INPUT_TOPIC": topic,
-        "Quix__Consumer_Group": f"demo-edge-{topic}", "EDGE_STATE_DIR": str(workdir / "state"),
-        "LAKE_STORAGE_URL": (workdir / "lake").as_uri(), "EDGE_COMMIT_INTERVAL": "1",
-        "EDGE_STREAM_TIMEOUT_MS": str(SILENCE_MS), "EDGE_TIMEOUT_TOPIC": timeout_topic,
-    })
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:6])
+
+    @property
+    def readings(self) -> str:
+        return f"sensor-readings-{self.run_id}"
+
+    @property
+    def silence(self) -> str:
+        return f"stream-timeouts-{self.run_id}"
+
+    @property
+    def quarantine(self) -> str:
+        return f"sensor-quarantine-{self.run_id}"
+
+    @property
+    def windows(self) -> str:
+        return f"temperature-1m-{self.run_id}"
+
+
+class _Progress:
+    """A RunObserver printing a progress line every ``every`` seconds (from the edge's thread)."""
+
+    def __init__(self, total: int, table_root: Path, every: float = 3.0) -> None:
+        from stream_edge.processing.observer import RunObserver
+
+        outer = self
+
+        class Observer(RunObserver):
+            def on_batch(self, messages, processed, seconds):
+                outer.processed += processed
+                outer.maybe_print()
+
+            def on_checkpoint(self, seconds, offsets):
+                outer.maybe_print()
+
+        self.observer = Observer()
+        self.total, self.table_root, self.every = total, table_root, every
+        self.processed = 0
+        self._next = time.monotonic() + every
+
+    def maybe_print(self) -> None:
+        if time.monotonic() >= self._next:
+            self._next = time.monotonic() + self.every
+            _step(f"edge: {self.processed:,}/{self.total:,} records processed, "
+                  f"{_lake_rows(self.table_root):,} rows committed to the lake")
+
+
+def run_edge(env: dict[str, str], topics: DemoTopics, workdir: Path, feed: DemoFeed) -> Path:
+    """Run the demo pipeline on the edge while the second phase of the feed arrives, until every
+    valid record is committed to the lake."""
+    from pipelines.demo_pipeline import build
+    from pipelines.edge_service import EdgeConfig
+    from stream_edge import Application
+
+    edge_env = {
+        "KAFKA_BOOTSTRAP": env["KAFKA_BOOTSTRAP"], "EDGE_INPUT_TOPIC": topics.readings,
+        "LAKE_STORAGE_URL": (workdir / "lake").as_uri(), "EDGE_STREAM_TIMEOUT_MS": str(SILENCE_MS),
+        "EDGE_TIMEOUT_TOPIC": topics.silence, "DEMO_QUARANTINE_TOPIC": topics.quarantine,
+        "DEMO_WINDOWS_TOPIC": topics.windows,
+    }
+    config = EdgeConfig.from_env(edge_env)
     table_root = workdir / "lake" / config.prefix / config.table
-    app, side_producer = build_app(config)
+    app = Application(broker_address=env["KAFKA_BOOTSTRAP"], consumer_group=f"demo-edge-{topics.run_id}",
+                      auto_offset_reset="earliest", commit_interval=1.0, state_dir=str(workdir / "state"))
+    build(app, edge_env)
+    progress = _Progress(feed.records, table_root)
+    app.add_run_observer(progress.observer)
     failure: list[BaseException] = []
 
     def serve() -> None:
         try:
-            with side_producer:
-                app.run()
+            app.run()
         except BaseException as exc:  # noqa: BLE001 - reported by the main thread
             failure.append(exc)
 
     thread = threading.Thread(target=serve, name="edge", daemon=True)
     thread.start()
-    # The other sensors keep publishing for longer than the silence threshold, in small bursts.
-    bursts = 12
-    for i in range(bursts):
-        _produce(env["KAFKA_BOOTSTRAP"], topic, late[i * len(late) // bursts:(i + 1) * len(late) // bursts])
-        time.sleep(2 * SILENCE_MS / 1000 / bursts)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not failure:
-        if table_root.exists() and _lake_rows(table_root) >= records:
-            break
-        time.sleep(0.5)
-    app.stop()
-    thread.join(60)
+    try:
+        # The active sensors keep publishing for longer than the silence threshold, in small bursts.
+        second = feed.phases()[1]
+        bursts = 12
+        for i in range(bursts):
+            burst = second[i * len(second) // bursts:(i + 1) * len(second) // bursts]
+            _produce(env["KAFKA_BOOTSTRAP"], topics.readings, burst)
+            time.sleep(2 * SILENCE_MS / 1000 / bursts)
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and not failure and _lake_rows(table_root) < feed.valid:
+            time.sleep(0.5)
+    finally:
+        # Whatever happened, the edge stops (and closes its clients) before the services do.
+        app.stop()
+        thread.join(60)
     if failure:
         raise DemoFailed(f"the edge failed: {failure[0]}") from failure[0]
     written = _lake_rows(table_root)
-    if written != records:
-        raise DemoFailed(f"the edge committed {written} of {records} records to {table_root}")
+    if written != feed.valid:
+        raise DemoFailed(f"the edge committed {written} of the {feed.valid} valid records to {table_root}")
+    _step(f"edge: {progress.processed:,}/{feed.records:,} records processed, {written:,} rows in the lake")
     return table_root
 
 
-def lakehouse(*argv: str) -> None:
+class _Tee(io.TextIOBase):
+    """Writes to the real stdout and keeps a copy (the jobs' summary lines feed the report)."""
+
+    def __init__(self, out) -> None:
+        self.out, self.copy = out, io.StringIO()
+
+    def write(self, text: str) -> int:
+        self.copy.write(text)
+        return self.out.write(text)
+
+    def flush(self) -> None:
+        self.out.flush()
+
+
+def lakehouse(*argv: str) -> str:
+    """Run one ``lakehouse`` command in this process; returns what it printed."""
     from pipelines.cli import main as lakehouse_main
 
     _step("$ lakehouse " + " ".join(a if " " not in a else repr(a) for a in argv))
-    code = lakehouse_main(list(argv))
+    tee = _Tee(sys.stdout)
+    with contextlib.redirect_stdout(tee):
+        code = lakehouse_main(list(argv))
     if code != 0:
         raise DemoFailed(f"'lakehouse {argv[0]}' exited with {code}")
+    return tee.copy.getvalue()
+
+
+@dataclass
+class DemoReport:
+    """What the demo checks and prints at the end."""
+
+    records_in: int
+    malformed_sent: int
+    valid_sent: int
+    late_sent: int
+    lake_rows: int
+    quarantined: list
+    silence: dict
+    silent_sensors: list
+    edge_windows: int
+    batch_windows: int
+    expectations_passed: int
+    expectations_total: int
+    data_docs: Path
+
+    def problems(self) -> list[str]:
+        """Every figure that does not add up (empty: the run is accounted for)."""
+        out = []
+        if self.lake_rows != self.valid_sent:
+            out.append(f"the lake holds {self.lake_rows} rows, the feed sent {self.valid_sent} valid records")
+        if len(self.quarantined) != self.malformed_sent:
+            out.append(f"{len(self.quarantined)} records quarantined, the feed sent {self.malformed_sent} malformed")
+        for sensor in self.silent_sensors:
+            if self.silence.get(sensor) != 1:
+                out.append(f"{sensor} went silent and was reported {self.silence.get(sensor, 0)} time(s), not once")
+        repeated = sorted(s for s, n in self.silence.items() if n > 1)
+        if repeated:
+            out.append(f"reported more than once: {repeated}")
+        if self.expectations_passed != self.expectations_total:
+            out.append(f"expectations {self.expectations_passed}/{self.expectations_total} passed")
+        return out
+
+    def lines(self) -> list[str]:
+        reasons: dict = {}
+        for q in self.quarantined:
+            reasons[q["problem"]] = reasons.get(q["problem"], 0) + 1
+        return [
+            f"records in:          {self.records_in:,} ({self.valid_sent:,} valid, {self.malformed_sent} malformed, "
+            f"{self.late_sent} delivered late)",
+            f"rows in the lake:    {self.lake_rows:,} (every valid record, late ones included)",
+            f"quarantined:         {len(self.quarantined)} on the quarantine topic "
+            f"({', '.join(f'{n} x {r}' for r, n in sorted(reasons.items()))})",
+            f"silent sensors:      {', '.join(f'{s} (x{self.silence.get(s, 0)})' for s in self.silent_sensors)}",
+            f"windows:             {self.edge_windows} closed by the edge (1 min, grace 5 s; late records dropped), "
+            f"{self.batch_windows} recomputed in Spark",
+            f"expectations:        {self.expectations_passed}/{self.expectations_total} passed",
+            f"data docs:           {self.data_docs / 'index.html'}",
+        ]
+
+
+def _figure(pattern: str, text: str, what: str) -> re.Match:
+    match = re.search(pattern, text)
+    if match is None:
+        raise DemoFailed(f"could not read {what} from the job's output")
+    return match
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -159,8 +314,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", type=Path, default=Path(".local/demo"), help="demo working folder")
     parser.add_argument("--keep-services", action="store_true", help="leave the local services running")
     args = parser.parse_args(argv)
-    if args.records < len(SENSORS):
-        parser.error(f"--records must be at least {len(SENSORS)}")
+    if args.records < 200:
+        parser.error("--records must be at least 200")
 
     t0 = time.monotonic()
     workdir = args.dir.resolve()
@@ -170,24 +325,24 @@ def main(argv: list[str] | None = None) -> int:
     env = services.up()
     started = [s for s in env.pop("_STARTED").split(",") if s]
     try:
-        run_id = uuid.uuid4().hex[:6]
-        topic, timeout_topic = f"sensor-readings-{run_id}", f"stream-timeouts-{run_id}"
-        _create_topics(env["KAFKA_BOOTSTRAP"], topic, timeout_topic)
-        start_ms = (int(time.time() * 1000) - args.records * 2000) // 1000 * 1000
-        first = args.records // 2
-        _step(f"producing {first} readings from {len(SENSORS)} sensors to {topic}")
-        _produce(env["KAFKA_BOOTSTRAP"], topic, _readings(first, SENSORS, start_ms, seed=1))
-        rest = _readings(args.records - first, [s for s in SENSORS if s != SILENT], start_ms + first * 2000, seed=2)
-        _step(f"running the edge (stream_edge + data-lake sink, silence threshold {SILENCE_MS} ms) while "
-              f"{len(rest)} more readings arrive from every sensor but {SILENT}, which has gone silent")
-        table_root = run_edge(env, topic, timeout_topic, workdir, rest, args.records)
+        topics = DemoTopics()
+        bootstrap = env["KAFKA_BOOTSTRAP"]
+        _create_topics(bootstrap, topics.readings, topics.silence, topics.quarantine, topics.windows)
+        start_ms = (int(time.time() * 1000) - args.records * 200) // 1000 * 1000
+        feed = DemoFeed(records=args.records, start_ms=start_ms, seed=1)
+        first, second = feed.phases()
+        _step(f"producing {len(first):,} readings from {feed.sensors} sensors to {topics.readings} "
+              f"(jitter, out-of-order and late readings, {feed.malformed} malformed records in the whole feed)")
+        _produce(bootstrap, topics.readings, first)
+        _step(f"running the edge (pipelines/demo_pipeline.py: quarantine, keyed state, 1-minute window, data-lake "
+              f"sink with a {SILENCE_MS} ms silence threshold) while {len(second):,} more readings arrive; "
+              f"{', '.join(feed.silent_sensors)} have gone silent")
+        table_root = run_edge(env, topics, workdir, feed)
         files = sum(1 for _ in table_root.rglob("*.parquet"))
-        _step(f"the edge committed {args.records} records in {files} Parquet files under {table_root}")
-        events = _timeout_events(env["KAFKA_BOOTSTRAP"], timeout_topic)
-        _step(f"silence events on {timeout_topic}: {events}")
-        # The silent sensor fires first; the others can only follow once the demo's feed has ended.
-        if not events or events[0].get("stream") != SILENT:
-            raise DemoFailed(f"expected the first stream_timeout event to be for {SILENT}; got {events}")
+        _step(f"the edge committed {feed.valid:,} records in {files} Parquet files under {table_root}")
+        silence = sensors_reported(_read_topic(bootstrap, topics.silence))
+        quarantined = _read_topic(bootstrap, topics.quarantine)
+        edge_windows = len(_read_topic(bootstrap, topics.windows))
 
         # The batch side, on the embedded Iceberg catalog (no server needed).
         os.environ["LAKEHOUSE_LOCAL_DIR"] = str(workdir / "lakehouse")
@@ -196,17 +351,29 @@ def main(argv: list[str] | None = None) -> int:
         lakehouse("register", "--source", table_root.as_uri(), "--table", table, *common)
         lakehouse("compact", "--table", table, "--target-file-size", "64MB", *common)
         windows = "lake.demo.temperature_1m"
-        lakehouse("windows", "--table", table, "--output", windows, "--duration", "1m",
-                  "--value-column", "temperature", "--timestamp-column", "ts_ms", *common)
+        out = lakehouse("windows", "--table", table, "--output", windows, "--duration", "1m", "--grace", "5s",
+                        "--value-column", "temperature", "--timestamp-column", "ts_ms", *common)
+        batch_windows = int(_figure(r"-> (\d+) windows", out, "the window count").group(1))
         spec = Path(__file__).resolve().parent / "quality" / "sensor_readings.json"
-        lakehouse("validate", "--table", table, "--spec", str(spec), "--data-docs-dir", str(workdir / "data-docs"),
-                  *common)
-        lakehouse("sql", "SELECT sensor, count(*) AS readings, round(avg(temperature), 2) AS avg_temp, "
-                  "min(from_unixtime(ts_ms / 1000)) AS first_seen, max(from_unixtime(ts_ms / 1000)) AS last_seen "
-                  f"FROM {table} GROUP BY sensor ORDER BY sensor", *common)
-        lakehouse("sql", f"SELECT hour, count(*) AS readings FROM {table} GROUP BY hour ORDER BY hour", *common)
+        docs = workdir / "data-docs"
+        out = lakehouse("validate", "--table", table, "--spec", str(spec), "--data-docs-dir", str(docs), *common)
+        passed = _figure(r"expectations (\d+)/(\d+) passed", out, "the expectations")
+        lakehouse("sql", "SELECT sensor, count(*) AS readings, max(seq) AS last_seq, round(avg(temperature), 2) "
+                  "AS avg_temp, min(from_unixtime(ts_ms / 1000)) AS first_seen, max(from_unixtime(ts_ms / 1000)) "
+                  f"AS last_seen FROM {table} GROUP BY sensor ORDER BY readings, sensor LIMIT 6", *common)
         lakehouse("sql", "SELECT cast(key AS string) AS sensor, count(*) AS minutes, round(min(value), 2) AS coolest, "
-                  f"round(max(value), 2) AS warmest FROM {windows} GROUP BY key ORDER BY sensor", *common)
+                  f"round(max(value), 2) AS warmest FROM {windows} GROUP BY key ORDER BY sensor LIMIT 6", *common)
+        report = DemoReport(
+            records_in=feed.records, malformed_sent=feed.malformed, valid_sent=feed.valid, late_sent=feed.late,
+            lake_rows=_lake_rows(table_root), quarantined=quarantined, silence=silence,
+            silent_sensors=feed.silent_sensors, edge_windows=edge_windows, batch_windows=batch_windows,
+            expectations_passed=int(passed.group(1)), expectations_total=int(passed.group(2)), data_docs=docs)
+        _step("report")
+        for line in report.lines():
+            print(f"  {line}", flush=True)
+        problems = report.problems()
+        if problems:
+            raise DemoFailed("; ".join(problems))
         _step(f"done in {time.monotonic() - t0:.0f}s: Kafka -> edge -> lake -> Iceberg -> windows -> validate -> SQL "
               f"(demo folder {workdir})")
     except DemoFailed as exc:

@@ -371,6 +371,10 @@ class Application:
             return runner.run()
         finally:
             self._runner = None
+            # The run has flushed (or aborted) its output: release the Kafka clients now, so none
+            # keeps reconnecting after the broker goes away (the next run creates new ones).
+            self._producer.release()
+            self._topic_manager.close()
 
     def stop(self, fail: bool = False) -> None:
         """Stop processing; the current checkpoint is committed unless ``fail`` is True."""

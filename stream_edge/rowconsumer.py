@@ -7,12 +7,15 @@ topic's one-argument functions; ``poll_row`` is the per-message v3 API for other
 from __future__ import annotations
 
 import logging
-from typing import Callable, Dict, List, Optional, Union
+from typing import Callable, Dict, List, Optional, Sequence, Union
+
+from confluent_kafka import TopicPartition
 
 from stream_edge.error_callbacks import ConsumerErrorCallback, default_on_consumer_error
 from stream_edge.kafka.configuration import ConnectionConfig
 from stream_edge.kafka.consumer import AutoOffsetReset, BaseConsumer
 from stream_edge.kafka.exceptions import KafkaConsumerException, KafkaError, client_error_logger
+from stream_edge.kafka.timestamp_order import DEFAULT_BUFFER_LIMIT, TimestampOrder
 from stream_edge.models.rows import Row
 from stream_edge.models.topics import Topic
 
@@ -41,6 +44,27 @@ class RowConsumer(BaseConsumer):
                          error_callback=error_callback or client_error_logger("consumer"))
         self._on_error = on_error or default_on_consumer_error
         self._topics: Dict[str, Topic] = {}
+        self._order: Optional[TimestampOrder] = None  # set when joins need timestamp order
+
+    def order_by_timestamp(self, topics: Sequence[str], buffer_limit: int = DEFAULT_BUFFER_LIMIT) -> None:
+        """Hand out the messages of ``topics`` (co-partitioned, e.g. the two sides of a join) in
+        timestamp order per partition number, as Quix's partition buffers do; other topics are
+        unaffected. Called when a join is defined, before ``subscribe``."""
+        if self._order is None:
+            self._order = TimestampOrder(_PlainReads(self), buffer_limit)
+        self._order.add_group(topics)
+
+    def consume(self, num_messages: int = 1, timeout: Optional[float] = None) -> list:
+        if self._order is None:
+            return super().consume(num_messages, timeout)
+        return self._order.consume(num_messages, -1 if timeout is None else timeout)
+
+    def position(self, partitions: List[TopicPartition]) -> List[TopicPartition]:
+        """Positions; with timestamp order, a partition's first held-back message (a checkpoint
+        never commits past what was not processed)."""
+        if self._order is None:
+            return super().position(partitions)
+        return self._order.position(partitions)
 
     @property
     def topics(self) -> Dict[str, Topic]:
@@ -50,7 +74,11 @@ class RowConsumer(BaseConsumer):
                   on_revoke: Optional[Callable] = None, on_lost: Optional[Callable] = None) -> None:
         """Subscribe to Topic objects (their serializers are used by poll_row)."""
         self._topics = {t.name: t for t in topics}
-        super().subscribe([t.name for t in topics], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
+        names = [t.name for t in topics]
+        if self._order is not None:
+            self._order.subscribe(names, on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
+            return
+        super().subscribe(names, on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
 
     def poll_row(self, timeout: Optional[float] = None) -> Union[Row, List[Row], None]:
         """One message as a Row (a list with split values); None on timeout or ignored message."""
@@ -66,3 +94,27 @@ class RowConsumer(BaseConsumer):
             if self._on_error(exc, msg, logger):
                 return None
             raise
+
+
+class _PlainReads:
+    """The consumer's reads without timestamp ordering (what :class:`TimestampOrder` builds on)."""
+
+    def __init__(self, consumer: RowConsumer) -> None:
+        self._c = consumer
+
+    def consume(self, num_messages: int, timeout: float) -> list:
+        return BaseConsumer.consume(self._c, num_messages, timeout)
+
+    def position(self, partitions: List[TopicPartition]) -> List[TopicPartition]:
+        return BaseConsumer.position(self._c, partitions)
+
+    def subscribe(self, topics: List[str], on_assign: Optional[Callable] = None,
+                  on_revoke: Optional[Callable] = None, on_lost: Optional[Callable] = None) -> None:
+        BaseConsumer.subscribe(self._c, topics, on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
+
+    def get_watermark_offsets(self, partition: TopicPartition, timeout: Optional[float] = None,
+                              cached: bool = False) -> tuple:
+        return self._c.get_watermark_offsets(partition, timeout=timeout, cached=cached)
+
+    def committed(self, partitions: List[TopicPartition], timeout: Optional[float] = None) -> List[TopicPartition]:
+        return self._c.committed(partitions, timeout=timeout)

@@ -181,6 +181,10 @@ class RowProducer:
         if self._delivery_errors:
             self._raise_delivery_errors()
 
+    def release(self) -> None:
+        """Drop the underlying client (after a run: flushed or aborted already)."""
+        self._producer.release()
+
     def flush(self, timeout: Optional[float] = None) -> int:
         """Deliver everything; raise (via on_producer_error) if a delivery failed."""
         left = self._producer.flush(timeout)

@@ -355,6 +355,40 @@ class StreamingDataFrame(BaseStreaming):
 
         return SessionWindowDefinition(inactivity_gap_ms, grace_ms, dataframe=self, name=name, on_late=on_late)
 
+    # -- joins (implemented in stream_edge.dataframe.joins) -----------------------------------
+    def join_asof(self, right: "StreamingDataFrame", how: str = "inner", on_merge: Any = "raise",
+                  grace_ms: Union[int, timedelta] = timedelta(days=7), name: Optional[str] = None) -> "StreamingDataFrame":
+        """Join each record with the latest record of ``right`` with the same key and a timestamp
+        ``<=`` its own (``how``: "inner" or "left"; see docs/joins.md).
+
+        Example: ``sdf = measurements.join_asof(metadata, how="left", grace_ms=timedelta(days=14))``
+        """
+        from stream_edge.dataframe.joins import JoinAsOf
+
+        return JoinAsOf(how=how, on_merge=on_merge, grace_ms=grace_ms, store_name=name).join(self, right)  # type: ignore[arg-type]
+
+    def join_interval(self, right: "StreamingDataFrame", how: str = "inner", on_merge: Any = "raise",
+                      grace_ms: Union[int, timedelta] = timedelta(days=7), name: Optional[str] = None,
+                      backward_ms: Union[int, timedelta] = 0, forward_ms: Union[int, timedelta] = 0) -> "StreamingDataFrame":
+        """Join records of both sides with the same key whose timestamps are at most ``backward_ms``
+        / ``forward_ms`` apart (``how``: "inner", "left", "right", "outer"; see docs/joins.md).
+
+        Example: ``sdf = measurements.join_interval(events, backward_ms=60_000, forward_ms=60_000)``
+        """
+        from stream_edge.dataframe.joins import IntervalJoin
+
+        return IntervalJoin(how=how, on_merge=on_merge, grace_ms=grace_ms, store_name=name,  # type: ignore[arg-type]
+                            backward_ms=backward_ms, forward_ms=forward_ms).join(self, right)
+
+    def join_lookup(self, lookup: Any, fields: Dict[str, Any], on: Any = None, buffer: Any = None) -> "StreamingDataFrame":
+        """Enrich each value in place with ``fields`` looked up in ``lookup`` by ``on`` (a column, a
+        callable ``(value, key)``, or the message key); e.g. ``SQLiteLookup`` (see docs/joins.md)."""
+        if buffer is not None:
+            raise NotImplementedError("join_lookup(buffer=...) is not supported by stream_edge yet")
+        from stream_edge.dataframe.joins import LookupJoin
+
+        return LookupJoin(lookup, fields, on).join(self)
+
     # -- columns ------------------------------------------------------------------------------
     def __getitem__(self, item: Any) -> Any:
         if isinstance(item, str):

@@ -138,7 +138,19 @@ class Producer(AvailabilityChecks):
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.flush()
+        self.close()
+
+    def close(self) -> None:
+        """Deliver what is queued, then release the client (see :meth:`release`)."""
+        if self._inner is not None:
+            self.flush()
+            self.release()
+
+    def release(self) -> None:
+        """Drop the librdkafka client now (it stops reconnecting, e.g. once the broker is gone)
+        instead of whenever garbage collection gets to it; using the producer again creates a
+        new client."""
+        self._inner = None
 
     # transactions (a plain Producer has none; TransactionalProducer overrides)
     def init_transactions(self, timeout: float = -1) -> None:

@@ -1,40 +1,59 @@
-"""The README's first command works: the demo runs the whole pipeline and checks its own result."""
+"""The README's first command works: the demo runs the whole pipeline, and its report adds up
+against the lake and against what the feed sent."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow.dataset as ds
 import pytest
 
+from pipelines.demo_feed import DemoFeed
+
 REPO = Path(__file__).resolve().parents[2]
+RECORDS = 1000
 
 
 @pytest.mark.e2e
-def test_demo_runs_kafka_to_windows_and_sql_end_to_end(tmp_path, services_env) -> None:
+def test_demo_report_accounts_for_every_record(tmp_path, services_env) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "pipelines.demo", "--records", "400", "--dir", str(tmp_path / "demo"),
+        [sys.executable, "-m", "pipelines.demo", "--records", str(RECORDS), "--dir", str(tmp_path / "demo"),
          "--keep-services"],
-        cwd=REPO, capture_output=True, text=True, timeout=600,
+        cwd=REPO, capture_output=True, text=True, timeout=900,
     )
     out = result.stdout
     assert result.returncode == 0, (out + result.stderr)[-5000:]
-    assert "the edge committed 400 records" in out
-    assert "'stream': 'sensor-d', 'event': 'stream_timeout'" in out
-    assert "rows 0 -> 400" in out  # register
-    assert "rows 400 -> 400" in out  # compact keeps every row
-    # The per-sensor query: the silent sensor has only its first-half readings.
-    tables = [[cell.strip() for cell in line.split("|")] for line in out.splitlines() if line.startswith(" sensor-")]
-    rows = {cells[0]: int(cells[1]) for cells in tables if len(cells) == 5}
-    assert rows == {"sensor-a": 117, "sensor-b": 117, "sensor-c": 116, "sensor-d": 50}
-    # The windows job: closed 1-minute windows per sensor (~13 min of readings; sensor-d stopped halfway).
-    assert "windows lake.demo.sensor_readings -> lake.demo.temperature_1m: tumbling 60000 ms" in out
-    minutes = {cells[0]: (int(cells[1]), float(cells[2]), float(cells[3])) for cells in tables if len(cells) == 4}
-    assert set(minutes) == set(rows)
-    assert all(n >= 5 and coolest <= warmest for n, coolest, warmest in minutes.values())
-    assert minutes["sensor-d"][0] < minutes["sensor-a"][0]
-    # The validate job: every expectation of the example spec holds, Data Docs were written.
-    assert "validate lake.demo.sensor_readings" in out
-    assert "FAILED" not in out
+    # The feed is seeded: the same counts the demo sent (timestamps aside).
+    feed = DemoFeed(records=RECORDS, start_ms=0, seed=1)
+    assert feed.malformed > 0 and feed.late > 0 and len(feed.silent_sensors) == 3
+    report = {line.split(":", 1)[0].strip(): line.split(":", 1)[1].strip()
+              for line in out.split("[demo] report", 1)[1].splitlines()[1:8]}
+    assert report["records in"].startswith(f"{RECORDS:,} ({feed.valid:,} valid, {feed.malformed} malformed")
+    # Every valid record is in the lake, once; the malformed ones are not, they are quarantined.
+    lake = ds.dataset(str(tmp_path / "demo" / "lake" / "data-lake" / "time-series" / "sensor_readings"),
+                      format="parquet", partitioning="hive", exclude_invalid_files=True,
+                      ignore_prefixes=["_", "."]).to_table(columns=["sensor", "ts_ms", "seq", "_kafka_offset"])
+    assert lake.num_rows == feed.valid
+    assert report["rows in the lake"].startswith(f"{feed.valid:,} ")
+    keys = set(zip(lake.column("sensor").to_pylist(), lake.column("ts_ms").to_pylist()))
+    assert len(keys) == feed.valid and None not in lake.column("sensor").to_pylist()
+    assert report["quarantined"].startswith(f"{feed.malformed} on the quarantine topic")
+    kinds = dict((name, int(n)) for n, name in re.findall(r"(\d+) x ([A-Za-z_ ]+)", report["quarantined"]))
+    assert sum(kinds.values()) == feed.malformed
+    assert set(kinds) <= {"invalid JSON", "not an object", "missing ts_ms", "bad temperature", "missing sensor"}
+    # Keyed state: each sensor's sequence numbers run 1..n without a gap.
+    per_sensor: dict = {}
+    for sensor, seq in zip(lake.column("sensor").to_pylist(), lake.column("seq").to_pylist()):
+        per_sensor.setdefault(sensor, []).append(seq)
+    assert all(sorted(seqs) == list(range(1, len(seqs) + 1)) for seqs in per_sensor.values())
+    # Each sensor that went silent is reported exactly once.
+    assert report["silent sensors"] == ", ".join(f"{s} (x1)" for s in feed.silent_sensors)
+    edge_windows, batch_windows = map(int, re.findall(r"(\d+) (?:closed|recomputed)", report["windows"]))
+    assert edge_windows > 0 and batch_windows >= edge_windows
+    passed, total = map(int, re.search(r"(\d+)/(\d+) passed", report["expectations"]).groups())
+    assert passed == total > 0
     assert (tmp_path / "demo" / "data-docs" / "index.html").is_file()
+    assert "Using an existing Spark session" not in out + result.stderr

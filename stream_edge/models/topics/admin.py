@@ -39,6 +39,10 @@ class TopicAdmin:
             self._inner = AdminClient(self._config)
         return self._inner
 
+    def close(self) -> None:
+        """Drop the admin client (it stops reconnecting); the next call creates a new one."""
+        self._inner = None
+
     def list_topics(self, timeout: float = -1) -> Dict[str, Any]:
         """Topic names and their metadata."""
         return self.admin_client.list_topics(timeout=timeout).topics

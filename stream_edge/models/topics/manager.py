@@ -41,6 +41,10 @@ class TopicManager:
         self._repartition_topics: Dict[str, Topic] = {}
         self._changelog_topics: Dict[Optional[str], Dict[str, Topic]] = {}
 
+    def close(self) -> None:
+        """Release the admin client between runs (see ``TopicAdmin.close``)."""
+        self._admin.close()
+
     # -- views ------------------------------------------------------------------------------
     @property
     def changelog_topics(self) -> Dict[Optional[str], Dict[str, Topic]]:
