@@ -171,6 +171,11 @@ def main() -> None:
     if "stream_edge" in results and "quixstreams" in results:
         ratio = results["stream_edge"]["msgs_per_s"] / results["quixstreams"]["msgs_per_s"]
         print(f"ratio stream_edge / quixstreams: {ratio:.2f}x (target >= 2x)")
+    if results and not args.only and not args.baseline_tree:
+        from results import save
+
+        save("runtime_throughput", f"apply + to_topic, {args.messages:,} messages", "msg/s",
+             [(f"{args.messages:,} messages", name, r["msgs_per_s"]) for name, r in results.items()])
     if not args.no_check and outputs:
         counters = {p: read_output(bootstrap, t, expected) for p, t in outputs.items()}
         for package, counter in counters.items():

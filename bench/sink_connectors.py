@@ -211,6 +211,7 @@ def main() -> int:
     records = make_records(args.records)
     checkpoints = chunks(records, args.checkpoint)
     print(f"{args.records} records, checkpoints of {args.checkpoint}, best of {args.rounds} rounds")
+    bars = []
     for group in wanted:
         contenders = GROUPS[group][1](env)
         best: Dict[str, float] = {}
@@ -223,6 +224,10 @@ def main() -> int:
             sink_rate, limit_rate = args.records / best[sink_name], args.records / best[limit_name]
             print(f"  {sink_name:45} {sink_rate:>10,.0f} rec/s   {100 * sink_rate / limit_rate:5.0f}% of the limit")
             print(f"  {limit_name:45} {limit_rate:>10,.0f} rec/s")
+            bars += [(sink_name, "sink", sink_rate), (sink_name, "limit (server's bulk client)", limit_rate)]
+    from results import save
+
+    save("sink_connectors", f"sinks vs the server's own bulk client, {args.records:,} records", "rec/s", bars)
     return 0
 
 

@@ -128,7 +128,8 @@ def compare(bootstrap: str, keys: int, n: int, admin: AdminClient, packages: lis
         f = figures[package]
         print(f"  {window:<13} {keys:>7,} keys  {package:<12} {f['msgs_per_s']:>10,.0f} msg/s  {f['seconds']:6.1f} s  "
               f"peak RSS {f['peak_rss_mb']:6.0f} MB", flush=True)
-    result = {"keys": keys, "messages": n, "expected_outputs": expected, **{p: figures[p] for p in packages}}
+    result = {"window": window, "keys": keys, "messages": n, "expected_outputs": expected,
+              **{p: figures[p] for p in packages}}
     if "stream_edge" in figures and "quixstreams" in figures:
         result["ratio"] = figures["stream_edge"]["msgs_per_s"] / figures["quixstreams"]["msgs_per_s"]
         print(f"  {keys:>7,} keys  ratio stream_edge / quixstreams = {result['ratio']:.2f}x", flush=True)
@@ -180,6 +181,12 @@ def main() -> None:
             results.append(compare(bootstrap, keys, args.messages, admin, packages, None, check=True))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
+    if not args.only:
+        from results import save
+
+        save("windows_throughput", f"windows with aggregation, {args.messages:,} messages", "msg/s",
+             [(f"{r.get('window', 'tumbling_mean')}, {r['keys']:,} keys", p, r[p]["msgs_per_s"])
+              for r in results for p in ("stream_edge", "quixstreams") if p in r])
 
 
 if __name__ == "__main__":
