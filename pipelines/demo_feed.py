@@ -3,7 +3,7 @@
 Many sensors report every ``interval_ms`` of event time with jitter (the device's clock is the
 Kafka record's timestamp, which the edge's window uses); a few records arrive out of
 order (swapped with a neighbour, inside the window's grace) and a few arrive late (delivered about
-a minute and a half after their neighbours, past the grace: the edge's window drops them, the
+about 75 s after their neighbours, past the grace: the edge's window drops them, the
 lake keeps them); some sensors go silent halfway; a few records are malformed (truncated JSON,
 a non-numeric temperature, a missing field, a JSON list). Everything is seeded, so a run is
 reproducible, and the feed knows what the pipeline must end up with (the expected counts).
@@ -61,7 +61,8 @@ class DemoFeed:
             raise ValueError(f"silent ({self.silent}) must be between 0 and sensors - 1 ({self.sensors - 1})")
         self.names = [f"sensor-{i + 1:02d}" for i in range(self.sensors)]
         self.silent_sensors = self.names[self.sensors - self.silent:]
-        self.late_by = self.late_by or max(1, 90_000 // self.interval_ms * (self.sensors - self.silent))
+        # ~75 s of traffic: past the window (1 min) and its grace, so the edge's window drops it
+        self.late_by = self.late_by or max(1, 75_000 // self.interval_ms * (self.sensors - self.silent))
         self._first, self._second = self._generate()
 
     def phases(self) -> Tuple[List[Message], List[Message]]:
@@ -99,7 +100,9 @@ class DemoFeed:
         for i in range(len(out) - 1):
             if rng.randrange(25) == 0:
                 out[i], out[i + 1] = out[i + 1], out[i]
-        late = [i for i in range(len(out)) if rng.randrange(self.late_every) == 0 and i + self.late_by < len(out)]
+        room = len(out) - self.late_by  # a late record still lands inside this phase
+        count = max(1, len(out) // self.late_every) if room > 0 else 0
+        late = sorted(rng.sample(range(room), min(count, room))) if count else []
         for i in reversed(late):
             out.insert(i + self.late_by, out.pop(i))
         self.late += len(late)

@@ -14,7 +14,7 @@ import pytest
 from pipelines.demo_feed import DemoFeed
 
 REPO = Path(__file__).resolve().parents[2]
-RECORDS = 1000
+RECORDS = 2000  # enough traffic for late records (delivered ~75 s behind) in both phases
 
 
 @pytest.mark.e2e
