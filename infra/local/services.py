@@ -423,6 +423,7 @@ OPTIONAL_SERVICES: dict[str, str] = {
     "postgres": "infra.local.connector_services:PostgreSQL",
     "redis": "infra.local.connector_services:Redis",
     "mosquitto": "infra.local.connector_services:Mosquitto",
+    "azurite": "infra.local.azurite_service:Azurite",
     "spark-master": "infra.local.spark_cluster:SparkMaster",
     "spark-worker-1": "infra.local.spark_cluster:SparkWorker1",
     "spark-worker-2": "infra.local.spark_cluster:SparkWorker2",
