@@ -46,29 +46,6 @@ def state_prefix(key: Any) -> bytes:
     return orjson.dumps(key)
 
 
-class _TestMessage:
-    """Stands in for a Kafka message during :meth:`StreamingDataFrame.test`.
-
-    ``context`` is the MessageContext given to ``test(ctx=...)``: ``message_context()`` returns
-    it; without one, ``message_context()`` raises, as in Quix Streams (state and windows still
-    see partition 0 of the topic).
-    """
-
-    __slots__ = ("_topic", "_partition", "_offset", "_key", "context")
-    is_test_message = True
-
-    def __init__(self, topic: str, partition: int, offset: int, key: Any, context: Any = None) -> None:
-        self._topic, self._partition, self._offset, self._key = topic, partition, offset, key
-        self.context = context
-
-    def topic(self): return self._topic
-    def partition(self): return self._partition
-    def offset(self): return self._offset
-    def key(self): return self._key
-    def value(self): return None
-    def leader_epoch(self): return None
-
-
 class StreamingDataFrame(BaseStreaming):
     """A lazily built processing pipeline over one input topic.
 
@@ -205,6 +182,15 @@ class StreamingDataFrame(BaseStreaming):
             show({"value": value, "key": key, "timestamp": timestamp, "headers": headers} if metadata else {"value": value})
         return self.update(_print, metadata=True)
 
+    def print_table(self, size: int = 5, title: Optional[str] = None, metadata: bool = True, timeout: float = 5.0,
+                    live: bool = True, live_slowdown: float = 0.5, columns: Optional[List[str]] = None,
+                    column_widths: Optional[Dict[str, int]] = None) -> "StreamingDataFrame":
+        """Print the most recent records as a table (in place; see ``stream_edge.dataframe.print_table``)."""
+        from .print_table import TablePrinter
+
+        return self.update(TablePrinter(size, title, metadata, timeout, live, live_slowdown, columns, column_widths),
+                           metadata=True)
+
     def fill(self, *columns: str, **mapping: Any) -> "StreamingDataFrame":
         """Set missing or ``None`` columns of the value: to ``None`` for ``columns``, to the given
         constant for ``mapping`` (in place; returns this dataframe).
@@ -304,16 +290,32 @@ class StreamingDataFrame(BaseStreaming):
         raise ImportError(f"stream_edge.dataframe.windows.definitions has none of {names}")
 
     def tumbling_window(self, duration_ms: Union[int, timedelta], grace_ms: Union[int, timedelta] = 0,
-                        name: Optional[str] = None, on_late: Optional[Callable[..., Any]] = None):
-        """Tumbling (fixed, non-overlapping) windows per message key."""
+                        name: Optional[str] = None, on_late: Optional[Callable[..., Any]] = None,
+                        before_update: Optional[Callable[..., Any]] = None,
+                        after_update: Optional[Callable[..., Any]] = None):
+        """Tumbling (fixed, non-overlapping) windows per message key; ``before_update`` /
+        ``after_update(aggregated, value, key, timestamp, headers)`` returning True expire a window early."""
         cls = self._window_definition("TumblingTimeWindowDefinition", "TumblingWindowDefinition")
+        if before_update is not None or after_update is not None:
+            from stream_edge.dataframe.windows.early_expiration import early_expiring
+
+            return early_expiring(cls, before_update, after_update, duration_ms=_ms(duration_ms),
+                                  grace_ms=_ms(grace_ms), dataframe=self, name=name, on_late=on_late)
         return cls(duration_ms=_ms(duration_ms), grace_ms=_ms(grace_ms), dataframe=self, name=name, on_late=on_late)
 
     def hopping_window(self, duration_ms: Union[int, timedelta], step_ms: Union[int, timedelta],
                        grace_ms: Union[int, timedelta] = 0, name: Optional[str] = None,
-                       on_late: Optional[Callable[..., Any]] = None):
-        """Hopping (overlapping, fixed step) windows per message key."""
+                       on_late: Optional[Callable[..., Any]] = None, before_update: Optional[Callable[..., Any]] = None,
+                       after_update: Optional[Callable[..., Any]] = None):
+        """Hopping (overlapping, fixed step) windows per message key; ``before_update`` /
+        ``after_update`` as for :meth:`tumbling_window`."""
         cls = self._window_definition("HoppingTimeWindowDefinition", "HoppingWindowDefinition")
+        if before_update is not None or after_update is not None:
+            from stream_edge.dataframe.windows.early_expiration import early_expiring
+
+            return early_expiring(cls, before_update, after_update, duration_ms=_ms(duration_ms),
+                                  grace_ms=_ms(grace_ms), dataframe=self, name=name, step_ms=_ms(step_ms),
+                                  on_late=on_late)
         return cls(duration_ms=_ms(duration_ms), grace_ms=_ms(grace_ms), dataframe=self, name=name,
                    step_ms=_ms(step_ms), on_late=on_late)
 
@@ -389,6 +391,16 @@ class StreamingDataFrame(BaseStreaming):
 
         return LookupJoin(lookup, fields, on).join(self)
 
+    def concat(self, other: "StreamingDataFrame") -> "StreamingDataFrame":
+        """A new dataframe receiving the records of this one and of ``other`` (another topic's,
+        processed in timestamp order, or another branch of the same topic).
+
+        Example: ``merged = eu_readings.concat(us_readings)``
+        """
+        from .concat import concat_dataframes
+
+        return concat_dataframes(self, other)
+
     # -- columns ------------------------------------------------------------------------------
     def __getitem__(self, item: Any) -> Any:
         if isinstance(item, str):
@@ -443,27 +455,9 @@ class StreamingDataFrame(BaseStreaming):
 
         >>> # sdf.test({"x": 1}, key=b"k", timestamp=0) -> [({"x": 1}, b"k", 0, None)]
         """
-        topic = topic or self.topic
-        results: List[Any] = []
-        executors = self._registry.compose_all(
-            sink=lambda v, k, t, h: results.append((v, k, t, h))) if self._registry else {}
-        if topic.name not in executors:
-            executors[topic.name] = self._stream.compose(sink=lambda v, k, t, h: results.append((v, k, t, h)))
-        from stream_edge.context import _bind, _bound
+        from .one_record import run_one
 
-        pctx = self._processing_context
-        previous, previous_binding = pctx.current_message, _bound()
-        if ctx is not None:
-            pctx.current_message = _TestMessage(ctx.topic, ctx.partition, ctx.offset, key, context=ctx)
-        else:
-            pctx.current_message = _TestMessage(topic.name, 0, 0, key)
-        _bind(pctx)
-        try:
-            executors[topic.name](value, key, timestamp, headers)
-        finally:
-            pctx.current_message = previous
-            _bind(previous_binding)
-        return results
+        return run_one(self, value, key, timestamp, headers, ctx, topic or self.topic)
 
     def __repr__(self) -> str:
         return f"StreamingDataFrame(topic={self.topic.name!r})"

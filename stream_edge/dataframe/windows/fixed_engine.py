@@ -22,12 +22,14 @@ from typing import Any, Callable, List, Optional, Tuple
 from .aggregations import MISSING, Aggregation
 from .math import validate_time_window, window_ranges
 
-__all__ = ("FixedWindowEngine", "WindowResult", "LateCallback")
+__all__ = ("FixedWindowEngine", "EarlyExpiringWindowEngine", "WindowResult", "LateCallback", "UpdateCallback")
 
 #: ``(start, end, value)`` of one window
 WindowResult = Tuple[int, int, Any]
 #: ``on_late(timestamp, start, end, late_by_ms)``
 LateCallback = Callable[[int, int, int, int], None]
+#: ``callback(stored, value, timestamp) -> bool``: True expires the window at once (early expiration)
+UpdateCallback = Callable[[Any, Any, int], bool]
 
 _EMPTY: List[WindowResult] = []
 
@@ -188,3 +190,105 @@ class FixedWindowEngine:
                 closed.append((owner, start, start + duration, result(stored)))
         return closed if final else updated
 
+
+
+class EarlyExpiringWindowEngine(FixedWindowEngine):
+    """Tumbling or hopping windows with Quix's early expiration callbacks.
+
+    For each window of a message (oldest first, late ones skipped): ``before_update(stored, value,
+    timestamp)`` returning True expires the window as it is, without the message; otherwise the
+    message is aggregated and ``after_update(stored, value, timestamp)`` returning True expires
+    the window with it. An expired window is deleted (a later message starts it anew). ``final()``
+    emits the windows closed by event time, then the early-expired ones; ``current()`` emits the
+    updated windows that were not expired. ``stored`` is :data:`MISSING` for a new window.
+
+    Example::
+
+        >>> from stream_edge.dataframe.windows.aggregations import Sum
+        >>> engine = EarlyExpiringWindowEngine(10, 0, None, Sum(), after_update=lambda s, v, t: s >= 5)
+        >>> ks = engine.new_key_state()
+        >>> engine.process_final(ks, 2, 1), engine.process_final(ks, 3, 2), engine.process_final(ks, 1, 3)
+        ([], [(0, 10, 5)], [])
+    """
+
+    __slots__ = ("before_update", "after_update")
+
+    def __init__(self, duration_ms: int, grace_ms: int, step_ms: Optional[int], aggregation: Aggregation,
+                 on_late: Optional[LateCallback] = None, before_update: Optional[UpdateCallback] = None,
+                 after_update: Optional[UpdateCallback] = None) -> None:
+        super().__init__(duration_ms, grace_ms, step_ms, aggregation, on_late)
+        self.before_update = before_update
+        self.after_update = after_update
+
+    def _process(self, ks: list, value: Any, timestamp: int, final: bool) -> List[WindowResult]:
+        # as in Quix, the key's event time advances only when the message leaves an updated window
+        # behind: a message whose windows were all expired early leaves it as it was
+        latest = ks[0]
+        if timestamp > latest:
+            latest = timestamp
+        max_expired_start = latest - self.grace_ms - self.duration_ms
+        windows = ks[1]
+        before, after, result = self.before_update, self.after_update, self._result
+        early: List[WindowResult] = []
+        updated: List[WindowResult] = []
+        kept = False
+        for start, end in reversed(window_ranges(timestamp, self.duration_ms, self.step_ms)):
+            if start <= max_expired_start:
+                self.on_late(timestamp, start, end, latest - self.grace_ms - timestamp)
+                continue
+            stored = windows.get(start, MISSING)
+            if before is not None and before(stored, value, timestamp):
+                windows.pop(start, None)
+                early.append((start, end, result(stored)))
+                continue
+            stored = windows[start] = self._aggregate(stored, value, timestamp)
+            if after is not None and after(stored, value, timestamp):
+                del windows[start]
+                early.append((start, end, result(stored)))
+                continue
+            kept = True
+            if not final:
+                updated.append((start, end, result(stored)))
+        if kept and latest > ks[0]:
+            ks[0] = latest
+        closed = self._expire_after_marker(ks, max_expired_start)
+        if not final:
+            return updated
+        return closed + early if early else closed
+
+    @staticmethod
+    def new_key_state() -> list:
+        """``[latest, windows, last closed start]``: a window reopened at or before the last start
+        closed by event time (possible once early expiration holds the event time back) is dropped
+        unemitted when it closes, as in Quix."""
+        return [0, {}, -1]
+
+    @staticmethod
+    def dump_key_state(ks: list) -> list:
+        return [ks[0], [[start, stored] for start, stored in ks[1].items()], ks[2]]
+
+    @staticmethod
+    def load_key_state(data: list) -> list:
+        return [data[0], {start: stored for start, stored in data[1]}, data[2] if len(data) > 2 else -1]
+
+    def _expire_after_marker(self, ks: list, max_expired_start: int) -> List[WindowResult]:
+        closed = self._expire(ks, max_expired_start)
+        if not closed:
+            return closed
+        marker = ks[2]
+        if closed[0][0] <= marker:
+            closed = [row for row in closed if row[0] > marker]
+        if closed:
+            ks[2] = closed[-1][0]
+        return closed
+
+    def process_final(self, ks: list, value: Any, timestamp: int) -> List[WindowResult]:
+        """Add one message; return the windows it closed (by event time, then early), oldest first."""
+        return self._process(ks, value, timestamp, True)
+
+    def process_current(self, ks: list, value: Any, timestamp: int) -> List[WindowResult]:
+        """Add one message; return the windows it updated and did not expire, oldest first."""
+        return self._process(ks, value, timestamp, False)
+
+    def process_partition(self, *args: Any, **kwargs: Any) -> Any:
+        raise ValueError("before_update/after_update work with the default closing_strategy='key' only")

@@ -12,10 +12,10 @@ REPO = Path(__file__).resolve().parents[3]
 PROGRAM = r'''
 import builtins
 real = builtins.__import__
-def without_clients(name, *args, **kwargs):
-    if name.split(".")[0] in ("boto3", "botocore", "azure", "pyiceberg"):
+def without_clients(name, globals=None, locals=None, fromlist=(), level=0):
+    if level == 0 and name.split(".")[0] in ("boto3", "botocore", "azure", "pyiceberg"):  # not ".azure"
         raise ImportError(f"No module named {name!r}")
-    return real(name, *args, **kwargs)
+    return real(name, globals, locals, fromlist, level)
 builtins.__import__ = without_clients
 
 from stream_edge.sinks.community.kinesis import KinesisSink

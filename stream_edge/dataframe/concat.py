@@ -1,0 +1,56 @@
+"""``StreamingDataFrame.concat``: one dataframe fed by two (two topics, or two branches of one).
+
+The result gets a fresh stream root grafted as a child of the last node of both inputs, as the
+joins do (``joins/base.py``): each topic's tree is still composed into its own generated executor,
+and both continue into the operations added to the concatenated dataframe (composed when the
+application runs, so operations added after ``concat`` are included).
+
+Dataframes of different topics are processed in timestamp order per partition number, as Quix
+Streams 3.28 does (``RowConsumer.order_by_timestamp``).
+
+Example::
+
+    readings = app.dataframe(app.topic("readings-eu"))
+    others = app.dataframe(app.topic("readings-us"))
+    merged = readings.concat(others)          # every record of both topics, by timestamp
+    merged["celsius"] = (merged["fahrenheit"] - 32) / 1.8
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Dict
+
+from stream_edge.core.stream import Stream
+
+if TYPE_CHECKING:  # pragma: no cover
+    from stream_edge.dataframe.dataframe import StreamingDataFrame
+    from stream_edge.models.topics import Topic
+
+__all__ = ("concat_dataframes",)
+
+
+def concat_dataframes(left: "StreamingDataFrame", right: "StreamingDataFrame") -> "StreamingDataFrame":
+    """A new StreamingDataFrame receiving every record of ``left`` and of ``right``."""
+    from stream_edge.dataframe.dataframe import StreamingDataFrame
+
+    if not isinstance(right, StreamingDataFrame):
+        raise TypeError(f"concat() needs a StreamingDataFrame, got {type(right).__name__}")
+    if right.processing_context is not left.processing_context:
+        raise ValueError("concat() needs dataframes of the same Application")
+    if right.stream is left.stream:
+        raise ValueError("concat() of a dataframe with itself would process every record twice; "
+                         "concatenate two different branches instead")
+    out = Stream()
+    left.stream.children.append(out)
+    right.stream.children.append(out)
+    topics: Dict[str, "Topic"] = {}
+    for topic in (*left.topics, *right.topics):
+        topics.setdefault(topic.name, topic)
+    if len(topics) > 1:
+        consumer = getattr(left.processing_context, "consumer", None)
+        if consumer is not None:  # records of both topics in timestamp order, as Quix processes them
+            consumer.order_by_timestamp(list(topics))
+    stream_id = left.stream_id if left.stream_id == right.stream_id else "--".join(sorted(
+        {*left.stream_id.split("--"), *right.stream_id.split("--")}))
+    return StreamingDataFrame(*topics.values(), topic_manager=left._topic_manager, registry=left.registry,
+                              processing_context=left.processing_context, stream=out, stream_id=stream_id)

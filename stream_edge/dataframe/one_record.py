@@ -1,0 +1,64 @@
+"""``StreamingDataFrame.test()``: one record through a pipeline without Kafka.
+
+The processing context gets a stand-in message (:class:`StandInMessage`) so ``message_context()``,
+state and windows behave as while processing partition 0 of the topic (or the ``ctx`` given).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, List, Optional
+
+if TYPE_CHECKING:  # pragma: no cover
+    from stream_edge.models.topics import Topic
+
+    from .dataframe import StreamingDataFrame
+
+__all__ = ("run_one", "StandInMessage")
+
+
+class StandInMessage:
+    """Stands in for a Kafka message during :meth:`StreamingDataFrame.test`.
+
+    ``context`` is the MessageContext given to ``test(ctx=...)``: ``message_context()`` returns
+    it; without one, ``message_context()`` raises, as in Quix Streams (state and windows still
+    see partition 0 of the topic).
+    """
+
+    __slots__ = ("_topic", "_partition", "_offset", "_key", "context")
+    is_test_message = True
+
+    def __init__(self, topic: str, partition: int, offset: int, key: Any, context: Any = None) -> None:
+        self._topic, self._partition, self._offset, self._key = topic, partition, offset, key
+        self.context = context
+
+    def topic(self): return self._topic
+    def partition(self): return self._partition
+    def offset(self): return self._offset
+    def key(self): return self._key
+    def value(self): return None
+    def leader_epoch(self): return None
+
+
+def run_one(sdf: "StreamingDataFrame", value: Any, key: Any, timestamp: int, headers: Optional[Any], ctx: Any,
+            topic: "Topic") -> List[Any]:
+    """Run one record through ``sdf``'s pipeline; return ``[(value, key, timestamp, headers), ...]``."""
+    results: List[Any] = []
+    executors = sdf._registry.compose_all(
+        sink=lambda v, k, t, h: results.append((v, k, t, h))) if sdf._registry else {}
+    if topic.name not in executors:
+        executors[topic.name] = sdf._stream.compose(sink=lambda v, k, t, h: results.append((v, k, t, h)))
+    from stream_edge.context import _bind, _bound
+
+    pctx = sdf._processing_context
+    previous, previous_binding = pctx.current_message, _bound()
+    if ctx is not None:
+        pctx.current_message = StandInMessage(ctx.topic, ctx.partition, ctx.offset, key, context=ctx)
+    else:
+        pctx.current_message = StandInMessage(topic.name, 0, 0, key)
+    _bind(pctx)
+    try:
+        executors[topic.name](value, key, timestamp, headers)
+    finally:
+        pctx.current_message = previous
+        _bind(previous_binding)
+    return results
