@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 
 from .batch import SinkBatch
 from .exceptions import SinkBackpressureError
-from .item import HeadersTuples
+from .item import HeadersTuples, SinkItem
 
 __all__ = ("BaseSink", "BatchingSink", "ClientConnectSuccessCallback", "ClientConnectFailureCallback")
 
@@ -128,7 +128,7 @@ class BatchingSink(BaseSink):
         batch = self._batches.get((topic, partition))
         if batch is None:
             batch = self._batches[(topic, partition)] = SinkBatch(topic, partition)
-        batch.append(value, key, timestamp, headers, offset)
+        batch._buffer.append(SinkItem(value, key, timestamp, headers, offset))  # per record: no extra call
 
     def flush(self, topic: str, partition: int) -> None:
         """Write the partition's accumulated batch (if any) and drop it afterwards."""

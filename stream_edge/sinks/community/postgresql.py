@@ -351,9 +351,12 @@ class PostgreSQLSink(BatchingSink):
         else:
             pairs = list(zip(rows, items))
         values = [[*map(row.get, columns)] for row, _ in pairs]
+        # One pass over the rows: the distinct type patterns (usually one or two) say per column
+        # whether the slow, record-naming check below is needed.
+        patterns = {tuple(map(type, out)) for out in values}
         for i, (col, col_type) in enumerate(zip(columns, types)):
             allowed = _EXACT.get(col_type)
-            if allowed is not None and not {type(out[i]) for out in values} <= allowed:
+            if allowed is not None and not {pattern[i] for pattern in patterns} <= allowed:
                 for out, (_, item) in zip(values, pairs):  # the slow path finds the record
                     value = out[i]
                     if value is not None and not _accepts(col_type, value):
