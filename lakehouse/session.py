@@ -68,6 +68,7 @@ class SparkSettings:
     ==========================  =============================================================
     environment variable        meaning
     ==========================  =============================================================
+    LAKEHOUSE_SPARK_MASTER      Spark master, e.g. ``spark://host:7077`` (wins over SPARK_MASTER)
     SPARK_MASTER                Spark master (default: spark-submit's ``--master``, else ``local[2]``)
     LAKEHOUSE_CATALOG           name of the Iceberg catalog in SQL (default ``lake``)
     ICEBERG_REST_URI            REST catalog URI; unset = embedded local catalog
@@ -97,7 +98,7 @@ class SparkSettings:
     def from_env(cls, env: dict[str, str] | None = None, **overrides: object) -> "SparkSettings":
         env = dict(os.environ if env is None else env)
         settings = cls(
-            master=env.get("SPARK_MASTER") or None,
+            master=env.get("LAKEHOUSE_SPARK_MASTER") or env.get("SPARK_MASTER") or None,
             catalog_name=env.get("LAKEHOUSE_CATALOG", "lake"),
             rest_uri=env.get("ICEBERG_REST_URI") or None,
             warehouse=env.get("ICEBERG_WAREHOUSE") or None,
@@ -211,6 +212,21 @@ def default_master() -> str | None:
     return None if "PYSPARK_GATEWAY_PORT" in os.environ else "local[2]"
 
 
+def _loopback_cluster(master: str) -> bool:
+    """A standalone master on this machine (``spark://127.0.0.1:...``): its executors share our disk."""
+    return master.startswith(("spark://127.0.0.1:", "spark://localhost:"))
+
+
+def cluster_conf(env: dict[str, str] | None = None) -> dict[str, str]:
+    """Settings for a standalone cluster: executor size from ``LAKEHOUSE_EXECUTOR_MEMORY`` (default
+    1g) and ``LAKEHOUSE_EXECUTOR_CORES`` (default 1); ``settings.extra_conf`` still wins."""
+    env = dict(os.environ if env is None else env)
+    return {
+        "spark.executor.memory": env.get("LAKEHOUSE_EXECUTOR_MEMORY", "1g"),
+        "spark.executor.cores": env.get("LAKEHOUSE_EXECUTOR_CORES", "1"),
+    }
+
+
 def build_spark(settings: SparkSettings | None = None) -> "SparkSession":
     """Create (or return the active) Spark session configured by ``settings``."""
     from pyspark.sql import SparkSession
@@ -229,11 +245,23 @@ def build_spark(settings: SparkSettings | None = None) -> "SparkSession":
     master = settings.master or default_master()
     if master:
         builder = builder.master(master)
-    if (master or "").startswith("local"):
+    if (master or "").startswith("local") or _loopback_cluster(master or ""):
         # Python workers (pandas UDFs of the windows job) run on this machine: the driver's own
         # interpreter has the project's packages; a bare "python3" from PATH may not.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    for key, value in settings.conf().items():
+    conf = settings.conf()
+    if (master or "").startswith("spark://"):
+        # Standalone cluster: executors get the runtime jars from spark.jars (served by the driver);
+        # keep the application to the cluster's size unless told otherwise.
+        conf = dict(cluster_conf(), **conf)
+        if (_loopback_cluster(master or "") and "spark.jars" not in settings.extra_conf
+                and "PYSPARK_GATEWAY_PORT" not in os.environ):
+            # The workers share this disk: driver and executors read the jars in place from the
+            # cache (class paths) instead of copying ~670 MB into every executor's work dir.
+            classpath = ":".join(spark_jars())
+            conf.update({"spark.jars": "", "spark.driver.extraClassPath": classpath,
+                         "spark.executor.extraClassPath": classpath})
+    for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     _check_driver_classpath(spark)

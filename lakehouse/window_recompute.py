@@ -5,6 +5,14 @@ the raw records back from a lake table and produces the same rows, for backfills
 window definition, or to check the edge. Both sides run the same window engines
 (``stream_edge.dataframe.windows.replay``): Spark only groups and orders the records.
 
+Two paths compute the rows (the report line names the one taken): the *native* path
+(:mod:`lakehouse.window_native`: window functions and aggregations, no Python per row) whenever
+the window is expressible that way (``sum``/``count``/``mean``/``min``/``max``), and the
+*python-engine* path (the edge's engines in ``applyInPandas``) for custom aggregations (an
+``Aggregation`` object such as ``Reduce`` or ``First`` in ``WindowSpec.aggregation``). Sliding keys
+whose records land inside already-closed windows (or near time 0) are replayed by the engines
+even on the native path; ``WindowRecomputeOptions.engine`` forces a path.
+
 What "the same input" means: the edge sees each Kafka partition in offset order and keys are
 independent, so the job groups by key (``--closing key``, the edge's default) or by Kafka
 partition (``--closing partition``, for edges built with ``closing_strategy="partition"``) and
@@ -36,6 +44,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from lakehouse.delta_tables import DeltaTable
+from lakehouse.window_native import (native_fixed_windows, native_sliding_windows, native_unsupported_reason,
+                                     sliding_key_flags)
 from lakehouse.tables import open_table, resolve_format
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -78,14 +88,22 @@ class WindowSpec:
     duration_ms: int
     grace_ms: int = 0
     step_ms: int | None = None
-    aggregation: str = "mean"
+    aggregation: Any = "mean"  # a name of AGGREGATIONS, or a stream_edge Aggregation object
     closing: str = "key"
+    value_type: str | None = None  # Spark type (DDL) of a custom aggregation's result
 
     def __post_init__(self) -> None:
         if self.kind not in WINDOW_KINDS:
             raise ValueError(f"window kind must be one of {', '.join(WINDOW_KINDS)}, got {self.kind!r}")
-        if self.aggregation not in AGGREGATIONS:
-            raise ValueError(f"aggregation must be one of {', '.join(AGGREGATIONS)}, got {self.aggregation!r}")
+        if isinstance(self.aggregation, str):
+            if self.aggregation not in AGGREGATIONS:
+                raise ValueError(f"aggregation must be one of {', '.join(AGGREGATIONS)}, got {self.aggregation!r}")
+        else:
+            from stream_edge.dataframe.windows.aggregations import Aggregation
+
+            if not isinstance(self.aggregation, Aggregation) or self.aggregation.collects:
+                raise ValueError("a custom aggregation must be a stream_edge Aggregation (not a collector), "
+                                 f"got {self.aggregation!r}")
         if self.closing not in CLOSING:
             raise ValueError(f"closing must be 'key' or 'partition', got {self.closing!r}")
         if self.duration_ms <= 0:
@@ -108,9 +126,14 @@ class WindowSpec:
         return cls(kind, parse_duration_ms(duration, "duration"), parse_duration_ms(grace, "grace"),
                    None if step is None else parse_duration_ms(step, "step"), aggregation, closing)
 
+    @property
+    def aggregation_name(self) -> str:
+        """``mean``, ... or the custom aggregation's name."""
+        return self.aggregation if isinstance(self.aggregation, str) else str(self.aggregation.name)
+
     def describe(self) -> str:
         step = f", step {self.step_ms} ms" if self.step_ms else ""
-        return (f"{self.kind} {self.duration_ms} ms{step}, grace {self.grace_ms} ms, {self.aggregation}, "
+        return (f"{self.kind} {self.duration_ms} ms{step}, grace {self.grace_ms} ms, {self.aggregation_name}, "
                 f"closing per {self.closing}")
 
 
@@ -128,6 +151,9 @@ def windows_of_group(records: "pd.DataFrame", spec: WindowSpec, order_by: Sequen
     rows = replay(zip(ordered["key"].tolist(), ordered["ts"].tolist(), ordered["value"].tolist()),
                   kind=spec.kind, duration_ms=spec.duration_ms, grace_ms=spec.grace_ms, step_ms=spec.step_ms,
                   aggregation=spec.aggregation, mode="final", closing_strategy=spec.closing)
+    if not rows:  # typed columns: pyarrow cannot convert untyped empty ones for applyInPandas
+        return pd.DataFrame({"key": pd.Series([], dtype=object), "window_start": pd.Series([], dtype="int64"),
+                             "window_end": pd.Series([], dtype="int64"), "value": pd.Series([], dtype=object)})
     return pd.DataFrame({
         "key": [r["key"] for r in rows],
         "window_start": pd.array([r["start"] for r in rows], dtype="int64"),
@@ -152,6 +178,7 @@ class WindowRecomputeOptions:
     output_format: str | None = None
     where: str | None = None
     default_catalog: str | None = None
+    engine: str = "auto"  # auto (native when expressible), native, python
 
 
 @dataclass
@@ -166,18 +193,22 @@ class WindowReport:
     groups: int = 0
     windows: int = 0
     seconds: float = 0.0
+    path: str = "python-engine"  # or "native"; with the reason when not native
 
     def summary_line(self) -> str:
         skipped = f" ({self.rows_skipped} with NULL timestamp/value skipped)" if self.rows_skipped else ""
         return (f"windows {self.table} -> {self.output}: {self.spec}; {self.rows_read} rows{skipped} in "
-                f"{self.groups} groups -> {self.windows} windows in {self.seconds:.1f}s")
+                f"{self.groups} groups -> {self.windows} windows in {self.seconds:.1f}s; path {self.path}")
 
 
-def _value_type(spark_type: Any, aggregation: str) -> Any:
+def _value_type(spark_type: Any, aggregation: Any, declared: str | None = None) -> Any:
     """Spark type of the result: count -> long, mean -> double, sum/min/max keep the input's
-    integer or floating kind (as the edge's Python arithmetic does)."""
+    integer or floating kind (as the edge's Python arithmetic does); a custom aggregation's is
+    ``declared`` (default double)."""
     from pyspark.sql import types as T
 
+    if not isinstance(aggregation, str):
+        return T._parse_datatype_string(declared or "double")
     if aggregation == "count":
         return T.LongType()
     if aggregation == "mean":
@@ -246,7 +277,7 @@ def run_window_recompute(spark: "SparkSession", options: WindowRecomputeOptions,
         raise ValueError(f"table {options.table} does not exist")
     raw = spark.table(source.sql_name)
     data = prepare_input(raw, options)
-    value_type = _value_type(data.schema["value"].dataType, spec.aggregation)
+    value_type = _value_type(data.schema["value"].dataType, spec.aggregation, spec.value_type)
     order_cols = [f"__order_{i}" for i in range(len(options.order_by))]
     extra = _extra_columns(options)
     group_col = f"__order_{extra.index(options.partition_column)}" if spec.closing == "partition" else "key"
@@ -255,12 +286,50 @@ def run_window_recompute(spark: "SparkSession", options: WindowRecomputeOptions,
                       F.countDistinct(F.when(complete, F.col(group_col))).alias("groups")).collect()[0]
     report.rows_read, report.rows_skipped = int(counts.rows), int(counts.skipped or 0)
     report.groups = int(counts.groups)
-    say(f"windows: {report.rows_read} rows, {report.groups} groups in {options.table}; {spec.describe()}")
+    path = choose_path(spec, options.engine)
+    say(f"windows: {report.rows_read} rows, {report.groups} groups in {options.table}; {spec.describe()}; "
+        f"path {path}")
     data = data.where(complete)
-    key_type = data.schema["key"].dataType
-    schema = T.StructType([T.StructField("key", key_type), T.StructField("window_start", T.LongType()),
+    windows, report.path = compute_windows(data, spec, order_cols, group_col, value_type, path)
+    report.windows = _write_output(spark, windows, options, say)
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def choose_path(spec: WindowSpec, engine: str = "auto") -> str:
+    """``native`` when the spec is expressible natively (unless ``engine="python"``), else
+    ``python-engine``; ``engine="native"`` with a custom aggregation is an error."""
+    if engine not in ("auto", "native", "python"):
+        raise ValueError(f"engine must be auto, native or python, got {engine!r}")
+    reason = native_unsupported_reason(spec)
+    if engine == "native" and reason:
+        raise ValueError(f"the native path cannot compute {reason}; use engine 'auto' or 'python'")
+    return "native" if engine != "python" and reason is None else "python-engine"
+
+
+def compute_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str], group_col: str,
+                    value_type: Any, path: str) -> tuple["DataFrame", str]:
+    """The window rows of ``data`` (columns ``key``, ``ts``, ``value`` and ``order_cols``, no NULL
+    timestamp or value) on ``path`` (``native`` or ``python-engine``), and the path's description
+    for the report line. ``group_col`` is ``key`` or the partition column (per-partition closing)."""
+    from pyspark.sql import types as T
+
+    schema = T.StructType([T.StructField("key", data.schema["key"].dataType),
+                           T.StructField("window_start", T.LongType()),
                            T.StructField("window_end", T.LongType()), T.StructField("value", value_type)])
-    integral = isinstance(value_type, T.LongType)
+    if path == "native":
+        return _native_windows(data, spec, order_cols, group_col, schema)
+    reason = native_unsupported_reason(spec)
+    return (engine_windows(data, spec, order_cols, group_col, schema),
+            f"python-engine ({reason})" if reason else "python-engine (forced)")
+
+
+def engine_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str], group_col: str,
+                   schema: Any) -> "DataFrame":
+    """The Python-engine path: each group's records through the edge's engines (applyInPandas)."""
+    from pyspark.sql import types as T
+
+    integral = isinstance(schema["value"].dataType, (T.LongType, T.IntegerType))
 
     def compute(group: "pd.DataFrame") -> "pd.DataFrame":
         result = windows_of_group(group, spec, order_cols)
@@ -268,10 +337,29 @@ def run_window_recompute(spark: "SparkSession", options: WindowRecomputeOptions,
             result["value"] = result["value"].astype("int64")
         return result
 
-    windows = data.groupBy(group_col).applyInPandas(compute, schema=schema)
-    report.windows = _write_output(spark, windows, options, say)
-    report.seconds = time.monotonic() - started
-    return report
+    return data.groupBy(group_col).applyInPandas(compute, schema=schema)
+
+
+def _native_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str], group_col: str,
+                    schema: Any) -> tuple["DataFrame", str]:
+    """The native path; sliding keys without the closed form go through the engines. Returns the
+    rows and the path's description for the report."""
+    from pyspark.sql import functions as F
+
+    value_type = schema["value"].dataType
+    if spec.kind != "sliding":
+        rows = native_fixed_windows(data, spec, order_cols, group_col)
+        return rows.withColumn("value", F.col("value").cast(value_type)), "native"
+    flagged = sliding_key_flags(data, spec, order_cols)
+    rows = native_sliding_windows(flagged, spec).withColumn("value", F.col("value").cast(value_type))
+    replayed = flagged.where(~F.col("__native")).select("key").distinct().count()
+    if not replayed:
+        return rows, "native"
+    rest = flagged.where(~F.col("__native")).select(*data.columns)
+    keys = data.select("key").distinct().count()
+    return (rows.unionByName(engine_windows(rest, spec, order_cols, group_col, schema)),
+            f"native ({replayed} of {keys} keys through the edge's engines: sliding records inside "
+            "closed windows or near time 0)")
 
 
 def _write_output(spark: "SparkSession", windows: "DataFrame", options: WindowRecomputeOptions,
@@ -279,7 +367,9 @@ def _write_output(spark: "SparkSession", windows: "DataFrame", options: WindowRe
     """Create or replace the output table with ``windows``; returns its row count."""
     fmt = resolve_format(options.output, options.output_format)
     target = open_table(spark, options.output, fmt, options.default_catalog)
-    windows = windows.orderBy("key", "window_start", "window_end")
+    # sorted within each task, not globally: a global sort samples its input first, which runs the
+    # whole window computation twice
+    windows = windows.sortWithinPartitions("key", "window_start", "window_end")
     if fmt == "iceberg":
         writer = windows.writeTo(target.sql_name).using("iceberg")
         if target.exists():
