@@ -134,7 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
     win = sub.add_parser(
         "windows", parents=[common], help="recompute the edge's time windows from a lake table",
         description="Recompute tumbling/hopping/sliding window results with the edge's exact semantics "
-                    "(same engines, records in Kafka offset order) and create or replace --output.")
+                    "(records in Kafka offset order; Spark window functions, or the edge's engines for custom "
+                    "aggregations) and create or replace --output.")
     win.add_argument("--table", required=True, help="source table: [catalog.]db.table (Iceberg) or Delta")
     win.add_argument("--format", dest="table_format", choices=("iceberg", "delta"),
                      help="source table format (default: delta for delta.`path`, else iceberg)")
@@ -160,6 +161,9 @@ def build_parser() -> argparse.ArgumentParser:
     win.add_argument("--partition-column", default="_kafka_partition",
                      help="Kafka partition column, for --closing partition (default _kafka_partition)")
     win.add_argument("--where", help="SQL filter on the source rows, e.g. \"_kafka_partition = 0\"")
+    win.add_argument("--engine", choices=("auto", "native", "python"), default="auto",
+                     help="native: Spark window functions only; python: the edge's engines per group; "
+                          "auto (default): native whenever the aggregation has a native form")
 
     val = sub.add_parser("validate", parents=[common], help="check a table against its expectations spec",
                          description="Check a table against a JSON expectations spec with Great Expectations; "
@@ -244,7 +248,8 @@ def run_command(spark, args: argparse.Namespace, default_catalog: str | None = N
             key_column=args.key_column, timestamp_column=args.timestamp_column,
             order_by=tuple(c.strip() for c in args.order_by.split(",") if c.strip()),
             partition_column=args.partition_column, table_format=args.table_format,
-            output_format=args.output_format, where=args.where, default_catalog=default_catalog))
+            output_format=args.output_format, where=args.where, default_catalog=default_catalog,
+            engine=args.engine))
         return report.summary_line()
     if args.command == "validate":
         from lakehouse.quality import ValidateOptions, run_validate
