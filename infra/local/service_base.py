@@ -112,6 +112,8 @@ class Service:
             return None
         except PermissionError:
             return pid
+        if not _alive(pid):  # killed but not yet reaped by its parent (a zombie): gone
+            return None
         # A reused pid of an unrelated process is not ours: check our marker in its environment.
         try:
             environ = Path(f"/proc/{pid}/environ").read_bytes()
