@@ -1,6 +1,6 @@
 """Discovery of the committed data files the edge's data-lake sink wrote under one table root.
 
-The layout is the shared contract of ``DESIGN.md`` ("Lake layout contract"): a table root
+The layout is the shared contract of ``docs/design.md`` ("Lake layout contract"): a table root
 ``<storage_url>/<s3_prefix>/<table_name>/``, one ``col=value/`` directory per Hive column,
 Hive-escaped values, the Hive default partition name for NULL, and data files that stay
 invisible (``_``/``.`` prefix, or under ``_tmp/``) until the sink commits them. Only visible

@@ -123,7 +123,7 @@ class SparkSettings:
             "spark.sql.extensions": f"{ICEBERG_EXTENSIONS},{DELTA_EXTENSIONS}",
             "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
             cat: "org.apache.iceberg.spark.SparkCatalog",
-            # Small-machine settings (RECIPES.md): 2 cores, no UI, few partitions.
+            # Small-machine settings: 2 cores, no UI, few partitions.
             "spark.sql.shuffle.partitions": "2",
             "spark.default.parallelism": "2",
             "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",

@@ -121,7 +121,7 @@ def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
 
 
 def timeout_event(stream: Any, now_ms: int) -> bytes:
-    """The side-channel record for a silent key (the seed's format)."""
+    """The side-channel record for a silent key (docs/design.md, silence detection contract)."""
     name = stream.decode("utf-8", errors="replace") if isinstance(stream, bytes) else str(stream)
     return json.dumps({"ts_ms": now_ms, "stream": name, "event": "stream_timeout"}).encode()
 

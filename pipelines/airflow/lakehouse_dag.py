@@ -1,6 +1,6 @@
 """Airflow DAG ``lakehouse``: register new edge files, compact, recompute windows, validate.
 
-The pipeline of DESIGN.md, ``register -> compact -> windows -> validate``; the last two tasks
+The pipeline of docs/design.md, ``register -> compact -> windows -> validate``; the last two tasks
 exist when their settings are given (``LAKEHOUSE_WINDOWS_OUTPUT``, ``LAKEHOUSE_QUALITY_SPEC``).
 
 Each task is a ``spark-submit pipelines/jobs/<job>.py ...`` run by Airflow's SparkSubmitOperator,

@@ -24,7 +24,7 @@ __all__ = ("QuixTSDataLakeSink", "DataLakeSink", "RecordTypeError", "SchemaConfl
 
 
 class QuixTSDataLakeSink(DataLakeSink):
-    """The seed's constructor on top of :class:`DataLakeSink` (extra keyword arguments pass through).
+    """The contract's constructor (docs/design.md) on top of :class:`DataLakeSink` (extra keyword arguments pass through).
 
     :param s3_prefix: folder(s) between the storage root and the table.
     :param table_name: the table.

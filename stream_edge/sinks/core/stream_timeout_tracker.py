@@ -4,7 +4,7 @@ One *stream* is one Kafka message key. A sink calls :meth:`StreamTimeoutTracker.
 record it receives; a daemon thread (and the sink's ``flush()``) call :meth:`check_now`, which
 fires ``on_stream_timeout(key)`` once for every key silent for at least ``stream_timeout_ms``.
 
-Contract (``ts-datalake-sink`` spec, word for word where it matters):
+Contract (docs/design.md, "Data-lake sink and silence detection contract"):
 
 - Enabled only when ``stream_timeout_ms`` is a positive ``int`` and ``on_stream_timeout`` is
   callable. Otherwise the tracker is disabled with zero overhead: no per-key dict, no thread.

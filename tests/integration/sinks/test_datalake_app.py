@@ -1,5 +1,5 @@
-"""End to end through a real Application on the real broker: the data-lake sink and the seed's
-side-channel example (silence events produced to a ``stream-timeouts`` topic with the raw key)."""
+"""End to end through a real Application on the real broker: the data-lake sink and its
+side-channel example (docs/design.md) (silence events produced to a ``stream-timeouts`` topic with the raw key)."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def test_side_channel_example_end_to_end(kafka_bootstrap, make_topic, tmp_path, 
     readings = make_topic(prefix="sensor_readings")
     timeouts_name = make_topic(prefix="stream-timeouts")
 
-    # ---- the seed's example, as written (topic names made unique for the test) ----
+    # ---- the contract's example, as written (topic names made unique for the test) ----
     app = Application(broker_address=kafka_bootstrap, commit_interval=0.5,
                       consumer_group=f"lake-{uuid.uuid4().hex[:8]}", auto_offset_reset="earliest")
     side_producer = app.get_producer()

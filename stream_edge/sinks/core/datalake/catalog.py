@@ -44,7 +44,7 @@ class IcebergRegistrar:
     :param uri: REST catalog URL.
     :param token: bearer token (never logged).
     :param create_if_missing: create the namespace and table from the first commit's schema
-        (``auto_discover`` of the seed).
+        (``auto_discover`` of the data-lake sink contract, docs/design.md).
     :param properties: extra pyiceberg catalog properties (``warehouse``, ``s3.endpoint``...).
     """
 

@@ -149,7 +149,7 @@ class DataLakeSink(BatchingSink):
                 properties=catalog_properties)
         elif catalog_url:
             logger.info("catalog_url given but register_in_catalog is off: the batch side registers files")
-        # The seed's name: the sink holds its tracker as ``sink._timeout``.
+        # The contract's name (docs/design.md): the sink holds its tracker as ``sink._timeout``.
         self._timeout = StreamTimeoutTracker(stream_timeout_ms, on_stream_timeout)  # also picks add()
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -199,7 +199,7 @@ class DataLakeSink(BatchingSink):
     # -- per record -----------------------------------------------------------------------------
     @property
     def _timeout(self) -> StreamTimeoutTracker:
-        """The silence tracker (the seed's ``sink._timeout``); assigning one re-wires ``add``."""
+        """The silence tracker (``sink._timeout`` in the contract, docs/design.md); assigning one re-wires ``add``."""
         return self._tracker
 
     @_timeout.setter
