@@ -386,7 +386,9 @@ class StreamingDataFrame(BaseStreaming):
         """Enrich each value in place with ``fields`` looked up in ``lookup`` by ``on`` (a column, a
         callable ``(value, key)``, or the message key); e.g. ``SQLiteLookup`` (see docs/joins.md)."""
         if buffer is not None:
-            raise NotImplementedError("join_lookup(buffer=...) is not supported by stream_edge yet")
+            # Refused rather than ignored: a LookupBuffer changes when lookups happen.
+            raise NotImplementedError("join_lookup(buffer=...) is not supported by stream_edge: leave buffer out "
+                                      "(each record is looked up as it is processed)")
         from stream_edge.dataframe.joins import LookupJoin
 
         return LookupJoin(lookup, fields, on).join(self)
