@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import abc
 import logging
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
+
+from stream_edge.client_connect import ClientConnectFailureCallback, ClientConnectSuccessCallback, connect
 
 from .batch import SinkBatch
 from .exceptions import SinkBackpressureError
@@ -25,8 +27,6 @@ __all__ = ("BaseSink", "BatchingSink", "ClientConnectSuccessCallback", "ClientCo
 
 logger = logging.getLogger(__name__)
 
-ClientConnectSuccessCallback = Callable[[], None]
-ClientConnectFailureCallback = Callable[[Optional[Exception]], None]
 
 
 class BaseSink(abc.ABC):
@@ -78,15 +78,7 @@ class BaseSink(abc.ABC):
 
     def start(self) -> None:
         """Run :meth:`setup` and report the outcome to the connect callbacks (called by the runtime)."""
-        try:
-            self.setup()
-        except Exception as exc:
-            if self._on_client_connect_failure is None:
-                raise
-            self._on_client_connect_failure(exc)
-            return
-        if self._on_client_connect_success is not None:
-            self._on_client_connect_success()
+        connect(self.setup, self._on_client_connect_success, self._on_client_connect_failure)
 
     def cleanup(self) -> None:
         """Release resources at shutdown (background threads, clients). Idempotent."""

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import abc
 import logging
-from typing import TYPE_CHECKING, Any, Callable, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
 
+from stream_edge.client_connect import ClientConnectFailureCallback, ClientConnectSuccessCallback, connect
 from stream_edge.models.topics import KafkaMessage, Topic
 from stream_edge.state.base.state import State
 
@@ -23,8 +24,6 @@ __all__ = ("BaseSource", "Source", "StatefulSource", "ClientConnectSuccessCallba
 
 logger = logging.getLogger("stream_edge")
 
-ClientConnectSuccessCallback = Callable[[], None]
-ClientConnectFailureCallback = Callable[[Optional[Exception]], None]
 
 
 class BaseSource(abc.ABC):
@@ -76,15 +75,7 @@ class BaseSource(abc.ABC):
 
     def _init_client(self) -> None:
         """setup(), then the connect callbacks; a failure callback must handle or re-raise."""
-        try:
-            self.setup()
-        except Exception as exc:
-            if self._on_client_connect_failure is None:
-                raise
-            self._on_client_connect_failure(exc)
-            return
-        if self._on_client_connect_success is not None:
-            self._on_client_connect_success()
+        connect(self.setup, self._on_client_connect_success, self._on_client_connect_failure)
 
     @abc.abstractmethod
     def start(self) -> None:
