@@ -23,6 +23,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
+from stream_edge.kafka.configuration import SecretStr  # the same masked secret as ConnectionConfig
+
 from .base import SerializationContext
 from .exceptions import SerializationError
 
@@ -33,25 +35,6 @@ __all__ = ("SchemaRegistryClientConfig", "SchemaRegistrySerializationConfig", "S
 
 MAGIC_BYTE = 0
 _HEADER = struct.Struct(">bI")
-
-
-class SecretStr:
-    """A secret kept out of ``repr``/``str`` (as pydantic's ``SecretStr``)."""
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def get_secret_value(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "SecretStr('**********')" if self._value else "SecretStr('')"
-
-    def __str__(self) -> str:
-        return "**********" if self._value else ""
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, SecretStr) and other._value == self._value
 
 
 @dataclass
