@@ -11,7 +11,10 @@ without joins keep the plain consumer: nothing changes on their hot path); the R
 routes its ``consume``, ``position`` and ``subscribe`` through this object:
 
 - ``consume`` buffers the joined topics' messages and returns those that may go (other messages
-  pass through at once); when a blocking consume finds nothing new, everything buffered goes;
+  pass through at once). A partition with nothing buffered holds its group back until it is
+  idle, i.e. its position reached its high watermark; as in Quix, an empty poll alone releases
+  nothing (releasing on it let a join see a record before an older one still on its way, and
+  emit a match Quix does not). Past ``buffer_limit`` records a partition goes anyway;
 - ``position`` reports the first held-back offset of a partition, so a checkpoint never commits
   past a message that was not processed;
 - rebalance callbacks drop the buffers of revoked partitions (the new owner reads them again).
@@ -120,15 +123,14 @@ class TimestampOrder:
                 buf = buffers[tp] = deque()
             buf.append(msg)
             touched.add((group, tp[1]))
-        # a consume that waited and found nothing: partitions without news are idle (if ever fetched)
-        flush_all = not msgs and timeout != 0
-        pending = {(group_of[t], p) for (t, p), buf in buffers.items() if buf} if flush_all or not msgs else touched
+        # nothing new: a partition may have become idle since, so every group with held records is tried
+        pending = {(group_of[t], p) for (t, p), buf in buffers.items() if buf} if not msgs else touched
         for group, partition in sorted(pending):
-            self._release(self._groups[group], partition, out, flush_all)
+            self._release(self._groups[group], partition, out)
         return out
 
     # -- merging -------------------------------------------------------------------------------
-    def _release(self, topics: List[str], partition: int, out: List[Any], flush_all: bool) -> None:
+    def _release(self, topics: List[str], partition: int, out: List[Any]) -> None:
         buffers = self._buffers
         members = [(t, partition) for t in topics if (t, partition) in self._assigned or (t, partition) in buffers]
         idle: Dict[TP, bool] = {}
@@ -147,7 +149,7 @@ class TimestampOrder:
                     continue
                 known = idle.get(tp)
                 if known is None:
-                    known = idle[tp] = self._fetched(tp) if flush_all else self._is_idle(tp)
+                    known = idle[tp] = self._is_idle(tp)
                 if not known:
                     return
             if best is None:
@@ -155,13 +157,6 @@ class TimestampOrder:
             out.append(best.popleft())
             if overfull:
                 overfull = any(len(buffers.get(tp, ())) > self._limit for tp in members)
-
-    def _fetched(self, tp: TP) -> bool:
-        """True once a fetch reported ``tp``'s high watermark (so an empty poll means no news)."""
-        try:
-            return self._consumer.get_watermark_offsets(TopicPartition(*tp), cached=True)[1] >= 0
-        except Exception:  # noqa: BLE001
-            return False
 
     def _is_idle(self, tp: TP) -> bool:
         """True when ``tp`` has nothing more to read now (it reached its high watermark)."""

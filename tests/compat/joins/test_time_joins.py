@@ -92,7 +92,11 @@ def _program(kafka_bootstrap: str, left: str, right: str, joins: list[str]) -> s
                                    ["interval-inner", "interval-left", "interval-right", "interval-outer"]],
                          ids=["asof", "interval"])
 def test_time_joins_match_quixstreams(run_both, kafka_bootstrap, joined_topics, joins):
-    out = run_both(_program(kafka_bootstrap, *joined_topics, joins))
+    # quixstreams itself is not deterministic on this stream: in 12 runs on the same topics its
+    # interval joins gave 168 rows on partition 0 ten times and 167 twice (the late left record at
+    # 2800 processed before the right one at 2799, so not joined); stream_edge gave 168 every time.
+    # So quixstreams may run again, and stream_edge's output must be one that quixstreams produced.
+    out = run_both(_program(kafka_bootstrap, *joined_topics, joins), quix_attempts=4)
     for edge_line, quix_line in zip(out.edge.splitlines(), out.quix.splitlines()):
         assert edge_line == quix_line
     assert out.edge == out.quix

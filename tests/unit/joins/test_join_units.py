@@ -58,13 +58,13 @@ class _Msg:
 
 class _Consumer:
     def __init__(self, batches, high=100):
-        self.batches, self.high = list(batches), high
+        self.batches, self.high, self.at = list(batches), high, 50
 
     def consume(self, n, timeout):
         return self.batches.pop(0) if self.batches else []
 
     def position(self, parts):
-        return [TopicPartition(p.topic, p.partition, 50) for p in parts]
+        return [TopicPartition(p.topic, p.partition, self.at) for p in parts]
 
     def subscribe(self, topics, on_assign=None, on_revoke=None, on_lost=None):
         on_assign(self, [TopicPartition("L", 0), TopicPartition("R", 0)])
@@ -84,7 +84,10 @@ def test_ordering_merges_heads_by_timestamp_and_holds_back_until_both_sides_arri
     out = ordering.consume(10, 0)
     assert [(m.topic(), m.timestamp()[1]) for m in out] == [("R", 94), ("L", 100), ("R", 100), ("R", 905)]
     assert ordering.position([TopicPartition("L", 0)])[0].offset == 1
-    rest = ordering.consume(1, 1.0)  # a waiting consume found nothing: the held records go
+    # a waiting consume that finds nothing releases nothing while the right side may still have older records
+    assert ordering.consume(1, 1.0) == []
+    consumer.at = 100  # the right partition reached its high watermark: it is idle, the held records go
+    rest = ordering.consume(1, 1.0)
     assert [m.timestamp()[1] for m in rest] == [1000, 900]
 
 
