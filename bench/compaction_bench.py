@@ -9,6 +9,7 @@ aggregation query before and after (median of ``--repeat`` runs, after one warm-
     ./dev bench compaction_bench                          # ~2,000 files, ~10M rows (reference size)
     ./dev bench compaction_bench --files 200 --rows 200000  # quick run while developing
     ./dev bench compaction_bench --catalog rest           # Iceberg through the local REST server
+    ./dev bench compaction_bench --cluster                # the jobs on the local Spark standalone cluster
 
 Targets: >= 20x fewer files and >= 3x faster query after compaction.
 """
@@ -79,6 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target-file-size", default="128MB", help="compaction target (default 128MB)")
     parser.add_argument("--repeat", type=int, default=3, help="query runs to take the median of (default 3)")
     parser.add_argument("--catalog", choices=("embedded", "rest"), default="embedded")
+    parser.add_argument("--cluster", action="store_true",
+                        help="run the jobs on the loopback Spark standalone cluster (./dev services up "
+                             "spark-master spark-worker-1 spark-worker-2, started if needed) instead of local[*]")
     parser.add_argument("--workdir", help="where the lake and warehouse go (default: a temp folder, removed)")
     args = parser.parse_args(argv)
     import logging
@@ -109,6 +113,11 @@ def main(argv: list[str] | None = None) -> int:
         else:
             from infra.local import services
             env.update(services.up(["iceberg-rest"]))
+        if args.cluster:
+            from infra.local import services
+            cluster = services.up(["spark-master", "spark-worker-1", "spark-worker-2"])
+            env["LAKEHOUSE_SPARK_MASTER"] = cluster["SPARK_CLUSTER_MASTER"]
+            print(f"Spark master: {env['LAKEHOUSE_SPARK_MASTER']} (2 workers, 1 core and 1g each)", flush=True)
         settings = SparkSettings.from_env(env=env, catalog_name="bench", local_dir=str(work / "spark"),
                                           app_name="compaction-bench")
         spark = build_spark(settings)
