@@ -3,32 +3,48 @@ from the project's venv so the two never share a dependency resolution.
 
 Created once under ``~/.cache/streaming-lakehouse/venv-quixstreams`` (``$XDG_CACHE_HOME``
 respected) with quixstreams, orjson and pyarrow; completed if an older run lacked a package.
+The libraries both sides call into for serialization (protobuf, fastavro, jsonschema) get the
+project's own pins from ``pyproject.toml``: otherwise pip picks their newest release for Quix, and
+a comparison measures two protobuf versions (7.x words its parse errors differently from 6.x).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 QUIX_VERSION = "3.28.1"
-PACKAGES = (f"quixstreams=={QUIX_VERSION}", "orjson", "pyarrow==26.0.1")
+SHARED = ("protobuf", "fastavro", "jsonschema")
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "streaming-lakehouse"
 QUIX_VENV = CACHE / "venv-quixstreams"
+
+
+def shared_pins(pyproject: Path = Path(__file__).resolve().parents[1] / "pyproject.toml") -> dict[str, str]:
+    """``{name: version}`` of the :data:`SHARED` libraries as ``pyproject.toml`` pins them."""
+    found = dict(re.findall(r'"(%s)==([^"]+)"' % "|".join(SHARED), pyproject.read_text()))
+    missing = [name for name in SHARED if name not in found]
+    if missing:
+        raise RuntimeError(f"pyproject.toml pins no version of {', '.join(missing)}")
+    return found
 
 
 def quix_python() -> Path:
     """The baseline venv's python, created or completed on first use."""
     python = QUIX_VENV / "bin" / "python"
-    probe = [str(python), "-c", "import importlib.metadata as m, orjson, pyarrow; print(m.version('quixstreams'))"]
+    want = {"quixstreams": QUIX_VERSION, "pyarrow": "26.0.1", **shared_pins()}
+    packages = [f"{name}=={version}" for name, version in want.items()] + ["orjson"]
+    probe = [str(python), "-c", "import importlib.metadata as m, orjson; "
+             f"print(all(m.version(n) == v for n, v in {want!r}.items()))"]
     if python.exists():
         found = subprocess.run(probe, capture_output=True, text=True)
-        if found.returncode == 0 and found.stdout.strip() == QUIX_VERSION:
+        if found.returncode == 0 and found.stdout.strip() == "True":
             return python
     else:
         print(f"creating {QUIX_VENV} with quixstreams=={QUIX_VERSION} (once)", file=sys.stderr)
         subprocess.run([sys.executable, "-m", "venv", str(QUIX_VENV)], check=True)
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *PACKAGES],
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *packages],
                    check=True)
     return python
