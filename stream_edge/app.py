@@ -167,7 +167,7 @@ class Application:
             broker_address, consumer_group, auto_offset_reset, auto_commit_enable=False,
             extra_config={"enable.auto.offset.store": False, "isolation.level": "read_committed",
                           **self._config.consumer_extra_config},
-            on_error=self._on_consumer_error)
+            on_error=self._on_consumer_error, max_partition_buffer_size=self._config.max_partition_buffer_size)
         self._processing_context = ProcessingContext(producer=self._producer, consumer=self._consumer,
                                                      state_manager_factory=self._create_state_manager)
         self._producer.processing_context = self._processing_context

@@ -38,20 +38,23 @@ class RowConsumer(BaseConsumer):
                  auto_offset_reset: AutoOffsetReset, auto_commit_enable: bool = True,
                  on_commit: Optional[Callable] = None, extra_config: Optional[dict] = None,
                  on_error: Optional[ConsumerErrorCallback] = None,
-                 error_callback: Optional[Callable[[KafkaError], None]] = None) -> None:
+                 error_callback: Optional[Callable[[KafkaError], None]] = None,
+                 max_partition_buffer_size: int = DEFAULT_BUFFER_LIMIT) -> None:
         super().__init__(broker_address, consumer_group, auto_offset_reset, auto_commit_enable=auto_commit_enable,
                          on_commit=on_commit, extra_config=extra_config,
                          error_callback=error_callback or client_error_logger("consumer"))
         self._on_error = on_error or default_on_consumer_error
         self._topics: Dict[str, Topic] = {}
         self._order: Optional[TimestampOrder] = None  # set when joins need timestamp order
+        self._buffer_limit = max_partition_buffer_size
 
-    def order_by_timestamp(self, topics: Sequence[str], buffer_limit: int = DEFAULT_BUFFER_LIMIT) -> None:
+    def order_by_timestamp(self, topics: Sequence[str]) -> None:
         """Hand out the messages of ``topics`` (co-partitioned, e.g. the two sides of a join) in
         timestamp order per partition number, as Quix's partition buffers do; other topics are
-        unaffected. Called when a join is defined, before ``subscribe``."""
+        unaffected. Called when a join is defined, before ``subscribe``. A partition holding more
+        than ``max_partition_buffer_size`` messages goes anyway, as in Quix."""
         if self._order is None:
-            self._order = TimestampOrder(_PlainReads(self), buffer_limit)
+            self._order = TimestampOrder(_PlainReads(self), self._buffer_limit)
         self._order.add_group(topics)
 
     def consume(self, num_messages: int = 1, timeout: Optional[float] = None) -> list:

@@ -111,3 +111,12 @@ def test_sqlite_lookup_fields_defaults_and_cache(tmp_path):
     assert lookup.cache_info() == {"hits": 3, "misses": 6, "size": 6, "maxsize": 1000}
     with pytest.raises(ValueError, match="Invalid SQL identifier: de v"):
         SQLiteLookupField(table="de v", columns=["x"], on="id")
+
+
+def test_application_bounds_the_timestamp_order_buffers_with_max_partition_buffer_size():
+    from stream_edge import Application
+
+    app = Application(broker_address="127.0.0.1:1", consumer_group="g", max_partition_buffer_size=3)
+    consumer = app._consumer  # what joins and concat call order_by_timestamp on
+    consumer.order_by_timestamp(["left-t", "right-t"])
+    assert consumer._order is not None and consumer._order._limit == 3
