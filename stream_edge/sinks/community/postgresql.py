@@ -350,13 +350,13 @@ class PostgreSQLSink(BatchingSink):
             pairs = list({key_of(row): (row, item) for row, item in zip(rows, items)}.values())
         else:
             pairs = list(zip(rows, items))
-        values = [[*map(row.get, columns)] for row, _ in pairs]
-        # One pass over the rows: the distinct type patterns (usually one or two) say per column
-        # whether the slow, record-naming check below is needed.
-        patterns = {tuple(map(type, out)) for out in values}
+        values = _column_values([row for row, _ in pairs], columns, mutable=bool(json_cols))
+        # One pass per column: the set of Python types it holds says whether the slow,
+        # record-naming check below is needed.
+        column_types = [set(map(type, column)) for column in zip(*values)] if values else []
         for i, (col, col_type) in enumerate(zip(columns, types)):
             allowed = _EXACT.get(col_type)
-            if allowed is not None and not {pattern[i] for pattern in patterns} <= allowed:
+            if allowed is not None and not column_types[i] <= allowed:
                 for out, (_, item) in zip(values, pairs):  # the slow path finds the record
                     value = out[i]
                     if value is not None and not _accepts(col_type, value):
@@ -493,6 +493,19 @@ class PostgreSQLSink(BatchingSink):
             assert known is not None
         self._tables[table] = known
         return known
+
+
+def _column_values(rows: List[Dict[str, Any]], columns: List[str], mutable: bool) -> List[Any]:
+    """Each row's values in ``columns`` order (None where a row lacks a column), as lists when
+    ``mutable``. Rows that all hold every column take C-speed ``itemgetter`` (the common case)."""
+    if len(columns) > 1:
+        try:
+            values: List[Any] = list(map(operator.itemgetter(*columns), rows))
+        except KeyError:
+            pass
+        else:
+            return list(map(list, values)) if mutable else values
+    return [[*map(row.get, columns)] for row in rows]
 
 
 def _preview(value: Any) -> str:
