@@ -2,7 +2,7 @@
 
     ./dev bench sink_connectors                        # 100,000 records per contender
     ./dev bench sink_connectors --records 20000        # quicker
-    ./dev bench sink_connectors --only redis,mqtt
+    ./dev bench sink_connectors --only redis,mqtt,kinesis
 
 Starts the optional servers it needs (``postgres``, ``redis``, ``mosquitto``; see
 ``infra/local/connector_services.py``) and leaves them running. Every contender gets the same
@@ -17,6 +17,8 @@ in-memory records (dicts as a JSON deserializer yields them, key ``k<i>``), cut 
 - ``redis``: ``RedisSink`` vs. a redis-py pipeline of ``SET key json.dumps(value)`` per checkpoint.
 - ``mqtt``: ``MQTTSink`` (QoS 1) vs. a paho ``publish()`` loop waiting for every PUBACK at the end of
   each checkpoint (the same 1000 messages in flight for both).
+- ``kinesis``: ``KinesisSink`` vs. boto3 ``put_records`` of 500 JSON records at a time, both into a
+  fresh 2-shard stream of moto's server (the ``s3`` service).
 
 Prints records/s per contender and the sink's share of its limit (target >= 70%).
 """
@@ -195,8 +197,46 @@ def mqtt_contenders(env: Dict[str, str]) -> Dict[str, Callable[[List[list]], flo
     return {"mqtt: MQTTSink": sink_run, "mqtt: paho publish loop (limit)": paho_run}
 
 
+# -- Kinesis (moto's server, the ``s3`` service) ----------------------------------------------------
+
+def kinesis_contenders(env: Dict[str, str]) -> Dict[str, Callable[[List[list]], float]]:
+    import boto3
+
+    from stream_edge.sinks.community.kinesis import KinesisSink
+
+    endpoint = env["S3_ENDPOINT"]
+    credentials = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing", "region_name": "us-east-1"}
+    client = boto3.client("kinesis", endpoint_url=endpoint, **credentials)
+
+    def fresh() -> str:
+        name = f"bench-{uuid.uuid4().hex[:10]}"
+        client.create_stream(StreamName=name, ShardCount=2)
+        client.get_waiter("stream_exists").wait(StreamName=name, WaiterConfig={"Delay": 0.2})
+        return name
+
+    def sink_run(checkpoints: List[list]) -> float:
+        sink = KinesisSink(fresh(), aws_endpoint_url=endpoint, **credentials)
+        sink.setup()
+        try:
+            return feed_sink(sink, checkpoints)
+        finally:
+            sink.cleanup()
+
+    def boto_run(checkpoints: List[list]) -> float:
+        stream, dumps = fresh(), json.dumps
+        start = time.perf_counter()
+        for checkpoint in checkpoints:
+            entries = [{"Data": dumps(value).encode(), "PartitionKey": key.decode()} for key, value, _ts in checkpoint]
+            for i in range(0, len(entries), 500):  # put_records takes at most 500 records
+                response = client.put_records(StreamName=stream, Records=entries[i:i + 500])
+                assert response["FailedRecordCount"] == 0, response["FailedRecordCount"]
+        return time.perf_counter() - start
+
+    return {"kinesis: KinesisSink": sink_run, "kinesis: boto3 put_records x500 (limit)": boto_run}
+
+
 GROUPS = {"postgres": ("postgres", postgres_contenders), "redis": ("redis", redis_contenders),
-          "mqtt": ("mosquitto", mqtt_contenders)}
+          "mqtt": ("mosquitto", mqtt_contenders), "kinesis": ("s3", kinesis_contenders)}
 
 
 def main() -> int:
@@ -204,7 +244,7 @@ def main() -> int:
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--checkpoint", type=int, default=10_000, help="records per flush")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--only", default="postgres,redis,mqtt", help="comma-separated: postgres,redis,mqtt")
+    parser.add_argument("--only", default=",".join(GROUPS), help=f"comma-separated: {','.join(GROUPS)}")
     args = parser.parse_args()
     wanted = [g.strip() for g in args.only.split(",") if g.strip()]
     env = services.up([GROUPS[g][0] for g in wanted])
