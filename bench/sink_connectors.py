@@ -17,6 +17,8 @@ in-memory records (dicts as a JSON deserializer yields them, key ``k<i>``), cut 
 - ``redis``: ``RedisSink`` vs. a redis-py pipeline of ``SET key json.dumps(value)`` per checkpoint.
 - ``mqtt``: ``MQTTSink`` (QoS 1) vs. a paho ``publish()`` loop waiting for every PUBACK at the end of
   each checkpoint (the same 1000 messages in flight for both).
+- ``iceberg``: ``IcebergSink`` (REST catalog, day-partitioned) vs. pyiceberg ``table.append()`` of one
+  Arrow table per checkpoint into an identical table (created by the sink from one record, untimed).
 - ``kinesis``: ``KinesisSink`` vs. boto3 ``put_records`` of 500 JSON records at a time, both into a
   fresh 2-shard stream of moto's server (the ``s3`` service).
 
@@ -235,8 +237,57 @@ def kinesis_contenders(env: Dict[str, str]) -> Dict[str, Callable[[List[list]], 
     return {"kinesis: KinesisSink": sink_run, "kinesis: boto3 put_records x500 (limit)": boto_run}
 
 
+# -- Iceberg (the project's REST catalog server, the ``iceberg-rest`` service) -----------------------
+
+def iceberg_contenders(env: Dict[str, str]) -> Dict[str, Callable[[List[list]], float]]:
+    import pyarrow as pa
+    from pyiceberg.catalog import load_catalog
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.transforms import DayTransform
+
+    from stream_edge.sinks.community.iceberg import IcebergSink, RESTIcebergConfig
+
+    uri = env["ICEBERG_REST_URI"]
+    spec = PartitionSpec(PartitionField(1, 1000, DayTransform(), "day"))
+    catalog = load_catalog("bench", type="rest", uri=uri)
+
+    def sink_for(name: str) -> Any:
+        sink = IcebergSink(name, RESTIcebergConfig(uri), "rest", partition_spec=spec)
+        sink.setup()
+        return sink
+
+    def sink_run(checkpoints: List[list]) -> float:
+        sink = sink_for(f"bench_sink.t_{uuid.uuid4().hex[:10]}")
+        try:
+            return feed_sink(sink, checkpoints)
+        finally:
+            sink.cleanup()
+
+    def pyiceberg_run(checkpoints: List[list]) -> float:
+        # The same table as the sink's (its schema and day partitioning): the sink creates it from one
+        # record before the clock starts; then pyiceberg appends one Arrow table per checkpoint.
+        name = f"bench_sink.t_{uuid.uuid4().hex[:10]}"
+        sink = sink_for(name)
+        key, value, ts = checkpoints[0][0]
+        sink.add(value, key, ts, [], "bench", 0, 0)
+        sink.flush("bench", 0)
+        sink.cleanup()
+        table = catalog.load_table(name)
+        schema = table.schema().as_arrow()
+        from_ts, utc = dt.datetime.fromtimestamp, dt.timezone.utc
+        start = time.perf_counter()
+        for checkpoint in checkpoints:
+            rows = [{**value, "_timestamp": from_ts(ts / 1000, utc), "_key": key.decode()}
+                    for key, value, ts in checkpoint]
+            table.append(pa.Table.from_pylist(rows, schema=schema))
+        return time.perf_counter() - start
+
+    return {"iceberg: IcebergSink": sink_run, "iceberg: pyiceberg append (limit)": pyiceberg_run}
+
+
 GROUPS = {"postgres": ("postgres", postgres_contenders), "redis": ("redis", redis_contenders),
-          "mqtt": ("mosquitto", mqtt_contenders), "kinesis": ("s3", kinesis_contenders)}
+          "mqtt": ("mosquitto", mqtt_contenders), "kinesis": ("s3", kinesis_contenders),
+          "iceberg": ("iceberg-rest", iceberg_contenders)}
 
 
 def main() -> int:
