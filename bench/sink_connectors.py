@@ -19,6 +19,8 @@ in-memory records (dicts as a JSON deserializer yields them, key ``k<i>``), cut 
   each checkpoint (the same 1000 messages in flight for both).
 - ``iceberg``: ``IcebergSink`` (REST catalog, day-partitioned) vs. pyiceberg ``table.append()`` of one
   Arrow table per checkpoint into an identical table (created by the sink from one record, untimed).
+- ``azure``: ``FileSink(format="json", destination=AzureFileDestination(...))`` vs. the same JSON lines
+  built in the loop and uploaded with azure-storage-blob's ``upload_blob``, one blob per checkpoint.
 - ``kinesis``: ``KinesisSink`` vs. boto3 ``put_records`` of 500 JSON records at a time, both into a
   fresh 2-shard stream of moto's server (the ``s3`` service).
 
@@ -285,9 +287,43 @@ def iceberg_contenders(env: Dict[str, str]) -> Dict[str, Callable[[List[list]], 
     return {"iceberg: IcebergSink": sink_run, "iceberg: pyiceberg append (limit)": pyiceberg_run}
 
 
+# -- Azure Blob Storage (Azurite, the ``azurite`` service) -----------------------------------------
+
+def azure_contenders(env: Dict[str, str]) -> Dict[str, Callable[[List[list]], float]]:
+    from azure.storage.blob import BlobServiceClient
+
+    from stream_edge.sinks.community.file import FileSink
+    from stream_edge.sinks.community.file.destinations import AzureFileDestination
+
+    conn = env["AZURE_STORAGE_CONNECTION_STRING"]
+    service = BlobServiceClient.from_connection_string(conn)
+
+    def fresh() -> str:
+        name = f"bench-{uuid.uuid4().hex[:10]}"
+        service.create_container(name)
+        return name
+
+    def sink_run(checkpoints: List[list]) -> float:
+        sink = FileSink(directory="bench", format="json", destination=AzureFileDestination(conn, fresh()))
+        sink.setup()
+        return feed_sink(sink, checkpoints)
+
+    def blob_run(checkpoints: List[list]) -> float:
+        # The same JSON lines FileSink's JSON format writes, one blob per checkpoint.
+        container = service.get_container_client(fresh())
+        dumps = json.JSONEncoder(separators=(",", ":"), default=str, ensure_ascii=False).encode
+        start = time.perf_counter()
+        for n, checkpoint in enumerate(checkpoints):
+            lines = [dumps({"_timestamp": ts, "_key": key.decode(), "_value": value}) for key, value, ts in checkpoint]
+            container.upload_blob(f"bench/{n}.jsonl", ("\n".join(lines) + "\n").encode(), overwrite=True)
+        return time.perf_counter() - start
+
+    return {"azure: FileSink(AzureFileDestination)": sink_run, "azure: upload_blob (limit)": blob_run}
+
+
 GROUPS = {"postgres": ("postgres", postgres_contenders), "redis": ("redis", redis_contenders),
           "mqtt": ("mosquitto", mqtt_contenders), "kinesis": ("s3", kinesis_contenders),
-          "iceberg": ("iceberg-rest", iceberg_contenders)}
+          "iceberg": ("iceberg-rest", iceberg_contenders), "azure": ("azurite", azure_contenders)}
 
 
 def main() -> int:

@@ -13,8 +13,9 @@ from .base import Format
 __all__ = ("JSONFormat",)
 
 
-def _default_dumps(obj: Any) -> str:
-    return json.dumps(obj, separators=(",", ":"), default=str, ensure_ascii=False)
+# json.dumps(obj, **options) builds a new encoder on every call; one encoder serves every line.
+_default_dumps: Callable[[Any], str] = json.JSONEncoder(separators=(",", ":"), default=str,
+                                                        ensure_ascii=False).encode
 
 
 def _key_text(key: Any) -> Any:
@@ -49,8 +50,10 @@ class JSONFormat(Format):
 
     def serialize(self, batch: SinkBatch) -> bytes:
         dumps = self._dumps
-        lines = [dumps({"_timestamp": item.timestamp, "_key": _key_text(item.key), "_value": item.value})
-                 for item in batch]
+        lines = [dumps({"_timestamp": item.timestamp,
+                        "_key": key.decode("utf-8", errors="replace") if type(key) is bytes else _key_text(key),
+                        "_value": item.value})
+                 for item in batch for key in (item.key,)]
         data = ("\n".join(lines) + "\n").encode("utf-8") if lines else b""
         # Each gzip member is a valid stream; appended members concatenate (gzip -d reads all).
         return gzip.compress(data) if self._compress else data
