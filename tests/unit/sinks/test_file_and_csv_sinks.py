@@ -135,3 +135,15 @@ def test_sink_batch_from_file_sink_perspective():
     batch.append({"a": 1}, b"k", 1, [], 3)
     data = JSONFormat().serialize(batch)
     assert json.loads(data) == {"_timestamp": 1, "_key": "k", "_value": {"a": 1}}
+
+
+def test_json_lines_written_directly_equal_the_encoded_wrapper():
+    import json
+
+    from stream_edge.sinks.community.file.formats.json import _default_line
+
+    encode = json.JSONEncoder(separators=(",", ":"), default=str, ensure_ascii=False).encode
+    for ts, key, value in [(1, b"k\xc3\xa9\"\\\n", {"a": [1.5, None, "\u2028"]}), (0, "plain", 3),
+                           (-5, b"\xff\xfe", "x"), (7, None, {}), (True, "k", 1), (1.5, "k", 1), (2, 42, [])]:
+        text = key.decode("utf-8", errors="replace") if isinstance(key, bytes) else key
+        assert _default_line(ts, key, value) == encode({"_timestamp": ts, "_key": text, "_value": value})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from json.encoder import encode_basestring  # what the encoder uses for strings with ensure_ascii=False
 from typing import Any, Callable, Optional
 
 from stream_edge.sinks.base import SinkBatch
@@ -16,6 +17,18 @@ __all__ = ("JSONFormat",)
 # json.dumps(obj, **options) builds a new encoder on every call; one encoder serves every line.
 _default_dumps: Callable[[Any], str] = json.JSONEncoder(separators=(",", ":"), default=str,
                                                         ensure_ascii=False).encode
+
+
+def _default_line(timestamp: Any, key: Any, value: Any) -> str:
+    """``_default_dumps({"_timestamp": timestamp, "_key": key text, "_value": value})``, with the
+    wrapper written directly in the common case (int timestamp, text or bytes key): the same
+    characters, without encoding a second dict per record."""
+    if type(timestamp) is int:
+        if type(key) is bytes:
+            key = key.decode("utf-8", errors="replace")
+        if type(key) is str:
+            return f'{{"_timestamp":{timestamp},"_key":{encode_basestring(key)},"_value":{_default_dumps(value)}}}'
+    return _default_dumps({"_timestamp": timestamp, "_key": _key_text(key), "_value": value})
 
 
 def _key_text(key: Any) -> Any:
@@ -50,10 +63,11 @@ class JSONFormat(Format):
 
     def serialize(self, batch: SinkBatch) -> bytes:
         dumps = self._dumps
-        lines = [dumps({"_timestamp": item.timestamp,
-                        "_key": key.decode("utf-8", errors="replace") if type(key) is bytes else _key_text(key),
-                        "_value": item.value})
-                 for item in batch for key in (item.key,)]
+        if dumps is _default_dumps:
+            lines = [_default_line(item.timestamp, item.key, item.value) for item in batch]
+        else:
+            lines = [dumps({"_timestamp": item.timestamp, "_key": _key_text(item.key), "_value": item.value})
+                     for item in batch]
         data = ("\n".join(lines) + "\n").encode("utf-8") if lines else b""
         # Each gzip member is a valid stream; appended members concatenate (gzip -d reads all).
         return gzip.compress(data) if self._compress else data
