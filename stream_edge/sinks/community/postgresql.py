@@ -353,7 +353,7 @@ class PostgreSQLSink(BatchingSink):
         values = _column_values([row for row, _ in pairs], columns, mutable=bool(json_cols))
         # One pass per column: the set of Python types it holds says whether the slow,
         # record-naming check below is needed.
-        column_types = [set(map(type, column)) for column in zip(*values)] if values else []
+        column_types = [set(map(type, column)) for column in zip(*values)] if values else [set() for _ in columns]
         for i, (col, col_type) in enumerate(zip(columns, types)):
             allowed = _EXACT.get(col_type)
             if allowed is not None and not column_types[i] <= allowed:
