@@ -10,7 +10,8 @@ from typing import Any, Optional
 
 from stream_edge.models.messagecontext import MessageContext
 
-__all__ = ("message_context", "set_message_context", "MessageContext", "MessageContextNotSetError")
+__all__ = ("message_context", "set_message_context", "MessageContext", "MessageContextNotSetError",
+           "run_with_message_context")
 
 _processing_context: Any = None  # the ProcessingContext of the running Application
 _override: tuple = (None, None)  # (message it was set for, MessageContext)
@@ -18,7 +19,10 @@ _override: tuple = (None, None)  # (message it was set for, MessageContext)
 
 class MessageContextNotSetError(RuntimeError):
     """``message_context()`` was called outside the processing of a message (or in
-    ``StreamingDataFrame.test()`` without ``ctx=``)."""
+    ``StreamingDataFrame.test()`` / ``StreamingSeries.test()`` without ``ctx=MessageContext(...)``)."""
+
+
+_NOT_SET = "Message context is not set"  # Quix's message, which tests match on
 
 
 def _bound() -> Any:
@@ -51,14 +55,25 @@ def message_context() -> MessageContext:
     if _override[1] is not None and _override[0] is msg:
         return _override[1]
     if msg is None:
-        raise MessageContextNotSetError("Message context is not set: message_context() is only available "
-                                        "while a message is processed (in sdf.test(), pass ctx=MessageContext(...))")
+        raise MessageContextNotSetError(_NOT_SET)
     if isinstance(msg, MessageContext):
         return msg
     if getattr(msg, "is_test_message", False):  # StreamingDataFrame.test()
         if msg.context is not None:
             return msg.context
-        raise MessageContextNotSetError("Message context is not set: pass ctx=MessageContext(...) to sdf.test()")
+        raise MessageContextNotSetError(_NOT_SET)
     value = msg.value()
     return MessageContext(msg.topic(), msg.partition(), msg.offset(),
                           len(value) if value is not None else 0, msg.leader_epoch())
+
+
+def run_with_message_context(context: Optional[MessageContext], func: Any, *args: Any) -> Any:
+    """``func(*args)`` with ``message_context()`` returning ``context`` (raising if it is None),
+    as ``StreamingSeries.test(..., ctx=...)`` needs; the previous binding is restored after."""
+    global _processing_context, _override
+    saved = _processing_context, _override
+    _processing_context, _override = None, (None, context)
+    try:
+        return func(*args)
+    finally:
+        _processing_context, _override = saved

@@ -235,9 +235,14 @@ class StreamingDataFrame(BaseStreaming):
                     del value[col]
         return self.update(_drop)
 
-    def contains(self, key: str) -> StreamingSeries:
-        """A boolean series: is ``key`` a column of the value?"""
-        return StreamingSeries(stream=Stream().add_apply(lambda value: key in value), sdf_id=id(self))
+    def contains(self, keys: Union[str, List[str]]) -> StreamingSeries:
+        """A boolean series: is ``keys`` (a column name, or every name of a list) in the value?"""
+        if isinstance(keys, str):
+            key = keys
+            return StreamingSeries(stream=Stream().add_apply(lambda value: key in value), sdf_id=id(self))
+        names = list(keys)
+        return StreamingSeries(stream=Stream().add_apply(lambda value: all(k in value for k in names)),
+                               sdf_id=id(self))
 
     def group_by(self, key: Union[str, Callable[[Any], Any]], name: Optional[str] = None,
                  value_deserializer: Any = "json", key_deserializer: Any = "json",
@@ -406,12 +411,12 @@ class StreamingDataFrame(BaseStreaming):
     # -- columns ------------------------------------------------------------------------------
     def __getitem__(self, item: Any) -> Any:
         if isinstance(item, str):
-            return StreamingSeries(name=item, sdf_id=id(self))
+            return StreamingSeries(sdf_id=id(self), name=item)
         if isinstance(item, StreamingSeries):
             simple = item._compose_simple()
             if simple is not None:
                 return self.filter(simple)
-            return self.filter(item.compose_returning(), metadata=True)
+            return self.filter(item._compose_value(), metadata=True)
         if isinstance(item, (list, tuple)):
             cols = list(item)
             return self.apply(lambda value: {col: value[col] for col in cols})
@@ -422,11 +427,14 @@ class StreamingDataFrame(BaseStreaming):
 
     def __setitem__(self, column: str, item: Any) -> None:
         if isinstance(item, StreamingSeries):
+            if item.sdf_id is not None and item.sdf_id != id(self):
+                raise InvalidOperation("Column-setting operations must originate from target SDF; "
+                                       'ex: `sdf1["x"] = sdf1["y"] + 1`, NOT `sdf1["x"] = sdf2["y"] + 1` ')
             simple = item._compose_simple()
             if simple is not None:
                 self._stream = self._stream._add(AssignFunction(column, simple))
             else:
-                returning = item.compose_returning()
+                returning = item._compose_value()
 
                 def assign_meta(value, key, timestamp, headers):
                     value[column] = returning(value, key, timestamp, headers)
@@ -444,7 +452,8 @@ class StreamingDataFrame(BaseStreaming):
             self.update(assign_const)
 
     def __bool__(self) -> bool:
-        raise TypeError("a StreamingDataFrame has no truth value; did you mean & or | between series?")
+        raise InvalidOperation(f"Cannot assess truth level of a {type(self).__name__} using 'bool()' or any "
+                               "operations that rely on it; use '&' or '|' for logical and/or comparisons")
 
     # -- execution ----------------------------------------------------------------------------
     def compose(self, sink: Optional[Callable[[Any, Any, int, Any], None]] = None) -> Dict[str, VoidExecutor]:

@@ -1,16 +1,20 @@
 """Errors raised while building a StreamingDataFrame."""
 
+from stream_edge.core.stream.exceptions import InvalidOperation as _StreamInvalidOperation
+from stream_edge.exceptions.base import QuixException
+
 __all__ = ("InvalidOperation", "GroupByLimitExceeded", "DataFrameLocked", "InvalidColumnReference",
            "ColumnDoesNotExist", "StreamingDataFrameError", "DuplicateStreamingDataFrame",
            "GroupByNestingLimit", "GroupByDuplicate")
 
 
-class StreamingDataFrameError(Exception):
+class StreamingDataFrameError(QuixException):
     """Base of the dataframe errors."""
 
 
-class InvalidOperation(StreamingDataFrameError):
-    """The operation cannot be applied here (e.g. after a terminal sink())."""
+class InvalidOperation(StreamingDataFrameError, _StreamInvalidOperation):
+    """The operation cannot be applied here (e.g. after a terminal sink()); also caught as
+    ``stream_edge.core.stream.exceptions.InvalidOperation``, the class Quix raises."""
 
 
 class GroupByLimitExceeded(StreamingDataFrameError):
@@ -29,7 +33,7 @@ class DataFrameLocked(StreamingDataFrameError):
 
 
 class InvalidColumnReference(StreamingDataFrameError):
-    """A column expression refers to another StreamingDataFrame."""
+    """A column is read from a value that is not a dict (or a dict-like)."""
 
 
 class ColumnDoesNotExist(StreamingDataFrameError):

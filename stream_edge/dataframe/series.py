@@ -8,11 +8,14 @@ compose into a single-argument function ``f(value)`` so assignment costs one cal
 from __future__ import annotations
 
 import operator
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Tuple
 
+from stream_edge.context import run_with_message_context
 from stream_edge.core.stream import ApplyFunction, Stream
 
 from .base import BaseStreaming
+from .columns import column_getter, column_of, column_operation
+from .exceptions import InvalidOperation
 
 __all__ = ("StreamingSeries",)
 
@@ -34,11 +37,11 @@ class StreamingSeries(BaseStreaming):
         sdf = sdf[sdf["total"] > 10]
     """
 
-    def __init__(self, name: Optional[str] = None, stream: Optional[Stream] = None,
-                 sdf_id: Optional[int] = None) -> None:
-        if not (name or stream):
-            raise ValueError("a StreamingSeries needs a column name or a stream")
-        self._stream = stream or Stream().add_apply(operator.itemgetter(name))
+    def __init__(self, sdf_id: Optional[int] = None, name: Optional[str] = None,
+                 stream: Optional[Stream] = None) -> None:
+        if stream is None and not name:
+            raise ValueError('Either "name" or "stream" must be passed')
+        self._stream = stream or Stream().add_apply(column_getter(name))
         self._sdf_id = sdf_id
         self.name = name
 
@@ -59,26 +62,36 @@ class StreamingSeries(BaseStreaming):
             return _chain([f.func for f in funcs])
         return None
 
-    def compose_returning(self) -> Callable[[Any, Any, int, Any], Any]:
+    def _compose_value(self) -> Callable[[Any, Any, int, Any], Any]:
+        """``f(value, key, timestamp, headers) -> result`` (the form the dataframe assigns and filters with)."""
         simple = self._compose_simple()
         if simple is not None:
             return lambda value, key, timestamp, headers: simple(value)
         return self._stream.compose_returning()
 
+    def compose_returning(self) -> Callable[[Any, Any, int, Any], Tuple[Any, Any, int, Any]]:
+        """``f(value, key, timestamp, headers) -> (result, key, timestamp, headers)``, as in Quix."""
+        composed = self._compose_value()
+        return lambda value, key, timestamp, headers: (composed(value, key, timestamp, headers), key, timestamp,
+                                                       headers)
+
     def compose(self, sink: Optional[Callable[[Any, Any, int, Any], None]] = None) -> Callable:
-        """Compose into a function ``(value, key, timestamp, headers)`` feeding ``sink``."""
-        returning = self.compose_returning()
+        """Compose into a function ``(value, key, timestamp, headers)`` feeding ``sink``
+        (without a sink: returning ``(result, key, timestamp, headers)``)."""
         if sink is None:
-            return returning
-        return lambda value, key, timestamp, headers: sink(returning(value, key, timestamp, headers), key, timestamp, headers)
+            return self.compose_returning()
+        composed = self._compose_value()
+        return lambda value, key, timestamp, headers: sink(composed(value, key, timestamp, headers), key, timestamp,
+                                                           headers)
 
     def test(self, value: Any, key: Any = b"key", timestamp: int = 0, headers: Any = None, ctx: Any = None) -> Any:
-        """Evaluate the expression on one value.
+        """Evaluate the expression on one record; return ``(result, key, timestamp, headers)`` as Quix
+        does. ``ctx`` is what ``message_context()`` returns meanwhile (without it, it raises).
 
-        >>> (StreamingSeries("a") + 1).test({"a": 1})
-        2
+        >>> (StreamingSeries(name="a") + 1).test({"a": 1}, key=b"k", timestamp=0)
+        (2, b'k', 0, None)
         """
-        return self.compose_returning()(value, key, timestamp, headers)
+        return run_with_message_context(ctx, self.compose_returning(), value, key, timestamp, headers)
 
     # -- building ---------------------------------------------------------------------------
     def _then(self, func: Callable[[Any], Any]) -> "StreamingSeries":
@@ -87,33 +100,57 @@ class StreamingSeries(BaseStreaming):
     def apply(self, func: Callable[[Any], Any]) -> "StreamingSeries":
         """Apply ``func`` to the series value.
 
-        >>> StreamingSeries("a").apply(str).test({"a": 1})
-        '1'
+        >>> StreamingSeries(name="a").apply(str).test({"a": 1}, key=None, timestamp=0)
+        ('1', None, 0, None)
         """
         return self._then(func)
 
+    def _check_same_dataframe(self, other: Any) -> None:
+        if isinstance(other, StreamingSeries) and other._sdf_id != self._sdf_id \
+                and None not in (other._sdf_id, self._sdf_id):
+            raise InvalidOperation("All column operations must originate from one `StreamingDataFrame`")
+
     def _binary(self, other: Any, op: Callable[[Any, Any], Any]) -> "StreamingSeries":
+        self._check_same_dataframe(other)
         if isinstance(other, StreamingSeries):
             left, right = self._compose_simple(), other._compose_simple()
             if left is not None and right is not None:
                 return StreamingSeries(stream=Stream().add_apply(lambda value: op(left(value), right(value))),
                                        sdf_id=self._sdf_id)
-            left4, right4 = self.compose_returning(), other.compose_returning()
+            left4, right4 = self._compose_value(), other._compose_value()
             return StreamingSeries.from_apply_callback(
                 lambda value, key, ts, headers: op(left4(value, key, ts, headers), right4(value, key, ts, headers)),
                 sdf_id=self._sdf_id)
         column = self._column()
         if column is not None:  # sdf["col"] <op> constant: one call per message
-            return StreamingSeries(stream=Stream().add_apply(lambda value: op(value[column], other)),
+            return StreamingSeries(stream=Stream().add_apply(column_operation(column, op, other)),
                                    sdf_id=self._sdf_id)
         return self._then(lambda x: op(x, other))
+
+    def _logical(self, other: Any, is_and: bool) -> "StreamingSeries":
+        """``&`` / ``|``: Python's ``and`` / ``or``; the right series is evaluated only when needed."""
+        self._check_same_dataframe(other)
+        if not isinstance(other, StreamingSeries):
+            return self._binary(other, (lambda x, y: x and y) if is_and else (lambda x, y: x or y))
+        left, right = self._compose_simple(), other._compose_simple()
+        if left is not None and right is not None:
+            func = (lambda value: left(value) and right(value)) if is_and else \
+                (lambda value: left(value) or right(value))
+            return StreamingSeries(stream=Stream().add_apply(func), sdf_id=self._sdf_id)
+        left4, right4 = self._compose_value(), other._compose_value()
+        if is_and:
+            def logical(value, key, ts, headers):
+                return left4(value, key, ts, headers) and right4(value, key, ts, headers)
+        else:
+            def logical(value, key, ts, headers):
+                return left4(value, key, ts, headers) or right4(value, key, ts, headers)
+        return StreamingSeries.from_apply_callback(logical, sdf_id=self._sdf_id)
 
     def _column(self) -> Optional[str]:
         """The column name if this series is exactly ``sdf[name]``."""
         node = self._stream
-        if self.name is not None and node.parent is not None and node.parent.func is None \
-                and type(node.func) is ApplyFunction and isinstance(node.func.func, operator.itemgetter):
-            return self.name
+        if node.parent is not None and node.parent.func is None and type(node.func) is ApplyFunction:
+            return column_of(node.func.func)
         return None
 
     def _rbinary(self, other: Any, op: Callable[[Any, Any], Any]) -> "StreamingSeries":
@@ -140,9 +177,9 @@ class StreamingSeries(BaseStreaming):
     def __ge__(self, other): return self._binary(other, operator.ge)
 
     # logical and/or, as the reference documents them (not bitwise)
-    def __and__(self, other): return self._binary(other, lambda x, y: x and y)
+    def __and__(self, other): return self._logical(other, True)
     def __rand__(self, other): return self._rbinary(other, lambda x, y: x and y)
-    def __or__(self, other): return self._binary(other, lambda x, y: x or y)
+    def __or__(self, other): return self._logical(other, False)
     def __ror__(self, other): return self._rbinary(other, lambda x, y: x or y)
 
     def __invert__(self) -> "StreamingSeries":
@@ -160,8 +197,8 @@ class StreamingSeries(BaseStreaming):
         return id(self)
 
     def __bool__(self) -> bool:
-        raise TypeError("a StreamingSeries has no truth value while the pipeline is defined; "
-                        "use &, | and ~ instead of 'and', 'or' and 'not'")
+        raise InvalidOperation(f"Cannot assess truth level of a {type(self).__name__} using 'bool()' or any "
+                               "operations that rely on it; use '&' or '|' for logical and/or comparisons")
 
     def isin(self, other: Any) -> "StreamingSeries":
         """True if the value is in ``other`` (a collection or another series)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import Callable, Dict, List, NamedTuple
 
 import pytest
 
@@ -45,15 +45,8 @@ def quix_python() -> str:
     return str(make())
 
 
-@pytest.fixture()
-def run_both(quix_python: str, tmp_path: Path) -> Callable[..., BothOutputs]:
-    """``run_both(source, timeout=120, env=None, quix_attempts=1) -> BothOutputs(edge, quix)``.
-
-    ``quix_attempts`` > 1 is for programs whose output Quix itself does not always reproduce (its
-    cross-topic timestamp order is documented as "not guaranteed 100% of the time"): quixstreams
-    runs again, up to that many times, until one of its outputs equals stream_edge's; the last
-    quixstreams output is returned, so a test comparing the two still fails when none matched.
-    """
+def _runner(quix_python: str, tmp_path: Path) -> Callable[..., BothOutputs]:
+    """The ``run_both`` function, writing its programs under ``tmp_path``."""
 
     def run(source: str, timeout: float = 120, env: dict | None = None, quix_attempts: int = 1) -> BothOutputs:
         import os
@@ -72,3 +65,43 @@ def run_both(quix_python: str, tmp_path: Path) -> Callable[..., BothOutputs]:
         return BothOutputs(edge=edge, quix=quix)
 
     return run
+
+
+@pytest.fixture()
+def run_both(quix_python: str, tmp_path: Path) -> Callable[..., BothOutputs]:
+    """``run_both(source, timeout=120, env=None, quix_attempts=1) -> BothOutputs(edge, quix)``.
+
+    ``quix_attempts`` > 1 is for programs whose output Quix itself does not always reproduce (its
+    cross-topic timestamp order is documented as "not guaranteed 100% of the time"): quixstreams
+    runs again, up to that many times, until one of its outputs equals stream_edge's; the last
+    quixstreams output is returned, so a test comparing the two still fails when none matched.
+    """
+    return _runner(quix_python, tmp_path)
+
+
+@pytest.fixture(scope="module")
+def run_both_module(quix_python: str, tmp_path_factory: pytest.TempPathFactory) -> Callable[..., BothOutputs]:
+    """``run_both`` for module-scoped fixtures: one shared run whose printed sections several
+    tests compare (see :func:`sections`)."""
+    return _runner(quix_python, tmp_path_factory.mktemp("compat"))
+
+
+def sections(output: str) -> Dict[str, str]:
+    """Split a program's output into sections: a line ``== name`` starts section ``name``."""
+    found: Dict[str, List[str]] = {}
+    current = found.setdefault("", [])
+    for line in output.splitlines():
+        if line.startswith("== "):
+            current = found.setdefault(line[3:].strip(), [])
+        else:
+            current.append(line)
+    return {name: "\n".join(lines) for name, lines in found.items()}
+
+
+def compare_section(outputs: BothOutputs, name: str) -> str:
+    """Assert section ``name`` exists and is the same on both packages; return stream_edge's."""
+    edge, quix = sections(outputs.edge), sections(outputs.quix)
+    assert name in quix, f"quixstreams printed no section {name!r}"
+    assert name in edge, f"stream_edge printed no section {name!r}"
+    assert edge[name] == quix[name]
+    return edge[name]

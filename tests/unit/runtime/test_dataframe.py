@@ -75,7 +75,8 @@ def test_series_as_filter_and_column_selection(sdf):
     sdf = sdf[["a", "b"]]
     assert values(sdf.test({"a": 2, "b": 1, "c": 0})) == [{"a": 2, "b": 1}]
     assert sdf.test({"a": 1, "b": 1}) == []
-    with pytest.raises(TypeError):
+    from stream_edge.core.stream.exceptions import InvalidOperation
+    with pytest.raises(InvalidOperation):
         bool(sdf["a"] > 1)
 
 
