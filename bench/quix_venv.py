@@ -10,6 +10,7 @@ a comparison measures two protobuf versions (7.x words its parse errors differen
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import subprocess
@@ -32,7 +33,18 @@ def shared_pins(pyproject: Path = Path(__file__).resolve().parents[1] / "pyproje
 
 
 def quix_python() -> Path:
-    """The baseline venv's python, created or completed on first use."""
+    """The baseline venv's python, created or completed on first use.
+
+    Parallel callers (pytest-xdist workers, a bench beside a test run) take turns on a lock file,
+    so one creates the venv and the others find it ready.
+    """
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / "venv-quixstreams.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _ensure_quix_venv()
+
+
+def _ensure_quix_venv() -> Path:
     python = QUIX_VENV / "bin" / "python"
     want = {"quixstreams": QUIX_VERSION, "pyarrow": "26.0.1", **shared_pins()}
     packages = [f"{name}=={version}" for name, version in want.items()] + ["orjson"]

@@ -24,6 +24,9 @@ def services_env() -> dict[str, str]:
     AWS_SECRET_ACCESS_KEY, AWS_REGION. Services started here stay up for other test runs; the
     README's test command (``./dev test``) stops what it started when the run ends.
     """
+    if os.environ.get("STREAMLAKE_QUICK_TESTS"):
+        pytest.fail("'./dev test --quick' starts no services: a test that needs them belongs in "
+                    "tests/integration/ (or carries the integration/spark marker)", pytrace=False)
     try:
         env = services.up()
     except services.ServiceError as exc:
@@ -36,7 +39,14 @@ def services_env() -> dict[str, str]:
     return env
 
 
-_STARTED_BY_TESTS: list[str] = []
+def _started_file() -> Path:
+    """Where this run notes the optional services it started: one file per run, shared by the
+    pytest-xdist workers (they inherit the controller's environment), read by the controller."""
+    return services.local_dir() / f"tests-started-{os.environ['STREAMLAKE_TEST_RUN']}.txt"
+
+
+def _is_xdist_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
 
 
 @pytest.fixture(scope="session")
@@ -46,7 +56,8 @@ def ensure_services() -> Callable[..., dict[str, str]]:
     Only the default set (Kafka, Iceberg REST, S3) is started by ``./dev test`` up front; each
     optional server (see ``OPTIONAL_SERVICES`` in infra/local/services.py) starts the first time a
     test asks for it, so a selected subset of tests starts only what it uses. What this run started
-    is stopped when the run ends; a server that was already running is left alone.
+    is stopped when the whole run ends (by the controller, not by the parallel worker that happened
+    to start it, as other workers may still use it); a server that was already running is left alone.
     """
 
     def ensure(*names: str) -> dict[str, str]:
@@ -56,15 +67,24 @@ def ensure_services() -> Callable[..., dict[str, str]]:
             pytest.fail(f"local service(s) {list(names)} could not start: {exc}\n"
                         f"Try './dev services up {' '.join(names)}' and './dev services logs <name>'.",
                         pytrace=False)
-        _STARTED_BY_TESTS.extend(n for n in env.pop("_STARTED").split(",") if n)
+        started = [n for n in env.pop("_STARTED").split(",") if n]
+        if started:
+            with open(_started_file(), "a") as notes:
+                notes.write("".join(f"{n}\n" for n in started))
         return env
 
     return ensure
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    if _STARTED_BY_TESTS:
-        services.down(list(dict.fromkeys(_STARTED_BY_TESTS)))
+    if _is_xdist_worker(session.config):
+        return
+    notes = _started_file()
+    if notes.exists():
+        started = list(dict.fromkeys(notes.read_text().split()))
+        notes.unlink()
+        if started:
+            services.down(started)
 
 
 @pytest.fixture(scope="session")
@@ -133,3 +153,6 @@ def unique_name() -> Callable[[str], str]:
 def pytest_configure(config: pytest.Config) -> None:
     # Spark and the tests share UTC so hour partitions and timestamps agree everywhere.
     os.environ.setdefault("TZ", "UTC")
+    # One id per run, set by the controller before pytest-xdist starts its workers (they inherit it).
+    if not _is_xdist_worker(config):
+        os.environ["STREAMLAKE_TEST_RUN"] = f"{os.getpid()}-{uuid.uuid4().hex[:6]}"

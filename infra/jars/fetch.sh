@@ -7,6 +7,8 @@ cache=${STREAMLAKE_JAR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/streaming-lakehous
 sets=("$@"); [ ${#sets[@]} -gt 0 ] || sets=(kafka iceberg-rest spark)
 pom_hash=$(sha256sum "$here/pom.xml" | cut -c1-16)
 mkdir -p "$cache"
+# One fetch at a time: parallel set-ups (two shells, a test run and a bench) wait for each other.
+exec 9>"$cache/.fetch.lock"; flock 9
 for set in "${sets[@]}"; do
   grep -q "<id>$set</id>" "$here/pom.xml" || { echo "fetch.sh: unknown jar set '$set' (see the profiles in $here/pom.xml)" >&2; exit 2; }
   stamp="$cache/$set/.complete-$pom_hash"
