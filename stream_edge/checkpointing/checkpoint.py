@@ -117,6 +117,12 @@ class Checkpoint(BaseCheckpoint):
         from stream_edge.sinks import SinkBackpressureError  # owned by the sinks package
 
         backpressured: Dict[Tuple[str, int], float] = {}
+        if getattr(manager, "has_whole_sinks", False):  # sinks with Quix's flush(): once; backpressure pauses all
+            try:
+                manager.flush_whole(self._on_sink_flush)
+            except SinkBackpressureError as exc:
+                manager.pause_all(self._tp_offsets)
+                return {tp: exc.retry_after or 0 for tp in self._tp_offsets}
         for (topic, partition) in list(self._tp_offsets):
             try:
                 manager.flush(topic, partition, self._on_sink_flush)

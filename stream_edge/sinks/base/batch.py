@@ -57,14 +57,18 @@ class SinkBatch:
 
     def iter_chunks(self, n: int) -> Iterable[Iterable[SinkItem]]:
         """Iterate over the batch in chunks of length ``n``; the last chunk may be shorter."""
-        if n <= 0:
-            raise ValueError(f"chunk size must be positive, got {n}")
+        if n < 1:
+            raise ValueError("n must be at least one")
         it = iter(self._buffer)
         while True:
-            chunk = list(islice(it, n))
+            chunk = tuple(islice(it, n))
             if not chunk:
                 return
             yield chunk
+
+    def empty(self) -> bool:
+        """True if the batch holds no record."""
+        return not self._buffer
 
     def clear(self) -> None:
         self._buffer.clear()

@@ -5,6 +5,7 @@ Runtime seam (``docs/internals.md``)::
     manager = SinkManager()
     manager.register(sink)                 # StreamingDataFrame.sink(sink)
     manager.start_sinks()                  # once, before the first message
+    manager.flush_whole()                  # at each checkpoint: sinks whose flush() takes no arguments
     manager.flush(topic, partition)        # at each checkpoint, for every assigned partition
     manager.on_paused(topic, partition)    # backpressure (flush() already does it for you)
     manager.on_revoke(topic, partition)    # the partition was revoked or lost (rebalance)
@@ -13,9 +14,10 @@ Runtime seam (``docs/internals.md``)::
 
 from __future__ import annotations
 
+import inspect
 import logging
 import time
-from typing import Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from .exceptions import SinkBackpressureError
 from .sink import BaseSink
@@ -25,18 +27,37 @@ __all__ = ("SinkManager",)
 logger = logging.getLogger(__name__)
 
 
+def takes_partition(method: Callable[..., Any]) -> bool:
+    """True if ``method`` can be called as ``method(topic, partition)`` (the contract's form of
+    ``flush`` / ``on_paused``); False for Quix Streams 3.28.1's argument-less form."""
+    try:
+        inspect.signature(method).bind("topic", 0)
+    except TypeError:
+        return False
+    except ValueError:  # no signature (a builtin): assume the contract's form
+        return True
+    return True
+
+
 class SinkManager:
     """Keeps the registered sinks (each once, in registration order) and drives them together."""
 
     def __init__(self) -> None:
         self._sinks: Dict[int, BaseSink] = {}
+        self._partition_sinks: List[BaseSink] = []  # flush(topic, partition)
+        self._whole_sinks: List[BaseSink] = []  # flush(): Quix Streams 3.28.1's form
+        self._pause_all: Dict[int, bool] = {}  # id(sink) -> on_paused takes no arguments
         self._started = False
 
     def register(self, sink: BaseSink) -> None:
         """Register a sink; registering the same instance twice keeps one entry."""
         if not isinstance(sink, BaseSink):
             raise TypeError(f"sink must be an instance of BaseSink, got {type(sink).__name__}")
-        self._sinks.setdefault(id(sink), sink)
+        if id(sink) in self._sinks:
+            return
+        self._sinks[id(sink)] = sink
+        (self._partition_sinks if takes_partition(sink.flush) else self._whole_sinks).append(sink)
+        self._pause_all[id(sink)] = not takes_partition(sink.on_paused)
 
     @property
     def sinks(self) -> List[BaseSink]:
@@ -58,7 +79,7 @@ class SinkManager:
         batch for it (``on_paused``) and the error propagates for the runtime to pause and seek.
         Any other exception propagates as is: the checkpoint fails and commits nothing.
         """
-        for sink in self._sinks.values():
+        for sink in self._partition_sinks:
             started = time.monotonic()
             try:
                 sink.flush(topic, partition)
@@ -70,9 +91,41 @@ class SinkManager:
                 self.on_paused(topic, partition)
                 raise
 
+    @property
+    def has_whole_sinks(self) -> bool:
+        """True if a sink's ``flush()`` takes no arguments (flushed once per checkpoint)."""
+        return bool(self._whole_sinks)
+
+    def flush_whole(self, on_flushed: Optional[Callable[[BaseSink, str, int, float], None]] = None) -> None:
+        """``flush()`` every sink defined in Quix Streams 3.28.1's form, once per checkpoint.
+
+        :class:`SinkBackpressureError` propagates (``topic`` left ``None``): the runtime pauses
+        every partition of the checkpoint and calls :meth:`pause_all`, as Quix does.
+        """
+        for sink in self._whole_sinks:
+            started = time.monotonic()
+            sink.flush()
+            if on_flushed is not None:
+                on_flushed(sink, "", -1, time.monotonic() - started)
+
     def on_paused(self, topic: str, partition: int) -> None:
+        """Tell every sink a partition was paused (argument-less ``on_paused()``: called as is)."""
         for sink in self._sinks.values():
-            sink.on_paused(topic, partition)
+            if self._pause_all.get(id(sink)):
+                sink.on_paused()
+            else:
+                sink.on_paused(topic, partition)
+
+    def pause_all(self, partitions: Iterable[Tuple[str, int]]) -> None:
+        """Every partition was paused: ``on_paused()`` once for sinks of Quix's form, else
+        ``on_paused(topic, partition)`` per partition."""
+        partitions = list(partitions)
+        for sink in self._sinks.values():
+            if self._pause_all.get(id(sink)):
+                sink.on_paused()
+            else:
+                for topic, partition in partitions:
+                    sink.on_paused(topic, partition)
 
     def on_revoke(self, topic: str, partition: int) -> None:
         """Tell every sink a partition left this instance (it drops what it keeps for it)."""

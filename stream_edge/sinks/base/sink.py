@@ -6,8 +6,11 @@ The runtime calls, per sink (see ``docs/internals.md``):
   ``on_client_connect_success`` / ``on_client_connect_failure`` callback;
 - ``add(value, key, timestamp, headers, topic, partition, offset)`` for every processed record;
 - ``flush(topic, partition)`` at each checkpoint for every assigned partition. If it raises, the
-  checkpoint fails and no offsets are committed; ``SinkBackpressureError`` pauses the partition;
-- ``on_paused(topic, partition)`` when a partition is paused because of backpressure;
+  checkpoint fails and no offsets are committed; ``SinkBackpressureError`` pauses the partition.
+  A sink whose ``flush()`` takes no arguments (Quix Streams 3.28.1's form) is flushed once per
+  checkpoint instead, and its backpressure pauses every partition of the checkpoint;
+- ``on_paused(topic, partition)`` when a partition is paused because of backpressure
+  (``on_paused()`` for a sink that defines it without arguments);
 - ``cleanup()`` once at shutdown (stops background threads, closes clients).
 """
 
@@ -59,14 +62,17 @@ class BaseSink(abc.ABC):
         """Called for every processed record sent to this sink."""
 
     @abc.abstractmethod
-    def flush(self, topic: str, partition: int) -> None:
+    def flush(self, topic: Optional[str] = None, partition: Optional[int] = None) -> None:
         """Called at each checkpoint; write (or confirm) what was added for this partition.
 
-        If it raises, the checkpoint is aborted and offsets are not committed.
+        Subclasses define it either as ``flush(self, topic, partition)`` (called per partition)
+        or as ``flush(self)`` (Quix Streams 3.28.1's form: called once per checkpoint). If it
+        raises, the checkpoint is aborted and offsets are not committed.
         """
 
-    def on_paused(self, topic: str, partition: int) -> None:
-        """Called when ``(topic, partition)`` is paused because of backpressure."""
+    def on_paused(self, topic: Optional[str] = None, partition: Optional[int] = None) -> None:
+        """Called when ``(topic, partition)`` is paused because of backpressure (without
+        arguments: every partition was paused)."""
 
     def on_revoke(self, topic: str, partition: int) -> None:
         """Called when ``(topic, partition)`` is revoked from or lost by this instance (a
@@ -122,8 +128,15 @@ class BatchingSink(BaseSink):
             batch = self._batches[(topic, partition)] = SinkBatch(topic, partition)
         batch._buffer.append(SinkItem(value, key, timestamp, headers, offset))  # per record: no extra call
 
-    def flush(self, topic: str, partition: int) -> None:
-        """Write the partition's accumulated batch (if any) and drop it afterwards."""
+    def flush(self, topic: Optional[str] = None, partition: Optional[int] = None) -> None:
+        """Write the partition's accumulated batch (if any) and drop it afterwards.
+
+        ``flush()`` without arguments (as tests written for Quix Streams call it) writes every
+        partition's batch, one ``write(batch)`` each, and drops them all even if one fails.
+        """
+        if topic is None and partition is None:
+            self._flush_all()
+            return
         batch = self._batches.pop((topic, partition), None)
         if batch is None or not len(batch):
             return
@@ -137,8 +150,22 @@ class BatchingSink(BaseSink):
                 exc.partition = partition
             raise
 
-    def on_paused(self, topic: str, partition: int) -> None:
-        """The partition is paused and will be replayed: drop its accumulated batch."""
+    def _flush_all(self) -> None:
+        try:
+            for (topic, partition) in list(self._batches):
+                batch = self._batches.get((topic, partition))
+                if batch is not None and len(batch):
+                    logger.debug("flushing sink %r for %s[%s]: %d records", self, topic, partition, len(batch))
+                    self.write(batch)
+        finally:
+            self._batches.clear()
+
+    def on_paused(self, topic: Optional[str] = None, partition: Optional[int] = None) -> None:
+        """The partition is paused and will be replayed: drop its accumulated batch (without
+        arguments: drop every batch)."""
+        if topic is None and partition is None:
+            self._batches.clear()
+            return
         self._batches.pop((topic, partition), None)
 
     def on_revoke(self, topic: str, partition: int) -> None:

@@ -165,11 +165,16 @@ class KinesisSink(BaseSink):
         if len(buffer) >= _MAX_RECORDS:
             self._send_buffer(where)
 
-    def flush(self, topic: str, partition: int) -> None:
-        """Send the partition's remaining records and wait for all its sends.
+    def flush(self, topic: Optional[str] = None, partition: Optional[int] = None) -> None:
+        """Send the partition's remaining records and wait for all its sends (``flush()``: every
+        partition's, as Quix Streams 3.28.1 does).
 
         Raises :class:`SinkBackpressureError` when Kinesis kept refusing some of them.
         """
+        if topic is None and partition is None:
+            for where in list(dict.fromkeys([*self._buffers, *self._futures])):
+                self.flush(*where)
+            return
         where = (topic, partition)
         if self._buffers.get(where):
             self._send_buffer(where)
@@ -185,8 +190,13 @@ class KinesisSink(BaseSink):
                            refused, self.backpressure_retry_seconds)
             raise SinkBackpressureError(self.backpressure_retry_seconds, topic, partition) from refused
 
-    def on_paused(self, topic: str, partition: int) -> None:
-        """The partition will be replayed: drop what is buffered (sends under way still finish)."""
+    def on_paused(self, topic: Optional[str] = None, partition: Optional[int] = None) -> None:
+        """The partition will be replayed: drop what is buffered (sends under way still finish);
+        without arguments, for every partition."""
+        if topic is None and partition is None:
+            for where in list(dict.fromkeys([*self._buffers, *self._futures])):
+                self._forget(*where)
+            return
         self._forget(topic, partition)
 
     def on_revoke(self, topic: str, partition: int) -> None:

@@ -206,8 +206,13 @@ class MQTTSink(BaseSink):
                 self._failed.setdefault((topic, partition), f"publish of offset {offset} failed: "
                                                             f"{_paho().error_string(rc)}")
 
-    def flush(self, topic: str, partition: int) -> None:
-        """Wait for the partition's acknowledgements; backpressure if they do not all come in time."""
+    def flush(self, topic: Optional[str] = None, partition: Optional[int] = None) -> None:
+        """Wait for the partition's acknowledgements; backpressure if they do not all come in time
+        (``flush()``: every partition's, as Quix Streams 3.28.1 does)."""
+        if topic is None and partition is None:
+            for where in list(dict.fromkeys([*self._pending, *self._failed])):
+                self.flush(*where)
+            return
         key = (topic, partition)
         failed = self._failed.pop(key, None)
         if failed is not None:
@@ -234,8 +239,13 @@ class MQTTSink(BaseSink):
                 self._lock.wait(min(left, 0.5))
             self._pending.pop(key, None)
 
-    def on_paused(self, topic: str, partition: int) -> None:
-        """The partition will be replayed: forget its outstanding messages."""
+    def on_paused(self, topic: Optional[str] = None, partition: Optional[int] = None) -> None:
+        """The partition will be replayed: forget its outstanding messages (without arguments:
+        every partition's)."""
+        if topic is None and partition is None:
+            for where in list(dict.fromkeys([*self._pending, *self._failed])):
+                self._forget(*where)
+            return
         self._forget(topic, partition)
 
     def on_revoke(self, topic: str, partition: int) -> None:

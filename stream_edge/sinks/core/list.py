@@ -15,7 +15,7 @@ Example::
 from __future__ import annotations
 
 from collections import UserList
-from typing import Any
+from typing import Any, Optional
 
 from stream_edge.sinks.base.item import HeadersTuples
 from stream_edge.sinks.base.sink import BaseSink
@@ -50,5 +50,5 @@ class ListSink(BaseSink, UserList):
                      "_partition": partition, "_offset": offset, **value}
         self.data.append(value)
 
-    def flush(self, topic: str, partition: int) -> None:
+    def flush(self, topic: Optional[str] = None, partition: Optional[int] = None) -> None:
         """Nothing to write: records are in the list as soon as they are added."""

@@ -36,6 +36,7 @@ def test_sink_batch_accumulates_in_order_and_chunks():
     assert (batch.topic, batch.partition, batch.size) == ("t", 3, 7)
     assert batch.start_offset == 100 and batch.end_offset == 106
     chunks = [[item.offset for item in chunk] for chunk in batch.iter_chunks(3)]
+    assert all(isinstance(chunk, tuple) for chunk in batch.iter_chunks(3)) and not batch.empty()
     assert chunks == [[100, 101, 102], [103, 104, 105], [106]]
     assert all(isinstance(item, SinkItem) for item in batch)
     with pytest.raises(ValueError):
@@ -178,3 +179,70 @@ def test_manager_close_reaches_every_sink_even_if_one_fails():
     manager.register(fine)
     manager.close()
     assert fine.cleaned == 1
+
+
+class QuixFormSink(BaseSink):
+    """A sink written for Quix Streams 3.28.1: ``flush()`` and ``on_paused()`` without arguments."""
+
+    def __init__(self, fail_with=None):
+        super().__init__()
+        self.pending, self.flushed, self.paused, self.fail_with = [], [], 0, fail_with
+
+    def add(self, value, key, timestamp, headers, topic, partition, offset):
+        self.pending.append((topic, partition, value))
+
+    def flush(self):
+        if self.fail_with is not None:
+            raise self.fail_with
+        self.flushed.extend(self.pending)
+        self.pending.clear()
+
+    def on_paused(self):
+        self.paused += 1
+        self.pending.clear()
+
+
+def test_manager_flushes_sinks_of_quix_form_once_and_contract_form_per_partition():
+    quix_form, contract_form = QuixFormSink(), ListSink()
+    manager = SinkManager()
+    manager.register(quix_form)
+    manager.register(contract_form)
+    assert manager.has_whole_sinks
+    for sink in (quix_form, contract_form):
+        add(sink, "a")
+        add(sink, "b", partition=1)
+    flushed = []
+    manager.flush_whole(lambda sink, topic, partition, seconds: flushed.append((sink, topic, partition)))
+    assert quix_form.flushed == [("t", 0, "a"), ("t", 1, "b")] and flushed == [(quix_form, "", -1)]
+    assert contract_form.written == []
+    manager.flush("t", 0)
+    manager.flush("t", 1)
+    assert contract_form.written == [("t", 0, [(0, "a")]), ("t", 1, [(0, "b")])]
+
+
+def test_manager_pause_all_calls_argumentless_on_paused_once():
+    quix_form, contract_form = QuixFormSink(fail_with=SinkBackpressureError(2.0)), ListSink()
+    manager = SinkManager()
+    manager.register(quix_form)
+    manager.register(contract_form)
+    add(contract_form, "a")
+    add(contract_form, "b", partition=1)
+    with pytest.raises(SinkBackpressureError):
+        manager.flush_whole()
+    manager.pause_all([("t", 0), ("t", 1)])
+    assert quix_form.paused == 1
+    manager.flush("t", 0)
+    manager.flush("t", 1)
+    assert contract_form.written == []  # every partition is replayed
+
+
+def test_batching_sink_flush_without_arguments_writes_every_partition():
+    sink = ListSink()
+    add(sink, "a")
+    add(sink, "b", partition=1)
+    sink.flush()
+    assert sink.written == [("t", 0, [(0, "a")]), ("t", 1, [(0, "b")])]
+    add(sink, "c")
+    sink.on_paused()
+    sink.flush()
+    assert len(sink.written) == 2
