@@ -18,6 +18,13 @@ Contract (docs/design.md, "Data-lake sink and silence detection contract"):
 - Checks run on a daemon thread every ``max(100, min(1000, stream_timeout_ms // 5))`` ms (see
   :meth:`start`) and whenever the owner calls :meth:`check_now` (the sink does at every flush).
 
+Quix Streams 3.28.1's signature is accepted on top (``docs/compatibility.md``): the keyword-only
+``idle_exit_cycles`` (the thread exits after that many checks of an empty tracker and the next
+:meth:`touch` restarts it) and ``thread_name``; ``touch(key, now_ms=...)`` and
+``check_now(now_ms=...)`` with explicit milliseconds; assigning ``tracker._now_ms = lambda: ms``
+to drive time in tests; a ``check_interval_ms`` that is not a positive ``int`` falls back to the
+default period.
+
 Cost model (why it stays cheap at 1M keys): entries live in an ``OrderedDict`` kept in last-touch
 order (``touch`` re-inserts the key at the end, O(1)). The oldest entry is therefore always first,
 so a check only looks at the head and stops at the first entry that is not yet due: a check with
@@ -72,8 +79,11 @@ class StreamTimeoutTracker:
     :param stream_timeout_ms: per-key silence threshold in ms; must be a positive ``int`` to enable.
     :param on_stream_timeout: ``callback(raw_key)``; must be callable to enable. Exceptions are
         logged and swallowed. It must not block (it may run on the consumer's thread).
-    :param check_interval_ms: period of the background thread; default
-        ``max(100, min(1000, stream_timeout_ms // 5))``.
+    :param check_interval_ms: period of the background thread; default (and for anything but a
+        positive ``int``) ``max(100, min(1000, stream_timeout_ms // 5))``.
+    :param idle_exit_cycles: the thread exits after this many consecutive checks of an empty
+        tracker; the next :meth:`touch` restarts it (unless :meth:`stop` was called).
+    :param thread_name: the daemon thread's name.
     :param clock: returns the current time in milliseconds (default: a monotonic clock). Tests
         pass a controllable clock.
     :param logger: where the INFO/WARNING/ERROR lines go (default: this module's logger).
@@ -82,7 +92,8 @@ class StreamTimeoutTracker:
     __slots__ = (
         "_timeout_ms", "_ttl_ms", "_callback", "_interval_ms", "_clock", "_logger",
         "_entries", "_lock", "_thread", "_stop_event", "_unhashable_warned", "_ms_per_unit",
-        "_timeout_units", "_ttl_units", "_partition_of", "fired_total",
+        "_timeout_units", "_ttl_units", "_partition_of", "fired_total", "_idle_exit_cycles",
+        "_thread_name", "_wanted",
     )
 
     def __init__(
@@ -91,8 +102,10 @@ class StreamTimeoutTracker:
         on_stream_timeout: Optional[Callable[[Any], None]],
         *,
         check_interval_ms: Optional[int] = None,
-        clock: Optional[Callable[[], float]] = None,
+        idle_exit_cycles: int = 3,
+        thread_name: str = "StreamTimeoutTracker-check",
         logger: Optional[logging.Logger] = None,
+        clock: Optional[Callable[[], float]] = None,
     ) -> None:
         enabled = (
             isinstance(stream_timeout_ms, int)
@@ -108,6 +121,9 @@ class StreamTimeoutTracker:
         self._thread: Optional[threading.Thread] = None
         self._stop_event: Optional[threading.Event] = None
         self._unhashable_warned = False
+        self._idle_exit_cycles = idle_exit_cycles
+        self._thread_name = thread_name
+        self._wanted = False  # start() was called and stop() was not: touch() restarts an idle-exited thread
         self.fired_total = 0  # silence events fired so far (for metrics)
         if not enabled:
             # Disabled: nothing allocated per key, no lock, no thread.
@@ -122,10 +138,9 @@ class StreamTimeoutTracker:
             self._lock: Any = None  # a threading.Lock whenever _entries is not None
             return
         assert stream_timeout_ms is not None  # enabled implies a positive timeout
-        if check_interval_ms is not None and (
-            not isinstance(check_interval_ms, (int, float)) or check_interval_ms <= 0
-        ):
-            raise ValueError(f"check_interval_ms must be a positive number of ms, got {check_interval_ms!r}")
+        if not (isinstance(check_interval_ms, int) and not isinstance(check_interval_ms, bool)
+                and check_interval_ms > 0):
+            check_interval_ms = None  # as Quix Streams 3.28.1: anything else means the default
         self._timeout_ms = stream_timeout_ms
         self._ttl_ms = TTL_FACTOR * stream_timeout_ms
         self._timeout_units = stream_timeout_ms / self._ms_per_unit
@@ -168,23 +183,61 @@ class StreamTimeoutTracker:
     def __contains__(self, key: Any) -> bool:
         return self._entries is not None and key in self._entries
 
+    # -- Quix Streams 3.28.1's test hooks --------------------------------------------------------
+    @property
+    def _now_ms(self) -> Callable[[], float]:
+        """The current time in ms. Assign a function (``tracker._now_ms = lambda: 5000``) to drive
+        time, as tests written for Quix Streams 3.28.1 do; it becomes the tracker's clock."""
+        clock, per_unit = self._clock, self._ms_per_unit
+        return lambda: clock() * per_unit
+
+    @_now_ms.setter
+    def _now_ms(self, now_ms: Callable[[], float]) -> None:
+        with self._lock if self._lock is not None else threading.Lock():
+            if self._entries is not None and self._ms_per_unit != 1.0:
+                for key in self._entries:  # keep the stamps already taken, in ms
+                    self._entries[key] *= self._ms_per_unit
+            self._clock, self._ms_per_unit = now_ms, 1.0
+            if self._timeout_ms is not None:
+                self._timeout_units, self._ttl_units = self._timeout_ms, self._ttl_ms
+
+    @property
+    def _stream_timeout_ms(self) -> Optional[int]:
+        return self._timeout_ms
+
+    @property
+    def _check_interval_ms(self) -> Optional[float]:
+        return self._interval_ms
+
+    @property
+    def _timer_thread(self) -> Optional[threading.Thread]:
+        return self._thread
+
+    @property
+    def _last_seen_by_stream(self) -> Dict[Any, float]:
+        """The tracked keys and their last-touch times (in the clock's unit)."""
+        return {} if self._entries is None else self._entries
+
     # -- hot path -----------------------------------------------------------------------------
-    def touch(self, key: Any, partition: Any = None, **context: Any) -> None:
+    def touch(self, key: Any, partition: Any = None, *, now_ms: Optional[float] = None, **context: Any) -> None:
         """Record that ``key`` published now. O(1); ``None`` keys and a disabled tracker do nothing.
 
         ``partition`` (any hashable tag, e.g. ``(topic, partition)``) lets :meth:`forget_partition`
         drop the key when a rebalance moves its partition to another instance. Other ``context``
         (record coordinates) is accepted and not kept, to stay small at millions of keys.
+        ``now_ms`` stamps the key with that time (milliseconds) instead of the clock's.
         """
         entries = self._entries
         if entries is None or key is None:
             return
         try:
             with self._lock:
-                entries[key] = self._clock()
+                entries[key] = self._clock() if now_ms is None else now_ms / self._ms_per_unit
                 entries.move_to_end(key)
                 if partition is not None:
                     self._partition_of[key] = partition
+                if self._thread is None and self._wanted:
+                    self._spawn()  # the thread exited while the tracker was empty
         except TypeError:
             # An unhashable key (e.g. a dict from a JSON key deserializer) cannot be tracked.
             if not self._unhashable_warned:
@@ -195,16 +248,16 @@ class StreamTimeoutTracker:
                 )
 
     # -- checks -------------------------------------------------------------------------------
-    def check_now(self) -> int:
+    def check_now(self, *, now_ms: Optional[float] = None) -> int:
         """Fire every key silent for at least the threshold; sweep entries past 3x the threshold.
 
         Returns the number of callbacks fired. Looks only at the oldest entries: with nothing due
-        it costs one lock round-trip and one comparison.
+        it costs one lock round-trip and one comparison. ``now_ms``: check as of that time (ms).
         """
         entries = self._entries
         if entries is None:
             return 0
-        now = self._clock()
+        now = self._clock() if now_ms is None else now_ms / self._ms_per_unit
         timeout, ttl, lock = self._timeout_units, self._ttl_units, self._lock
         fired = 0
         swept: list = []
@@ -255,23 +308,35 @@ class StreamTimeoutTracker:
         """
         if self._entries is None or self.running:
             return
+        with self._lock:
+            self._wanted = True
+            self._spawn()
+
+    def _spawn(self) -> None:
+        """Start the checking thread (called with the lock held)."""
         stop_event = threading.Event()
         self._stop_event = stop_event
-        self._thread = threading.Thread(
-            target=self._run, args=(stop_event,), name="stream-timeout-tracker", daemon=True,
-        )
+        self._thread = threading.Thread(target=self._run, args=(stop_event,), name=self._thread_name, daemon=True)
         self._thread.start()
 
     def _run(self, stop_event: threading.Event) -> None:
         interval_s = self._interval_ms / 1000.0
+        empty_checks = 0
         while not stop_event.wait(interval_s):
             try:
                 self.check_now()
             except Exception:  # noqa: BLE001 - keep checking; a broken clock/logger is reported
                 self._logger.exception("Stream timeout check failed")
+            with self._lock:
+                empty_checks = 0 if self._entries else empty_checks + 1
+                if empty_checks >= self._idle_exit_cycles and self._stop_event is stop_event:
+                    self._thread = None  # nothing to watch: touch() starts a new thread
+                    self._stop_event = None
+                    return
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the background thread (idempotent). Tracked keys are kept."""
+        self._wanted = False
         thread, stop_event = self._thread, self._stop_event
         if stop_event is not None:
             stop_event.set()

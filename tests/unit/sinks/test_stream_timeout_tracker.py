@@ -320,8 +320,38 @@ def test_check_interval_formula(timeout, expected, fired):
 
 def test_check_interval_override(fired):
     assert StreamTimeoutTracker(60_000, fired.append, check_interval_ms=5).check_interval_ms == 5
-    with pytest.raises(ValueError):
-        StreamTimeoutTracker(60_000, fired.append, check_interval_ms=0)
+    for fallback in (0, -5, 2.5, True, "10"):  # as Quix Streams 3.28.1: anything else is the default
+        assert StreamTimeoutTracker(60_000, fired.append, check_interval_ms=fallback).check_interval_ms == 1000
+
+
+def test_idle_thread_exits_and_the_next_touch_restarts_it():
+    done = threading.Event()
+    tracker = StreamTimeoutTracker(50, lambda key: done.set(), check_interval_ms=5, idle_exit_cycles=2,
+                                   thread_name="silence-check")
+    tracker.start()
+    assert tracker._timer_thread.name == "silence-check"
+    for _ in range(400):
+        if tracker._timer_thread is None:
+            break
+        threading.Event().wait(0.01)
+    assert tracker._timer_thread is None  # exited after 2 checks of an empty tracker
+    tracker.touch(b"a")
+    assert tracker.running
+    assert done.wait(10)
+    tracker.stop()
+    tracker.touch(b"b")
+    assert not tracker.running  # stopped: touch() does not restart it
+
+
+def test_now_ms_and_the_now_ms_hook(fired):
+    tracker = StreamTimeoutTracker(1000, fired.append)
+    tracker._now_ms = lambda: 5_000
+    tracker.touch("a")
+    tracker.touch("b", now_ms=5_500)
+    assert tracker.check_now(now_ms=5_999) == 0
+    assert tracker.check_now(now_ms=6_000) == 1 and fired == ["a"]
+    tracker._now_ms = lambda: 6_500
+    assert tracker.check_now() == 1 and fired == ["a", "b"]
 
 
 def test_background_thread_fires_without_any_flush():
@@ -371,7 +401,7 @@ def test_background_thread_survives_a_failing_check(caplog):
             raise RuntimeError("clock broke")
         return time.monotonic() * 1000
 
-    tracker = StreamTimeoutTracker(1000, print, check_interval_ms=5, clock=clock,
+    tracker = StreamTimeoutTracker(1000, print, check_interval_ms=5, clock=clock, idle_exit_cycles=1000,
                                    logger=logging.getLogger(LOGGER_NAME))
     with caplog.at_level(logging.ERROR, logger=LOGGER_NAME):
         tracker.start()
