@@ -264,7 +264,7 @@ class StreamingDataFrame(BaseStreaming):
         else:
             raise TypeError(f"group_by() key must be a column name or a callable, got {type(key).__name__}")
         topic = self._topic_manager.repartition_topic(
-            operation=name, topic_name=self.topic.name, value_deserializer=value_deserializer,
+            operation=name, stream_id=self._stream_id, value_deserializer=value_deserializer,
             key_deserializer=key_deserializer, value_serializer=value_serializer, key_serializer=key_serializer)
         self._stream = self._stream._add(ToTopicFunction(self._processing_context.topic_output, topic, key_func, internal=True))
         grouped = StreamingDataFrame(topic, topic_manager=self._topic_manager, registry=self._registry,

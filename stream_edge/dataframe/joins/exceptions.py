@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from stream_edge.models.topics.exceptions import TopicPartitionsMismatch
 from stream_edge.state.exceptions import StateError
 
 __all__ = ("StoreAlreadyRegisteredError", "TopicPartitionsMismatch")
@@ -10,6 +11,3 @@ __all__ = ("StoreAlreadyRegisteredError", "TopicPartitionsMismatch")
 class StoreAlreadyRegisteredError(StateError):
     """A join's store name is taken for that stream (give the join another ``name``)."""
 
-
-class TopicPartitionsMismatch(Exception):
-    """The joined topics do not have the same number of partitions."""

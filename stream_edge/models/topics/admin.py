@@ -61,7 +61,7 @@ class TopicAdmin:
             meta = existing[resource.name]
             partitions = meta.partitions
             replicas = len(partitions[0].replicas) if partitions else 1
-            extra = {k: v.value for k, v in entries.items() if not v.is_default and v.value is not None}
+            extra = {k: v.value for k, v in entries.items() if v.value is not None}  # defaults too, as Quix
             out[resource.name] = TopicConfig(num_partitions=len(partitions), replication_factor=replicas,
                                              extra_config=extra)
         return out

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import logging
-from typing import Dict, List, Optional
+from typing import Dict, Iterable, List, Literal, Optional, Sequence
 
 from stream_edge.models.serializers import DeserializerType, SerializerType
 
 from .admin import TopicAdmin
-from .exceptions import TopicConfigurationMismatch, TopicNotFoundError
+from .exceptions import TopicConfigurationMismatch, TopicNotFoundError, TopicPartitionsMismatch
 from .topic import TimestampExtractor, Topic, TopicConfig, TopicType
 
 __all__ = ("TopicManager", "affirm_ready_for_create")
@@ -24,11 +24,19 @@ def affirm_ready_for_create(topics: List[Topic]) -> None:
 
 
 class TopicManager:
-    """Creates, names and validates the topics of one Application."""
+    """Creates, names and validates the topics of one Application.
 
-    default_num_partitions = 1
-    default_replication_factor = 1
+    Topics are created when the application sets up (or a topic's ``broker_config`` is first
+    read); with ``auto_create_topics=False`` a topic is looked up on the broker when it is defined
+    and a missing one raises ``TopicNotFoundError``, as in Quix Streams 3.28.
+    """
+
+    default_num_partitions: Optional[int] = 1
+    default_replication_factor: Optional[int] = 1
+    default_extra_config: Dict[str, str] = {}
     _changelog_extra_config_defaults = {"cleanup.policy": "compact"}
+    # the broker settings a Topic's broker_config keeps (as Quix Streams 3.28)
+    _extra_config_imports = {"retention.bytes", "retention.ms", "cleanup.policy"}
 
     def __init__(self, topic_admin: TopicAdmin, consumer_group: str, timeout: float = 30,
                  create_timeout: float = 60, auto_create_topics: bool = True) -> None:
@@ -46,6 +54,15 @@ class TopicManager:
         self._admin.close()
 
     # -- views ------------------------------------------------------------------------------
+    @property
+    def topics(self) -> Dict[str, Topic]:
+        """The regular topics, by name."""
+        return self._topics
+
+    @property
+    def repartition_topics(self) -> Dict[str, Topic]:
+        return self._repartition_topics
+
     @property
     def changelog_topics(self) -> Dict[Optional[str], Dict[str, Topic]]:
         return self._changelog_topics
@@ -67,7 +84,7 @@ class TopicManager:
                      extra_config: Optional[dict] = None) -> TopicConfig:
         return TopicConfig(num_partitions=num_partitions or self.default_num_partitions,
                            replication_factor=replication_factor or self.default_replication_factor,
-                           extra_config=dict(extra_config or {}))
+                           extra_config=extra_config or self.default_extra_config.copy())
 
     def topic(self, name: str, value_deserializer: Optional[DeserializerType] = None,
               key_deserializer: Optional[DeserializerType] = "bytes",
@@ -89,14 +106,83 @@ class TopicManager:
             return self.topic_config()
         return TopicConfig(num_partitions=config.num_partitions or self.default_num_partitions,
                            replication_factor=config.replication_factor or self.default_replication_factor,
-                           extra_config=dict(config.extra_config or {}))
+                           extra_config=dict(config.extra_config or self.default_extra_config))
 
     def register(self, topic: Topic) -> Topic:
-        """Register an existing Topic (a missing config, or missing counts, get the defaults)."""
+        """Register an existing Topic (a missing config, or missing counts, get the defaults).
+
+        With ``auto_create_topics=False`` the topic must exist: ``TopicNotFoundError`` otherwise.
+        """
         topic.create_config = self._complete(topic.create_config)
         topic.broker_config_loader = lambda: self._broker_config(topic)
+        if not self._auto_create_topics:
+            topic.broker_config = self._broker_config(topic)
         self._topics[topic.name] = topic
         return topic
+
+    # -- derived configs and names (Quix Streams 3.28's rules) ------------------------------
+    @classmethod
+    def derive_topic_config(cls, topics: Iterable[Topic]) -> TopicConfig:
+        """The config of an internal topic (changelog, repartition) fed by ``topics``: the largest
+        partition count and replication factor, the longest ``retention.bytes`` / ``retention.ms``
+        (``-1``, infinite, wins), from each topic's ``broker_config``."""
+        topics = list(topics)
+        if not topics:
+            raise ValueError("At least one Topic must be passed")
+        configs = [t.broker_config for t in topics]
+        num_partitions = max(c.num_partitions for c in configs if c.num_partitions is not None)
+        replication_factor = max(c.replication_factor for c in configs if c.replication_factor is not None)
+        retention_bytes = [int(c.extra_config.get("retention.bytes", "-1")) for c in configs]
+        retention_ms = [int(c.extra_config["retention.ms"]) for c in configs]
+        return TopicConfig(num_partitions=num_partitions, replication_factor=replication_factor, extra_config={
+            "retention.bytes": str(-1 if -1 in retention_bytes else max(retention_bytes)),
+            "retention.ms": str(-1 if -1 in retention_ms else max(retention_ms)),
+        })
+
+    @classmethod
+    def ensure_topics_copartitioned(cls, *topics: Topic) -> None:
+        """Raise ``TopicPartitionsMismatch`` unless every topic has the same partition count."""
+        if len({t.broker_config.num_partitions for t in topics}) > 1:
+            listed = ", ".join(f'"{t.name}" ({t.broker_config.num_partitions} partitions)' for t in topics)
+            raise TopicPartitionsMismatch(
+                f"The underlying topics must have the same number of partitions to use State; got {listed}")
+
+    def stream_id_from_topics(self, topics: Sequence[Topic]) -> str:
+        """The stream id of a dataframe reading ``topics``: their sorted names joined by ``--``."""
+        if not topics:
+            raise ValueError("At least one Topic must be passed")
+        return "--".join(sorted({t.name for t in topics}))
+
+    def _format_nested_name(self, topic_name: str) -> str:
+        """An internal topic's name inside another internal name loses the group:
+        ``repartition__<group>--<topic>--<op>`` -> ``repartition.<topic>.<op>``."""
+        if f"__{self._consumer_group}--" in topic_name:
+            return topic_name.replace(f"__{self._consumer_group}", "").replace("--", ".")
+        return topic_name
+
+    def _internal_name(self, topic_type: Literal["changelog", "repartition"], stream_id: Optional[str],
+                       suffix: str) -> str:
+        """``<type>__<group>--<stream id>--<suffix>`` (``<type>__<group>--<suffix>`` without a stream id)."""
+        parts = [self._consumer_group, suffix] if stream_id is None else \
+            [self._consumer_group, self._format_nested_name(stream_id), suffix]
+        return f"{topic_type}__{'--'.join(parts)}"
+
+    def _internal_config(self, stream_id: Optional[str], timeout: Optional[float]) -> TopicConfig:
+        """``derive_topic_config`` of the stream's source topics, read from the broker without
+        creating them (their definition's counts when they do not exist yet)."""
+        if not stream_id:
+            names: List[str] = []
+        elif stream_id in self.non_changelog_topics or "--" not in stream_id:
+            names = [stream_id]
+        else:  # concatenated topics: "<a>--<b>"
+            names = stream_id.split("--")
+        sources = [self._source_config(name, timeout) for name in names] or [self.topic_config()]
+        extra: Dict[str, str] = {}
+        if all("retention.ms" in c.extra_config for c in sources):
+            derived = self.derive_topic_config([_Configured(c) for c in sources])  # type: ignore[list-item]
+            extra = dict(derived.extra_config)
+        return TopicConfig(num_partitions=max(c.num_partitions or 1 for c in sources),
+                           replication_factor=max(c.replication_factor or 1 for c in sources), extra_config=extra)
 
     def _source_config(self, topic_name: str, timeout: Optional[float]) -> TopicConfig:
         """The broker's config of a source topic, or its definition's when it does not exist yet."""
@@ -106,36 +192,40 @@ class TopicManager:
         known = self.non_changelog_topics.get(topic_name)
         return (known.config if known is not None and known.config else self.topic_config())
 
-    def repartition_topic(self, operation: str, topic_name: str, value_deserializer: Optional[DeserializerType] = "json",
+    def repartition_topic(self, operation: str, stream_id: Optional[str] = None, config: Optional[TopicConfig] = None,
+                          value_deserializer: Optional[DeserializerType] = "json",
                           key_deserializer: Optional[DeserializerType] = "json",
                           value_serializer: Optional[SerializerType] = "json",
-                          key_serializer: Optional[SerializerType] = "json",
-                          timeout: Optional[float] = None) -> Topic:
-        """The internal topic a group_by() writes to and reads from (same partition count as the source)."""
-        source = self._source_config(topic_name, timeout)
-        name = f"repartition__{self._consumer_group}--{topic_name}--{operation}"
-        topic = Topic(name, TopicType.REPARTITION, TopicConfig(num_partitions=source.num_partitions,
-                                               replication_factor=source.replication_factor,
-                                               extra_config={k: v for k, v in source.extra_config.items()
-                                                             if k in ("retention.ms", "retention.bytes")}),
+                          key_serializer: Optional[SerializerType] = "json", *,
+                          topic_name: Optional[str] = None, timeout: Optional[float] = None) -> Topic:
+        """The internal topic a group_by() writes to and reads from,
+        ``repartition__<group>--<stream id>--<operation>``; without ``config``, derived from the
+        source topics (``derive_topic_config``). ``topic_name`` is an older name of ``stream_id``."""
+        stream_id = stream_id if stream_id is not None else topic_name
+        if config is None:
+            config = self._internal_config(stream_id, timeout)
+        topic = Topic(self._internal_name("repartition", stream_id, operation), TopicType.REPARTITION, config,
                       value_deserializer=value_deserializer, key_deserializer=key_deserializer,
                       value_serializer=value_serializer, key_serializer=key_serializer)
-        self._repartition_topics[name] = topic
+        topic.broker_config_loader = lambda: self._broker_config(topic)
+        self._repartition_topics[topic.name] = topic
         return topic
 
-    def changelog_topic(self, topic_name: Optional[str], store_name: str, config: Optional[TopicConfig] = None,
+    def changelog_topic(self, stream_id: Optional[str] = None, store_name: str = "default",
+                        config: Optional[TopicConfig] = None, *, topic_name: Optional[str] = None,
                         timeout: Optional[float] = None) -> Topic:
-        """The compacted changelog of a state store (one partition per source partition)."""
+        """The compacted changelog of a state store, ``changelog__<group>--<stream id>--<store>``:
+        ``config`` (derived from the source topics when not given) plus ``cleanup.policy=compact``,
+        as Quix Streams 3.28 builds it. ``topic_name`` is an older name of ``stream_id``."""
+        stream_id = stream_id if stream_id is not None else topic_name
         if config is None:
-            source = self._source_config(topic_name, timeout) if topic_name else self.topic_config()
-            config = TopicConfig(num_partitions=source.num_partitions, replication_factor=source.replication_factor,
-                                 extra_config=dict(self._changelog_extra_config_defaults))
-        else:
-            config.extra_config = {**config.extra_config, **self._changelog_extra_config_defaults}
-        name = f"changelog__{self._consumer_group}--{topic_name or 'source'}--{store_name}"
-        topic = Topic(name, TopicType.CHANGELOG, config, value_deserializer="bytes", key_deserializer="bytes",
-                      value_serializer="bytes", key_serializer="bytes")
-        self._changelog_topics.setdefault(topic_name, {})[store_name] = topic
+            config = self._internal_config(stream_id, timeout)
+        config.extra_config.update(self._changelog_extra_config_defaults)
+        topic = Topic(self._internal_name("changelog", stream_id, store_name), TopicType.CHANGELOG, config,
+                      value_deserializer="bytes", key_deserializer="bytes", value_serializer="bytes",
+                      key_serializer="bytes")
+        topic.broker_config_loader = lambda: self._broker_config(topic)
+        self._changelog_topics.setdefault(stream_id, {})[store_name] = topic
         return topic
 
     # -- broker side ------------------------------------------------------------------------
@@ -145,8 +235,14 @@ class TopicManager:
             self.create_topics([topic])
         actual = self._admin.inspect_topics([topic.name], timeout=self._timeout).get(topic.name)
         if actual is None:
-            raise TopicNotFoundError(f"topic '{topic.name}' does not exist and auto_create_topics is off")
-        return actual
+            raise TopicNotFoundError(f'Topic "{topic.name}" not found on the broker')
+        return self._imported(actual)
+
+    def _imported(self, config: TopicConfig) -> TopicConfig:
+        """The broker's config reduced to what a Topic keeps (counts, retention, cleanup policy)."""
+        return TopicConfig(num_partitions=config.num_partitions, replication_factor=config.replication_factor,
+                           extra_config={k: v for k, v in config.extra_config.items()
+                                         if k in self._extra_config_imports})
 
     def create_topics(self, topics: List[Topic], timeout: Optional[float] = None,
                       create_timeout: Optional[float] = None) -> None:
@@ -180,4 +276,11 @@ class TopicManager:
         for name, topic in topics.items():
             reported = actual[name]
             if reported is not None:
-                topic.broker_config = reported
+                topic.broker_config = self._imported(reported)
+
+
+class _Configured:
+    """A stand-in Topic carrying only a ``broker_config`` (for ``derive_topic_config``)."""
+
+    def __init__(self, config: TopicConfig) -> None:
+        self.broker_config = config

@@ -27,8 +27,8 @@ class RecordingProducer:
 
 
 class FakeTopicManager:
-    def repartition_topic(self, operation, topic_name, **serializers):
-        return Topic(f"repartition__g--{topic_name}--{operation}", value_deserializer="json",
+    def repartition_topic(self, operation, stream_id, **serializers):
+        return Topic(f"repartition__g--{stream_id}--{operation}", value_deserializer="json",
                      key_deserializer="json", value_serializer="json", key_serializer="json")
 
 
