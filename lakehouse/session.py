@@ -266,5 +266,26 @@ def build_spark(settings: SparkSettings | None = None) -> "SparkSession":
     spark = builder.getOrCreate()
     _check_driver_classpath(spark)
     spark.sparkContext.setLogLevel(os.environ.get("SPARK_LOG_LEVEL", "WARN"))
+    quiet_expected_warnings(spark)
     return spark
+
+
+#: loggers whose warnings are expected conditions, with a Java stack trace each: a Hadoop-type
+#: Iceberg catalog reads ``version-hint.text`` before the first commit of a table and falls back
+#: to listing the metadata folder when it is missing; Hadoop has no native library here
+QUIET_LOGGERS = {
+    "org.apache.iceberg.hadoop.HadoopTableOperations": "ERROR",
+    "org.apache.hadoop.util.NativeCodeLoader": "ERROR",
+}
+
+
+def quiet_expected_warnings(spark: "SparkSession") -> None:
+    """Raise the level of :data:`QUIET_LOGGERS` (log4j2, in the driver JVM) unless
+    ``SPARK_LOG_LEVEL`` asks for more detail (DEBUG, INFO)."""
+    if os.environ.get("SPARK_LOG_LEVEL", "WARN").upper() in ("DEBUG", "TRACE", "INFO", "ALL"):
+        return
+    jvm: Any = spark.sparkContext._jvm
+    configurator = jvm.org.apache.logging.log4j.core.config.Configurator
+    for name, level in QUIET_LOGGERS.items():
+        configurator.setLevel(name, jvm.org.apache.logging.log4j.Level.toLevel(level))
 

@@ -5,8 +5,9 @@ edge's engines one by one inside ``applyInPandas``. Here the same rows come from
 and aggregations that Spark runs in the JVM, with no Python per row. The edge's rules
 (``stream_edge/dataframe/windows/math.py``), written as column expressions:
 
-* **Event time** of a record = the largest timestamp of its closing group (the key, or the Kafka
-  partition with ``closing="partition"``) up to and including the record, in Kafka offset order,
+* **Event time** of a record = the largest timestamp of its closing group (the key within its
+  Kafka partition, as the edge keeps state per partition; or the Kafka partition with
+  ``closing="partition"``) up to and including the record, in Kafka offset order,
   starting at 0: ``greatest(0, max(ts) OVER (PARTITION BY group ORDER BY offset ROWS UNBOUNDED
   PRECEDING))``.
 * **Tumbling / hopping**: a record goes into each window ``[start, start + duration)`` holding its
@@ -28,7 +29,8 @@ integer results are exact.
 
 Example::
 
-    rows = native_fixed_windows(data, spec, order_cols=["__order_0", "__order_1"], group_col="key")
+    rows = native_fixed_windows(data, spec, order_cols=["__order_0", "__order_1"],
+                                group_cols=["__order_0", "key"])
 """
 
 from __future__ import annotations
@@ -40,8 +42,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from lakehouse.window_recompute import WindowSpec
 
-__all__ = ("NATIVE_AGGREGATIONS", "native_unsupported_reason", "native_fixed_windows", "native_sliding_windows",
-           "sliding_key_flags")
+__all__ = ("NATIVE_AGGREGATIONS", "native_unsupported_reason", "fixed_event_times", "fixed_window_parts",
+           "native_fixed_windows", "native_sliding_windows", "sliding_key_flags")
 
 #: aggregations the native path computes (the rest go through the edge's engines)
 NATIVE_AGGREGATIONS = ("sum", "count", "mean", "min", "max")
@@ -57,61 +59,167 @@ def native_unsupported_reason(spec: "WindowSpec") -> str | None:
     return None
 
 
-def _event_time(group_col: str, order_cols: Sequence[str]) -> "Column":
+def group_hash(group_cols: Sequence[str]) -> "Column":
+    """A 64-bit hash of the closing group, put first in every partitioning and sort: Spark's sort
+    compares an 8-byte prefix of the first column first, and keys such as ``sensor-00042`` share
+    theirs, so sorting by the key itself falls back to a full comparison almost every time."""
+    from pyspark.sql import functions as F
+
+    return F.xxhash64(*group_cols)
+
+
+def _group_window(group_cols: Sequence[str]) -> Any:
+    from pyspark.sql import Window
+
+    return Window.partitionBy("__gh", *group_cols)
+
+
+def _event_time(group_cols: Sequence[str], order_cols: Sequence[str]) -> "Column":
     """The closing group's event time at each record (inclusive running max, from 0)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    running = (Window.partitionBy(group_col).orderBy(*order_cols)
+    running = (_group_window(group_cols).orderBy(*order_cols)
                .rowsBetween(Window.unboundedPreceding, Window.currentRow))
     return F.greatest(F.lit(0).cast("long"), F.max("ts").over(running))
 
 
-def _final_event_time(group_col: str) -> "Column":
-    from pyspark.sql import Window
+def _first_of_group(group_cols: Sequence[str], order_cols: Sequence[str]) -> "Column":
+    """1 on each group's first record in offset order (summed by an observation: the group count)."""
     from pyspark.sql import functions as F
 
-    return F.greatest(F.lit(0).cast("long"), F.max("ts").over(Window.partitionBy(group_col)))
+    return (F.row_number().over(_group_window(group_cols).orderBy(*order_cols)) == 1).cast("int")
 
 
-def _aggregate(aggregation: str, value: str = "value") -> "Column":
+def _final_event_time(group_cols: Sequence[str]) -> "Column":
+    from pyspark.sql import functions as F
+
+    return F.greatest(F.lit(0).cast("long"), F.max("ts").over(_group_window(group_cols)))
+
+
+def _partials(aggregation: str) -> list["Column"]:
+    """Partial aggregates of ``value`` that :func:`_merge` combines (mean: a sum and a count)."""
+    from pyspark.sql import functions as F
+
+    parts = []
+    if aggregation in ("sum", "mean"):
+        parts.append(F.sum(F.col("value").cast("double") if aggregation == "mean" else "value").alias("__sum"))
+    if aggregation in ("count", "mean"):
+        parts.append(F.count("value").alias("__n"))
+    if aggregation == "min":
+        parts.append(F.min("value").alias("__min"))
+    if aggregation == "max":
+        parts.append(F.max("value").alias("__max"))
+    return parts
+
+
+def _merge(aggregation: str) -> "Column":
+    """The window's value from the partial aggregates of :func:`_partials` of its rows."""
     from pyspark.sql import functions as F
 
     if aggregation == "sum":
-        return F.sum(value)
+        return F.sum("__sum")
     if aggregation == "count":
-        return F.count(value)
+        return F.sum("__n")
     if aggregation == "mean":
-        return F.avg(F.col(value).cast("double"))
+        return F.sum("__sum") / F.sum("__n")
     if aggregation == "min":
-        return F.min(value)
+        return F.min("__min")
     if aggregation == "max":
-        return F.max(value)
+        return F.max("__max")
     raise ValueError(f"aggregation {aggregation!r} has no native form")
 
 
-def _window_starts(spec: "WindowSpec") -> "Column":
-    """Array of the starts of every fixed window holding ``ts`` (the edge's ``window_ranges``)."""
+def _finish(aggregation: str) -> "Column":
+    """The value from one row of :func:`_partials` (a window made of one group of records)."""
     from pyspark.sql import functions as F
 
-    ts = F.col("ts")
-    duration = F.lit(spec.duration_ms).cast("long")
+    if aggregation == "mean":
+        return F.col("__sum") / F.col("__n")
+    return F.col({"sum": "__sum", "count": "__n", "min": "__min", "max": "__max"}[aggregation])
+
+
+def _step_floor(value: "Column", step: int) -> "Column":
+    """The largest multiple of ``step`` <= ``value`` (Python's floor, negative values too)."""
+    from pyspark.sql import functions as F
+
+    return value - F.pmod(value, F.lit(step).cast("long"))
+
+
+def _with_group_hash(data: "DataFrame", group_cols: Sequence[str]) -> "DataFrame":
+    return data if "__gh" in data.columns else data.withColumn("__gh", group_hash(group_cols))
+
+
+def _kept_columns(group_cols: Sequence[str]) -> list[str]:
+    """``__gh``, the group's columns and ``key`` (once)."""
+    return ["__gh", *group_cols] + ([] if "key" in group_cols else ["key"])
+
+
+def fixed_event_times(data: "DataFrame", spec: "WindowSpec", order_cols: Sequence[str],
+                      group_cols: Sequence[str], observation: Any = None) -> "DataFrame":
+    """Stage 1 of the fixed windows: each record (``__gh``, the group's columns, ``key``,
+    ``value``, ``ts``) with the bound at or below which its group's windows are closed when it
+    arrives (``__closed_upto``; at least ``__closed_floor`` when ``data`` has that column) and at
+    the end of the data (``__final_closed_upto``). Records none
+    of whose windows is emitted are left out. One shuffle by the group and one sort by offset; both
+    windows share them. ``observation`` (a ``pyspark.sql.Observation``) receives ``groups``."""
+    from pyspark.sql import functions as F
+
+    closed_below = spec.grace_ms + spec.duration_ms  # a window is closed when start <= latest - this
+    closed_upto = _event_time(group_cols, order_cols) - closed_below
+    if "__closed_floor" in data.columns:  # an incremental run: windows up to it were emitted before
+        closed_upto = F.greatest(closed_upto, F.col("__closed_floor"))
+    timed = _with_group_hash(data, group_cols).select(
+        *_kept_columns(group_cols), "value", "ts", closed_upto.alias("__closed_upto"),
+        (_final_event_time(group_cols) - closed_below).alias("__final_closed_upto"),
+        _first_of_group(group_cols, order_cols).alias("__first_of_group"))
+    if observation is not None:
+        timed = timed.observe(observation, F.sum("__first_of_group").alias("groups"))
+    # else no window of the record is emitted
+    return timed.where(F.col("ts") - spec.duration_ms < F.col("__final_closed_upto")).drop("__first_of_group")
+
+
+def fixed_window_parts(timed: "DataFrame", spec: "WindowSpec", group_cols: Sequence[str]) -> "DataFrame":
+    """Stage 2 of the fixed windows: rows of the group's columns, ``key``, ``__first``, ``__last``
+    and partial aggregates: the records whose kept windows are the starts ``__first``,
+    ``__first + step``, ... ``__last``, aggregated together.
+
+    A tumbling record has one window (``__first == __last``), kept or not. A hopping record is kept
+    by a suffix of its windows (those opening after its group's bound when it arrives) up to the
+    last one ``final()`` emits; records with the same range are aggregated *before* the range is
+    expanded, so the expansion multiplies a few partial rows per key and step, not every record.
+    """
+    from pyspark.sql import functions as F
+
+    assert isinstance(spec.aggregation, str)
+    ts, closed, final = F.col("ts"), F.col("__closed_upto"), F.col("__final_closed_upto")
     if spec.step_ms is None:
         # tumbling: one window; Python's floor modulo, as the edge computes it (negative ts too)
-        return F.array(ts - F.pmod(ts, duration))
-    step = F.lit(spec.step_ms).cast("long")
-    newest = ts - F.pmod(ts, step)
-    # the oldest start is the smallest multiple of step above ts - duration, and at least 0
-    oldest = F.greatest(F.lit(0).cast("long"), ts - duration - F.pmod(ts - duration, step) + step)
-    return F.when(newest >= oldest, F.sequence(oldest, newest, step)).otherwise(F.array().cast("array<bigint>"))
+        first = last = _step_floor(ts, spec.duration_ms)
+    else:
+        step = spec.step_ms
+        newest = _step_floor(ts, step)
+        # the oldest start is the smallest multiple of step above ts - duration, and at least 0
+        oldest = F.greatest(F.lit(0).cast("long"), _step_floor(ts - spec.duration_ms, step) + step)
+        first = F.greatest(oldest, _step_floor(closed, step) + step)  # the first window open at arrival
+        last = F.least(newest, _step_floor(final, step))  # the last window final() emits
+    kept_cols = _kept_columns(group_cols)
+    ranged = timed.select(*kept_cols, "value", first.alias("__first"), last.alias("__last"), closed, final)
+    kept = ranged.where((F.col("__first") > closed) & (F.col("__first") <= F.col("__last"))
+                        & (F.col("__last") <= final))
+    return kept.groupBy(*kept_cols, "__first", "__last").agg(*_partials(spec.aggregation))
 
 
 def native_fixed_windows(data: "DataFrame", spec: "WindowSpec", order_cols: Sequence[str],
-                         group_col: str) -> "DataFrame":
+                         group_cols: Sequence[str], observation: Any = None) -> "DataFrame":
     """Tumbling or hopping ``final()`` rows of ``data`` (columns ``key``, ``ts``, ``value``, the order
-    columns): ``key``, ``window_start``, ``window_end``, ``value``.
+    columns): ``__gh``, ``key``, ``window_start``, ``window_end``, ``value``.
 
-    ``group_col`` is ``key`` (per-key closing) or the Kafka partition column (per-partition).
+    ``group_cols`` are the Kafka partition column and ``key`` (per-key closing: the edge keeps
+    state per partition and key) or the partition column alone (per-partition closing).
+    Stages: :func:`fixed_event_times`, :func:`fixed_window_parts`, then one aggregation per window.
+    Every step after the first shuffle groups by columns that include the group, so Spark keeps
+    the data where the shuffle put it (no second exchange).
     """
     from pyspark.sql import functions as F
 
@@ -119,45 +227,51 @@ def native_fixed_windows(data: "DataFrame", spec: "WindowSpec", order_cols: Sequ
     if reason:
         raise ValueError(f"the native path cannot compute {reason}")
     assert isinstance(spec.aggregation, str)
-    closed_below = spec.grace_ms + spec.duration_ms  # a window is closed when start <= latest - this
-    # event times first, on the records; only then one row per (record, window): a hopping window
-    # multiplies the rows, and the sort by offset must not see the copies
-    timed = data.select(
-        "key", "value", "ts", F.col(group_col).alias("__group"),
-        (_event_time(group_col, order_cols) - closed_below).alias("__closed_upto"),
-        (_final_event_time(group_col) - closed_below).alias("__final_closed_upto"),
-    ).where(F.col("ts") - spec.duration_ms < F.col("__final_closed_upto"))  # else no window of it is emitted
-    staged = timed.select("key", "value", "__group", "__closed_upto", "__final_closed_upto",
-                          F.explode(_window_starts(spec)).alias("window_start"))
-    kept = staged.where((F.col("window_start") > F.col("__closed_upto"))
-                        & (F.col("window_start") <= F.col("__final_closed_upto")))
-    grouped = kept.groupBy("__group", "key", "window_start").agg(_aggregate(spec.aggregation).alias("value"))
-    return grouped.select("key", "window_start", (F.col("window_start") + spec.duration_ms).alias("window_end"),
-                          "value")
+    parts = fixed_window_parts(fixed_event_times(data, spec, order_cols, group_cols, observation), spec, group_cols)
+    if spec.step_ms is None:  # one window per record: the parts are the windows already
+        grouped = parts.select("__gh", "key", F.col("__first").alias("window_start"),
+                               _finish(spec.aggregation).alias("value"))
+    else:
+        starts = parts.withColumn("window_start", F.explode(F.sequence("__first", "__last",
+                                                                       F.lit(spec.step_ms).cast("long"))))
+        grouped = (starts.groupBy(*_kept_columns(group_cols), "window_start")
+                   .agg(_merge(spec.aggregation).alias("value")))
+    return grouped.select("__gh", "key", "window_start",
+                          (F.col("window_start") + spec.duration_ms).alias("window_end"), "value")
 
 
-def sliding_key_flags(data: "DataFrame", spec: "WindowSpec", order_cols: Sequence[str]) -> "DataFrame":
-    """``data`` with ``__final`` (the key's final event time), ``__accepted`` (the edge keeps the
-    record) and ``__native`` (the key's sliding windows have the closed form: no accepted record
-    inside an already-closed window, every accepted timestamp above ``2 * duration + grace``)."""
-    from pyspark.sql import Window
+def sliding_key_flags(data: "DataFrame", spec: "WindowSpec", order_cols: Sequence[str],
+                      group_cols: Sequence[str] = ("key",), observation: Any = None) -> "DataFrame":
+    """``data`` with ``__gh``, ``__final`` (the group's final event time), ``__accepted`` (the edge
+    keeps the record) and ``__native`` (the group's sliding windows have the closed form: no
+    accepted record inside an already-closed window, every accepted timestamp above
+    ``2 * duration + grace``). A group is a key (with its Kafka partition when ``group_cols``
+    holds it). ``observation`` receives ``groups`` and ``replayed`` (groups not native)."""
     from pyspark.sql import functions as F
 
-    latest = _event_time("key", order_cols)
     ts = F.col("ts")
     dropped_upto = F.col("__latest") - spec.duration_ms - spec.grace_ms - 1
     accepted = ts > dropped_upto
     awkward = accepted & ((ts <= F.col("__latest") - spec.grace_ms - 1)
                           | (ts <= 2 * spec.duration_ms + spec.grace_ms))
-    flagged = data.withColumn("__latest", latest).withColumn("__accepted", accepted)
-    per_key = Window.partitionBy("key")
-    return (flagged.withColumn("__native", F.max(F.when(awkward, 1).otherwise(0)).over(per_key) == 0)
-            .withColumn("__final", _final_event_time("key")))
+    flagged = (_with_group_hash(data, group_cols)
+               .withColumn("__latest", _event_time(group_cols, order_cols))
+               .withColumn("__first_of_group", _first_of_group(group_cols, order_cols))
+               .withColumn("__accepted", accepted))
+    per_group = _group_window(group_cols)
+    flagged = (flagged.withColumn("__native", F.max(F.when(awkward, 1).otherwise(0)).over(per_group) == 0)
+               .withColumn("__final", _final_event_time(group_cols)))
+    if observation is not None:
+        flagged = flagged.observe(observation, F.sum("__first_of_group").alias("groups"),
+                                  F.sum(F.when(~F.col("__native"), F.col("__first_of_group")).otherwise(0))
+                                  .alias("replayed"))
+    return flagged.drop("__first_of_group")
 
 
-def native_sliding_windows(flagged: "DataFrame", spec: "WindowSpec") -> "DataFrame":
-    """Sliding ``final()`` rows of the keys :func:`sliding_key_flags` marked native."""
-    from pyspark.sql import Window
+def native_sliding_windows(flagged: "DataFrame", spec: "WindowSpec",
+                           group_cols: Sequence[str] = ("key",)) -> "DataFrame":
+    """Sliding ``final()`` rows (``__gh``, ``key``, ``window_start``, ``window_end``, ``value``) of
+    the groups :func:`sliding_key_flags` marked native."""
     from pyspark.sql import functions as F
 
     reason = native_unsupported_reason(spec)
@@ -166,8 +280,9 @@ def native_sliding_windows(flagged: "DataFrame", spec: "WindowSpec") -> "DataFra
     aggregation = spec.aggregation
     assert isinstance(aggregation, str)
     rows = flagged.where("__native")
-    # one row per (key, accepted timestamp) with partial aggregates; a RANGE frame adds them up
-    # (the data stays partitioned by key from the flags' window: no further shuffle)
+    kept_cols = _kept_columns(group_cols)
+    # one row per (group, accepted timestamp) with partial aggregates; a RANGE frame adds them up
+    # (the data stays partitioned by the group from the flags' window: no further shuffle)
     partial: list[Any] = [F.max("__final").alias("__final")]
     if aggregation in ("sum", "mean"):
         partial.append(F.sum("value").alias("__sum"))
@@ -177,8 +292,8 @@ def native_sliding_windows(flagged: "DataFrame", spec: "WindowSpec") -> "DataFra
         partial.append(F.min("value").alias("__min"))
     if aggregation == "max":
         partial.append(F.max("value").alias("__max"))
-    per_ts = rows.where("__accepted").groupBy("key", "ts").agg(*partial)
-    frame = Window.partitionBy("key").orderBy("ts").rangeBetween(-spec.duration_ms, 0)
+    per_ts = rows.where("__accepted").groupBy(*kept_cols, "ts").agg(*partial)
+    frame = _group_window(group_cols).orderBy("ts").rangeBetween(-spec.duration_ms, 0)
     if aggregation == "sum":
         value = F.sum("__sum").over(frame)
     elif aggregation == "count":
@@ -189,7 +304,7 @@ def native_sliding_windows(flagged: "DataFrame", spec: "WindowSpec") -> "DataFra
         value = F.min("__min").over(frame)
     else:
         value = F.max("__max").over(frame)
-    windows = per_ts.select("key", "ts", "__final", value.alias("value"))
+    windows = per_ts.select("__gh", "key", "ts", "__final", value.alias("value"))
     emitted = windows.where(F.col("ts") <= F.col("__final") - spec.grace_ms - 1)
-    return emitted.select("key", F.greatest(F.lit(0).cast("long"), F.col("ts") - spec.duration_ms)
+    return emitted.select("__gh", "key", F.greatest(F.lit(0).cast("long"), F.col("ts") - spec.duration_ms)
                           .alias("window_start"), F.col("ts").alias("window_end"), "value")

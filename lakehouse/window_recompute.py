@@ -40,12 +40,16 @@ from __future__ import annotations
 import logging
 import re
 import time
+import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from lakehouse.delta_tables import DeltaTable
-from lakehouse.window_native import (native_fixed_windows, native_sliding_windows, native_unsupported_reason,
-                                     sliding_key_flags)
+from lakehouse.fault_injection import pause_point
+from lakehouse.window_incremental import (bookmark_properties, current_snapshot_id, definition_fingerprint,
+                                          plan_increment, run_increment, source_at)
+from lakehouse.window_native import (group_hash, native_fixed_windows, native_sliding_windows,
+                                     native_unsupported_reason, sliding_key_flags)
 from lakehouse.tables import open_table, resolve_format
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -179,6 +183,7 @@ class WindowRecomputeOptions:
     where: str | None = None
     default_catalog: str | None = None
     engine: str = "auto"  # auto (native when expressible), native, python
+    full: bool = False  # recompute everything even when the output records a usable source snapshot
 
 
 @dataclass
@@ -196,6 +201,9 @@ class WindowReport:
     path: str = "python-engine"  # or "native"; with the reason when not native
 
     def summary_line(self) -> str:
+        if self.path.startswith("incremental"):
+            return (f"windows {self.table} -> {self.output}: {self.spec}; {self.rows_read} new rows -> "
+                    f"{self.windows} windows added or replaced in {self.seconds:.1f}s; path {self.path}")
         skipped = f" ({self.rows_skipped} with NULL timestamp/value skipped)" if self.rows_skipped else ""
         return (f"windows {self.table} -> {self.output}: {self.spec}; {self.rows_read} rows{skipped} in "
                 f"{self.groups} groups -> {self.windows} windows in {self.seconds:.1f}s; path {self.path}")
@@ -231,12 +239,21 @@ def _check_columns(df: "DataFrame", options: WindowRecomputeOptions, needed: Seq
                          f"it has: {', '.join(df.columns)}")
 
 
-def _extra_columns(options: WindowRecomputeOptions) -> list[str]:
-    """The order columns, plus the Kafka partition column when windows close per partition."""
+def _extra_columns(options: WindowRecomputeOptions, available: Sequence[str] | None = None) -> list[str]:
+    """The order columns, plus the Kafka partition column: windows close per partition, or per key
+    within its partition (the edge's state is per partition), when the table has that column."""
     extra = list(options.order_by)
-    if options.window.closing == "partition" and options.partition_column not in extra:
+    wanted = options.window.closing == "partition" or available is None or options.partition_column in available
+    if wanted and options.partition_column not in extra:
         extra.append(options.partition_column)
     return extra
+
+
+def group_columns(options: WindowRecomputeOptions, extra: Sequence[str]) -> list[str]:
+    """The prepared columns a closing group is made of: the partition's ``__order_<i>`` (and
+    ``key`` with per-key closing), or ``key`` alone when the table has no partition column."""
+    partition = [f"__order_{extra.index(options.partition_column)}"] if options.partition_column in extra else []
+    return partition if options.window.closing == "partition" else [*partition, "key"]
 
 
 def prepare_input(df: "DataFrame", options: WindowRecomputeOptions) -> "DataFrame":
@@ -244,7 +261,7 @@ def prepare_input(df: "DataFrame", options: WindowRecomputeOptions) -> "DataFram
     ``__order_<i>`` for each of :func:`_extra_columns`."""
     from pyspark.sql import functions as F
 
-    extra = _extra_columns(options)
+    extra = _extra_columns(options, df.columns)
     needed = [options.key_column, options.timestamp_column, options.value_column, *extra]
     _check_columns(df, options, needed)
     if options.where:
@@ -264,9 +281,12 @@ def prepare_input(df: "DataFrame", options: WindowRecomputeOptions) -> "DataFram
 
 def run_window_recompute(spark: "SparkSession", options: WindowRecomputeOptions,
                          progress: Callable[[str], None] | None = None) -> WindowReport:
-    """Recompute the windows of ``options.table`` into ``options.output``; returns the report."""
+    """Recompute the windows of ``options.table`` into ``options.output``; returns the report.
+
+    One Spark job computes and writes the rows; the counts of the report come from observations
+    of that job (``DataFrame.observe``), not from passes of their own."""
+    from pyspark.sql import Observation
     from pyspark.sql import functions as F
-    from pyspark.sql import types as T
 
     say = progress or log.info
     started = time.monotonic()
@@ -275,24 +295,40 @@ def run_window_recompute(spark: "SparkSession", options: WindowRecomputeOptions,
     source = open_table(spark, options.table, options.table_format, options.default_catalog)
     if not source.exists():
         raise ValueError(f"table {options.table} does not exist")
-    raw = spark.table(source.sql_name)
+    target = open_table(spark, options.output, resolve_format(options.output, options.output_format),
+                        options.default_catalog)
+    plan = plan_increment(options, source, target, say)
+    if plan is not None:
+        done = run_increment(spark, options, plan, source, target, say)
+        if done is not None:
+            report.rows_read, report.windows, report.path = done
+            pause_point("windows.after-commit")
+            report.seconds = time.monotonic() - started
+            say(f"windows: {report.rows_read} new rows since source snapshot {plan.since}; "
+                f"{report.windows} window rows added or replaced")
+            return report
+    until = current_snapshot_id(source) if source.table_format == "iceberg" else None
+    raw = source_at(spark, source.sql_name, until)
     data = prepare_input(raw, options)
     value_type = _value_type(data.schema["value"].dataType, spec.aggregation, spec.value_type)
     order_cols = [f"__order_{i}" for i in range(len(options.order_by))]
-    extra = _extra_columns(options)
-    group_col = f"__order_{extra.index(options.partition_column)}" if spec.closing == "partition" else "key"
+    group_cols = group_columns(options, _extra_columns(options, raw.columns))
     complete = F.col("ts").isNotNull() & F.col("value").isNotNull()
-    counts = data.agg(F.count(F.lit(1)).alias("rows"), F.sum(F.when(complete, 0).otherwise(1)).alias("skipped"),
-                      F.countDistinct(F.when(complete, F.col(group_col))).alias("groups")).collect()[0]
-    report.rows_read, report.rows_skipped = int(counts.rows), int(counts.skipped or 0)
-    report.groups = int(counts.groups)
     path = choose_path(spec, options.engine)
-    say(f"windows: {report.rows_read} rows, {report.groups} groups in {options.table}; {spec.describe()}; "
-        f"path {path}")
-    data = data.where(complete)
-    windows, report.path = compute_windows(data, spec, order_cols, group_col, value_type, path)
-    report.windows = _write_output(spark, windows, options, say)
+    say(f"windows: {options.table}; {spec.describe()}; path {path}")
+    read = Observation(f"windows_read_{uuid.uuid4().hex}")
+    data = data.observe(read, F.count(F.lit(1)).alias("rows"),
+                        F.sum(F.when(complete, 0).otherwise(1)).alias("skipped")).where(complete)
+    windows, note = compute_windows(data, spec, order_cols, group_cols, value_type, path)
+    report.windows = _write_output(spark, windows, options, say,
+                                   bookmark_properties(until, definition_fingerprint(options)))
+    pause_point("windows.after-commit")
+    counts = read.get
+    report.rows_read, report.rows_skipped = int(counts["rows"] or 0), int(counts["skipped"] or 0)
+    report.groups = note.groups(data, group_cols)
+    report.path = str(note)
     report.seconds = time.monotonic() - started
+    say(f"windows: {report.rows_read} rows, {report.groups} groups in {options.table}")
     return report
 
 
@@ -307,24 +343,52 @@ def choose_path(spec: WindowSpec, engine: str = "auto") -> str:
     return "native" if engine != "python" and reason is None else "python-engine"
 
 
-def compute_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str], group_col: str,
-                    value_type: Any, path: str) -> tuple["DataFrame", str]:
+@dataclass
+class PathNote:
+    """Which path computed the rows; read (``str``, :meth:`groups`) only after the rows were
+    computed: the native path's counts are observations of that job."""
+
+    path: str
+    observation: Any = None  # native: groups (and replayed groups for sliding windows)
+
+    def _metrics(self) -> dict[str, Any]:
+        return self.observation.get if self.observation is not None else {}
+
+    def __str__(self) -> str:
+        replayed = int(self._metrics().get("replayed") or 0)
+        if not replayed:
+            return self.path
+        return (f"native ({replayed} of {self.groups()} keys through the edge's engines: sliding records "
+                "inside closed windows or near time 0)")
+
+    def groups(self, data: "DataFrame | None" = None, group_cols: Sequence[str] = ()) -> int:
+        """The number of closing groups (observed; counted on ``data`` for the python-engine path)."""
+        if self.observation is not None:
+            return int(self._metrics().get("groups") or 0)
+        if data is None:
+            return 0
+        return data.select(*group_cols).distinct().count()
+
+
+def compute_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str], group_cols: Sequence[str],
+                    value_type: Any, path: str) -> tuple["DataFrame", PathNote]:
     """The window rows of ``data`` (columns ``key``, ``ts``, ``value`` and ``order_cols``, no NULL
-    timestamp or value) on ``path`` (``native`` or ``python-engine``), and the path's description
-    for the report line. ``group_col`` is ``key`` or the partition column (per-partition closing)."""
+    timestamp or value) on ``path`` (``native`` or ``python-engine``), and the path's note for the
+    report line. ``group_cols`` make a closing group (:func:`group_columns`). The rows may carry a
+    ``__gh`` column (the group's hash, to sort by; :func:`_write_output` drops it)."""
     from pyspark.sql import types as T
 
     schema = T.StructType([T.StructField("key", data.schema["key"].dataType),
                            T.StructField("window_start", T.LongType()),
                            T.StructField("window_end", T.LongType()), T.StructField("value", value_type)])
     if path == "native":
-        return _native_windows(data, spec, order_cols, group_col, schema)
+        return _native_windows(data, spec, order_cols, group_cols, schema)
     reason = native_unsupported_reason(spec)
-    return (engine_windows(data, spec, order_cols, group_col, schema),
-            f"python-engine ({reason})" if reason else "python-engine (forced)")
+    return (engine_windows(data, spec, order_cols, group_cols, schema),
+            PathNote(f"python-engine ({reason})" if reason else "python-engine (forced)"))
 
 
-def engine_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str], group_col: str,
+def engine_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str], group_cols: Sequence[str],
                    schema: Any) -> "DataFrame":
     """The Python-engine path: each group's records through the edge's engines (applyInPandas)."""
     from pyspark.sql import types as T
@@ -337,41 +401,50 @@ def engine_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str
             result["value"] = result["value"].astype("int64")
         return result
 
-    return data.groupBy(group_col).applyInPandas(compute, schema=schema)
+    columns = list(dict.fromkeys(["key", "ts", "value", *order_cols, *group_cols]))
+    return data.select(*columns).groupBy(*group_cols).applyInPandas(compute, schema=schema)
 
 
-def _native_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str], group_col: str,
-                    schema: Any) -> tuple["DataFrame", str]:
-    """The native path; sliding keys without the closed form go through the engines. Returns the
-    rows and the path's description for the report."""
+def _native_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str], group_cols: Sequence[str],
+                    schema: Any) -> tuple["DataFrame", PathNote]:
+    """The native path; sliding keys without the closed form go through the engines (in the same
+    job: their rows are a union branch, empty when every key has the closed form)."""
+    from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
     value_type = schema["value"].dataType
+    note = PathNote("native", Observation(f"windows_groups_{uuid.uuid4().hex}"))
     if spec.kind != "sliding":
-        rows = native_fixed_windows(data, spec, order_cols, group_col)
-        return rows.withColumn("value", F.col("value").cast(value_type)), "native"
-    flagged = sliding_key_flags(data, spec, order_cols)
-    rows = native_sliding_windows(flagged, spec).withColumn("value", F.col("value").cast(value_type))
-    replayed = flagged.where(~F.col("__native")).select("key").distinct().count()
-    if not replayed:
-        return rows, "native"
+        rows = native_fixed_windows(data, spec, order_cols, group_cols, note.observation)
+        return rows.withColumn("value", F.col("value").cast(value_type)), note
+    flagged = sliding_key_flags(data, spec, order_cols, group_cols, note.observation)
+    rows = native_sliding_windows(flagged, spec, group_cols).withColumn("value", F.col("value").cast(value_type))
     rest = flagged.where(~F.col("__native")).select(*data.columns)
-    keys = data.select("key").distinct().count()
-    return (rows.unionByName(engine_windows(rest, spec, order_cols, group_col, schema)),
-            f"native ({replayed} of {keys} keys through the edge's engines: sliding records inside "
-            "closed windows or near time 0)")
+    replayed = engine_windows(rest, spec, order_cols, group_cols, schema)
+    return rows.unionByName(replayed.withColumn("__gh", group_hash(["key"]))), note
 
 
 def _write_output(spark: "SparkSession", windows: "DataFrame", options: WindowRecomputeOptions,
-                  say: Callable[[str], None]) -> int:
-    """Create or replace the output table with ``windows``; returns its row count."""
+                  say: Callable[[str], None], properties: dict[str, str] | None = None) -> int:
+    """Create or replace the output table with ``windows``; returns its row count (observed while
+    writing, not read back)."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
     fmt = resolve_format(options.output, options.output_format)
     target = open_table(spark, options.output, fmt, options.default_catalog)
-    # sorted within each task, not globally: a global sort samples its input first, which runs the
-    # whole window computation twice
-    windows = windows.sortWithinPartitions("key", "window_start", "window_end")
+    # sorted within each task, not globally (a global sort samples its input first, which runs the
+    # whole window computation twice); by the group's hash first, a long that Spark's sort
+    # compares by its prefix, then key and end (per key the order of (start, end) too)
+    if "__gh" not in windows.columns:
+        windows = windows.withColumn("__gh", group_hash(["key"]))
+    written = Observation(f"windows_written_{uuid.uuid4().hex}")
+    windows = (windows.sortWithinPartitions("__gh", "key", "window_end").select(*OUTPUT_COLUMNS)
+               .observe(written, F.count(F.lit(1)).alias("rows")))
     if fmt == "iceberg":
         writer = windows.writeTo(target.sql_name).using("iceberg")
+        for key, value in (properties or {}).items():  # in the summary of the commit that writes the rows
+            writer = writer.option(f"snapshot-property.{key}", value)
         if target.exists():
             writer.replace()
         else:
@@ -382,6 +455,6 @@ def _write_output(spark: "SparkSession", windows: "DataFrame", options: WindowRe
         (windows.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
          .save(target.location))
         target.declare()
-    written = spark.table(target.sql_name).count()
-    say(f"windows: wrote {written} window rows to {options.output} ({fmt})")
-    return written
+    rows = int(written.get["rows"] or 0)
+    say(f"windows: wrote {rows} window rows to {options.output} ({fmt})")
+    return rows

@@ -135,7 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
         "windows", parents=[common], help="recompute the edge's time windows from a lake table",
         description="Recompute tumbling/hopping/sliding window results with the edge's exact semantics "
                     "(records in Kafka offset order; Spark window functions, or the edge's engines for custom "
-                    "aggregations) and create or replace --output.")
+                    "aggregations) into --output: incrementally from the source snapshot it records, "
+                    "else (first run, --full) created or replaced.")
     win.add_argument("--table", required=True, help="source table: [catalog.]db.table (Iceberg) or Delta")
     win.add_argument("--format", dest="table_format", choices=("iceberg", "delta"),
                      help="source table format (default: delta for delta.`path`, else iceberg)")
@@ -164,6 +165,9 @@ def build_parser() -> argparse.ArgumentParser:
     win.add_argument("--engine", choices=("auto", "native", "python"), default="auto",
                      help="native: Spark window functions only; python: the edge's engines per group; "
                           "auto (default): native whenever the aggregation has a native form")
+    win.add_argument("--full", action="store_true",
+                     help="recompute every window; by default a run reads only the records added since the "
+                          "source snapshot the output records (Iceberg source and output)")
 
     val = sub.add_parser("validate", parents=[common], help="check a table against its expectations spec",
                          description="Check a table against a JSON expectations spec with Great Expectations; "
@@ -249,7 +253,7 @@ def run_command(spark, args: argparse.Namespace, default_catalog: str | None = N
             order_by=tuple(c.strip() for c in args.order_by.split(",") if c.strip()),
             partition_column=args.partition_column, table_format=args.table_format,
             output_format=args.output_format, where=args.where, default_catalog=default_catalog,
-            engine=args.engine))
+            engine=args.engine, full=args.full))
         return report.summary_line()
     if args.command == "validate":
         from lakehouse.quality import ValidateOptions, run_validate

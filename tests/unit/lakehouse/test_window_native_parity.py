@@ -73,12 +73,12 @@ def spark_rows(spark, rows: list[tuple], spec: WindowSpec, path: str, floats: bo
     value_type = "double" if floats else "bigint"
     data = spark.createDataFrame(shuffled, f"key string, ts bigint, value {value_type}, __order_0 int, "
                                            "__order_1 bigint")
-    group = "__order_0" if spec.closing == "partition" else "key"
+    group = ["__order_0"] if spec.closing == "partition" else ["__order_0", "key"]
     out_type = {"count": "bigint", "mean": "double"}.get(spec.aggregation, value_type)
     from pyspark.sql import types as T
 
     windows, described = compute_windows(data, spec, ORDER, group, T._parse_datatype_string(out_type), path)
-    return sorted((r.key, r.window_start, r.window_end, r.value) for r in windows.collect()), described
+    return sorted((r.key, r.window_start, r.window_end, r.value) for r in windows.collect()), str(described)
 
 
 def same(a: list[tuple], b: list[tuple]) -> bool:
