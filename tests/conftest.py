@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import uuid
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Sequence
 
 import pytest
 
@@ -148,6 +148,36 @@ def spark(services_env: dict[str, str], spark_local_dir: Path) -> Iterator["obje
 def unique_name() -> Callable[[str], str]:
     """Factory for unique identifiers (namespaces, tables, consumer groups)."""
     return lambda prefix="x": f"{prefix}_{uuid.uuid4().hex[:10]}"
+
+
+# Parallel runs (``./dev test`` uses pytest-xdist with ``--dist loadgroup``) put the tests of one
+# xdist group on one worker, in order, and hand out the biggest groups first:
+# - the session-scoped ``spark`` fixture is a JVM of a few GB per worker that starts it: its users
+#   go to two workers (two JVMs at most), the lakehouse jobs' tests on one, the rest on the other;
+# - the standalone cluster's tests kill and restart its workers, which no other cluster test may see.
+# Long tests without a group are collected first, so they start early instead of forming a tail.
+_GROUP_BY_PATH = {"tests/integration/cluster/": "spark-cluster"}
+_SPARK_GROUPS = {"tests/integration/lakehouse/": "spark-lakehouse"}
+_SPARK_DEFAULT_GROUP = "spark-session"
+_RUN_FIRST = ("tests/e2e/", "tests/integration/airflow/", "tests/integration/foundation/test_services_manager.py",
+              "tests/compat/windows/test_window_agg.py")
+
+
+def _xdist_group(path: str, fixtures: Sequence[str]) -> str | None:
+    group = next((g for prefix, g in _GROUP_BY_PATH.items() if path.startswith(prefix)), None)
+    if group is None and "spark" in fixtures:
+        group = next((g for prefix, g in _SPARK_GROUPS.items() if path.startswith(prefix)), _SPARK_DEFAULT_GROUP)
+    return group
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the marks
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = str(config.rootpath) + os.sep
+    for item in items:
+        group = _xdist_group(str(item.path).removeprefix(root), getattr(item, "fixturenames", ()))
+        if group and not any(True for _ in item.iter_markers("xdist_group")):
+            item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=lambda item: not str(item.path).removeprefix(root).startswith(_RUN_FIRST))  # stable
 
 
 def pytest_configure(config: pytest.Config) -> None:
