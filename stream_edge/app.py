@@ -15,7 +15,6 @@ Example::
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import os
@@ -23,6 +22,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, List, Optional, Union
 
+from stream_edge.app_config import ApplicationConfig
 from stream_edge.context import _bind
 from stream_edge.dataframe import DataframeRegistry, StreamingDataFrame
 from stream_edge.error_callbacks import (ConsumerErrorCallback, ProcessingErrorCallback, ProducerErrorCallback,
@@ -48,40 +48,6 @@ logger = logging.getLogger("stream_edge")
 ProcessingGuarantee = str  # "at-least-once" | "exactly-once"
 MessageProcessedCallback = Callable[[str, int, int], None]
 _GUARANTEES = ("at-least-once", "exactly-once")
-
-
-@dataclasses.dataclass(frozen=True)
-class ApplicationConfig:
-    """The resolved, immutable configuration of an Application."""
-
-    broker_address: ConnectionConfig
-    consumer_group: str
-    auto_offset_reset: str = "latest"
-    commit_interval: float = 5.0
-    commit_every: int = 0
-    consumer_extra_config: dict = dataclasses.field(default_factory=dict)
-    producer_extra_config: dict = dataclasses.field(default_factory=dict)
-    state_dir: Path = Path("state")
-    rocksdb_options: Any = None
-    consumer_poll_timeout: float = 1.0
-    producer_poll_timeout: float = 0.0
-    auto_create_topics: bool = True
-    use_changelog_topics: bool = True
-    request_timeout: float = 30
-    topic_create_timeout: float = 60
-    processing_guarantee: str = "at-least-once"
-    auto_recover_from_source_offset_out_of_range: bool = True
-    state_recovery_offset_reset: str = "earliest"
-    max_partition_buffer_size: int = 10000
-    broker_availability_timeout: float = 120.0
-
-    @property
-    def exactly_once(self) -> bool:
-        return self.processing_guarantee == "exactly-once"
-
-    def copy(self, **kwargs: Any) -> "ApplicationConfig":
-        """A copy with some fields replaced."""
-        return dataclasses.replace(self, **kwargs)
 
 
 def _env(*names: str) -> Optional[str]:
@@ -295,14 +261,23 @@ class Application:
                            on_error=self._on_producer_error)
 
     # -- clients for other uses ----------------------------------------------------------------
-    def get_producer(self) -> Producer:
+    def get_producer(self, transactional: bool = False) -> Producer:
         """A new Producer configured like the application's (e.g. to produce test data).
 
-        The topics defined so far are created first, as Quix does at ``app.topic()``, so producing
-        to ``topic.name`` right away works; defining a pipeline alone still never connects.
+        ``transactional=True`` gives a transactional producer whatever the processing guarantee
+        (its ``transactional.id``: the configured one, else a random one); the caller begins and
+        commits the transactions. The topics defined so far are created first, as Quix does at
+        ``app.topic()``, so producing to ``topic.name`` right away works.
         """
         self._create_defined_topics()
-        return Producer(self._config.broker_address, extra_config=self._config.producer_extra_config)
+        extra_config = dict(self._config.producer_extra_config)
+        if transactional:
+            tid = extra_config.get("transactional.id") or str(uuid.uuid4())
+            prefix = self._config.consumer_group_prefix
+            extra_config["transactional.id"] = f"{prefix}-{tid}" if prefix else tid
+        else:
+            extra_config.pop("transactional.id", None)
+        return Producer(self._config.broker_address, extra_config=extra_config, transactional=transactional)
 
     def _create_defined_topics(self) -> None:
         if self._topic_manager.all_topics and not ProcessHooks.check_only:

@@ -5,8 +5,10 @@ from typing import Callable, Optional
 
 from confluent_kafka import KafkaError, KafkaException
 
+from stream_edge.exceptions.base import QuixException
+
 __all__ = ("KafkaConsumerException", "KafkaProducerDeliveryError", "KafkaError", "KafkaException",
-           "client_error_logger")
+           "client_error_logger", "InvalidProducerConfigError")
 
 logger = logging.getLogger("stream_edge")
 
@@ -22,6 +24,10 @@ def client_error_logger(client: str) -> Callable[[KafkaError], None]:
             logger.debug("Kafka %s error: %s", client, error.str())
 
     return log_error
+
+
+class InvalidProducerConfigError(QuixException):
+    """A transactions method was called on a producer created without ``transactional=True``."""
 
 
 class KafkaConsumerException(Exception):

@@ -13,7 +13,7 @@ import confluent_kafka
 
 from .availability import AvailabilityChecks, BrokerAvailability
 from .configuration import ConnectionConfig, connection_dict
-from .exceptions import client_error_logger
+from .exceptions import InvalidProducerConfigError, client_error_logger
 
 __all__ = ("Producer", "TransactionalProducer", "PRODUCER_ON_ERROR_RETRIES", "PRODUCER_POLL_TIMEOUT")
 
@@ -46,6 +46,7 @@ class Producer(AvailabilityChecks):
             extra_config.setdefault("transactional.id", str(uuid.uuid4()))
             extra_config.setdefault("enable.idempotence", True)
         self._transactional = transactional or "transactional.id" in extra_config
+        self._init_on_connect = transactional  # Quix's transactional=True: init_transactions() with the client
         config = {
             # Throughput defaults: batch for a few ms and compress; values are small JSON.
             "linger.ms": 10,
@@ -63,6 +64,8 @@ class Producer(AvailabilityChecks):
     def _producer(self) -> confluent_kafka.Producer:
         if self._inner is None:
             self._inner = confluent_kafka.Producer(self._config)
+            if self._init_on_connect:
+                self._inner.init_transactions()
         return self._inner
 
     @property
@@ -153,20 +156,34 @@ class Producer(AvailabilityChecks):
         self._inner = None
 
     # transactions (a plain Producer has none; TransactionalProducer overrides)
+    def _ensure_transactional(self) -> None:
+        if not self._transactional:
+            raise InvalidProducerConfigError(
+                "Producer must be initialized with `transactional=True` to use Kafka Transactions API")
+
     def init_transactions(self, timeout: float = -1) -> None:
-        self._producer.init_transactions(timeout)
+        self._ensure_transactional()
+        if self._init_on_connect and self._inner is None:
+            self._producer  # noqa: B018 - creating the client initialises the transactions
+            return
+        if not self._init_on_connect:
+            self._producer.init_transactions(timeout)
 
     def begin_transaction(self) -> None:
+        self._ensure_transactional()
         self._producer.begin_transaction()
 
     def send_offsets_to_transaction(self, positions: List[confluent_kafka.TopicPartition],
                                     group_metadata: Any, timeout: float = -1) -> None:
+        self._ensure_transactional()
         self._producer.send_offsets_to_transaction(positions, group_metadata, timeout)
 
     def commit_transaction(self, timeout: float = -1) -> None:
+        self._ensure_transactional()
         self._producer.commit_transaction(timeout)
 
     def abort_transaction(self, timeout: float = -1) -> None:
+        self._ensure_transactional()
         self._producer.abort_transaction(timeout)
 
 
