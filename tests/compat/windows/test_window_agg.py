@@ -130,7 +130,8 @@ def test_agg_matches_quixstreams_on_random_streams(run_both, kafka_bootstrap, ma
     assert producer.flush(30) == 0
     header = (f"BROKER = {kafka_bootstrap!r}\nGROUP = 'agg-' + __import__('uuid').uuid4().hex[:8]\n"
               f"STATE_DIR = __import__('tempfile').mkdtemp()\nCASES = {cases!r}\n")
-    out = run_both(header + PROGRAM)
+    # ~45 applications in one program per package: allow for a machine busy with parallel tests.
+    out = run_both(header + PROGRAM, timeout=480)
     for edge_line, quix_line in zip(out.edge.splitlines(), out.quix.splitlines()):
         assert edge_line == quix_line  # one line per case: the first differing case is shown
     assert out.edge == out.quix
