@@ -236,10 +236,7 @@ class Application:
 
         if topic is None:
             default = source.default_topic()
-            topic = self._topic_manager.register(Topic(
-                f"source__{default.name}", config=default.config, value_deserializer=default.value_deserializer,
-                key_deserializer=default.key_deserializer, value_serializer=default.value_serializer,
-                key_serializer=default.key_serializer, timestamp_extractor=default.timestamp_extractor))
+            topic = self._topic_manager.register(default.__clone__(name=f"source__{default.name}"))
         else:
             self._topic_manager.register(topic)
         if self._source_manager is None:

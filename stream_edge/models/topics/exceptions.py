@@ -31,8 +31,9 @@ class TopicPermissionError(QuixException):
     """The topic's configuration may not be read (authorization)."""
 
 
-class TopicConfigurationError(QuixException):
-    """A topic configuration is invalid."""
+class TopicConfigurationError(QuixException, RuntimeError):
+    """A topic configuration is invalid or unknown (e.g. ``broker_config`` of a topic no
+    TopicManager registered)."""
 
 
 class TopicPartitionsMismatch(QuixException):

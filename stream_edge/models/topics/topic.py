@@ -16,7 +16,7 @@ from stream_edge.models.serializers import (BytesDeserializer, BytesSerializer, 
                                             SerializerType, resolve_deserializer, resolve_serializer)
 from stream_edge.models.timestamps import TimestampExtractor, TimestampType
 
-from .exceptions import TopicNameLengthExceeded
+from .exceptions import TopicConfigurationError, TopicNameLengthExceeded
 
 __all__ = ("Topic", "TopicConfig", "TopicType", "TimestampExtractor", "KafkaMessage")
 
@@ -108,7 +108,7 @@ class Topic:
                  config: Optional[TopicConfig] = None) -> None:
         if config is not None and create_config is not None and config != create_config:
             raise ValueError(f"topic '{name}': give create_config or config (its older name), not both")
-        if not isinstance(topic_type, TopicType):
+        if topic_type is not None and not isinstance(topic_type, TopicType):  # None: left unset, as Quix allows
             raise TypeError(f"topic '{name}': topic_type must be a TopicType, got {topic_type!r} "
                             f"(pass the config as create_config=...)")
         config = create_config if create_config is not None else config
@@ -154,14 +154,20 @@ class Topic:
         """
         if self._broker_config is None:
             if self.broker_config_loader is None:
-                raise RuntimeError(f"topic '{self.name}' is not registered with an application's TopicManager; "
-                                   f"its broker configuration is unknown")
+                raise TopicConfigurationError(f'The broker topic configuration is missing for the topic "{self.name}"')
             self._broker_config = self.broker_config_loader()
         return self._broker_config
 
     @broker_config.setter
     def broker_config(self, value: TopicConfig) -> None:
         self._broker_config = value
+
+    def __clone__(self, name: str, create_config: Optional[TopicConfig] = None) -> "Topic":
+        """A copy of this topic's definition under another name (Quix's ``__clone__``)."""
+        return type(self)(name, self._type, create_config or self.create_config,
+                          value_deserializer=self._value_deserializer, key_deserializer=self._key_deserializer,
+                          value_serializer=self._value_serializer, key_serializer=self._key_serializer,
+                          timestamp_extractor=self._timestamp_extractor, quix_name=self.quix_name)
 
     @property
     def is_regular(self) -> bool:

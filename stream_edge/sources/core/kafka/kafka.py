@@ -51,21 +51,22 @@ class KafkaReplicatorSource(Source):
         self._key_deserializer = key_deserializer
         self._consumer: Optional[BaseConsumer] = None
 
-    def _source_partitions(self) -> int:
-        consumer = BaseConsumer(self._broker_address, None, "earliest", extra_config=self._consumer_extra_config)
-        try:
-            md = consumer.list_topics(self._source_topic, timeout=30).topics.get(self._source_topic)
-            if md is None or md.error is not None or not md.partitions:
-                raise ValueError(f"source topic '{self._source_topic}' not found on {self._broker_address}")
-            return len(md.partitions)
-        finally:
-            consumer.close()
-
     def default_topic(self) -> Topic:
-        """A topic named after the source, with the source topic's partition count."""
-        return Topic(name=self.name, config=TopicConfig(num_partitions=self._source_partitions()),
-                     value_deserializer=self._value_deserializer, key_deserializer=self._key_deserializer,
-                     value_serializer="bytes", key_serializer="bytes")
+        """A topic named after the source with the source topic's configuration (partitions,
+        replication factor and every setting, as Quix Streams 3.28 copies them); one partition
+        when the source topic is not found."""
+        from stream_edge.models.topics.admin import TopicAdmin
+
+        admin = TopicAdmin(self._broker_address, extra_config=self._consumer_extra_config)
+        try:
+            config = admin.inspect_topics([self._source_topic],
+                                          timeout=getattr(self._app_config, "request_timeout", 30)).get(self._source_topic)
+        finally:
+            admin.close()
+        if config is None:
+            config = TopicConfig(num_partitions=1, replication_factor=1)
+        return Topic(name=self.name, create_config=config, value_deserializer=self._value_deserializer,
+                     key_deserializer=self._key_deserializer, value_serializer="bytes", key_serializer="bytes")
 
     def run(self) -> None:
         consumer = BaseConsumer(self._broker_address, f"source-{self.name}", self._auto_offset_reset,
