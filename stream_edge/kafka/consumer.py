@@ -12,13 +12,19 @@ from .availability import AvailabilityChecks, BrokerAvailability
 from .configuration import ConnectionConfig, connection_dict
 from .exceptions import client_error_logger
 
-__all__ = ("BaseConsumer", "Consumer", "AutoOffsetReset")
+__all__ = ("BaseConsumer", "Consumer", "AutoOffsetReset", "PREFETCH_DEFAULTS")
 
 logger = logging.getLogger("stream_edge")
 AutoOffsetReset = str  # "earliest" | "latest" | "error"
 
 
 _default_error_cb = client_error_logger("consumer")
+
+#: librdkafka's prefetch, bounded for a light edge (any key of ``extra_config`` overrides it).
+#: librdkafka's defaults queue up to 64 MiB of fetched messages (~200 MB of RSS for small JSON
+#: records, measured in bench/README.md, lake_ingest); 2 MiB with a 10 ms back-off when the queue
+#: is full (default 1 s, which starves a small queue) keeps the same consume rate.
+PREFETCH_DEFAULTS: Dict[str, Any] = {"queued.max.messages.kbytes": 2048, "fetch.queue.backoff.ms": 10}
 
 
 class BaseConsumer(AvailabilityChecks):
@@ -38,6 +44,7 @@ class BaseConsumer(AvailabilityChecks):
                  on_commit: Optional[Callable] = None, extra_config: Optional[dict] = None) -> None:
         self._availability = BrokerAvailability()
         config = {
+            **PREFETCH_DEFAULTS,
             **(extra_config or {}),
             **connection_dict(broker_address),
             "group.id": consumer_group or "stream-edge-default",

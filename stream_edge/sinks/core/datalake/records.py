@@ -153,7 +153,9 @@ class TableBuilder:
             if current is None or pa.types.is_null(current):
                 self.known[field.name] = field.type
 
-    def _record_table(self, values: list, offsets: Sequence[int], topic: str, partition: int) -> pa.Table:
+    def _record_table(self, values: Any, offsets: Sequence[int], topic: str, partition: int) -> pa.Table:
+        if isinstance(values, pa.Table):  # converted chunk by chunk by the sink's buffer
+            return values
         try:
             struct = _infer(values)
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
@@ -207,6 +209,8 @@ class TableBuilder:
     def _convert(self, name: str, column: pa.ChunkedArray, known: pa.DataType, values: list,
                  offsets: Sequence[int], topic: str, partition: int) -> pa.ChunkedArray:
         """Lossless widening (int -> float when exact, struct field union) or a conflict."""
+        if isinstance(values, pa.Table):
+            values = values.to_pylist()  # only to name the offending record
         if pa.types.is_floating(known) and pa.types.is_integer(column.type):
             bounds = pc.min_max(column)
             lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
@@ -249,9 +253,10 @@ class TableBuilder:
         extract = {"year": pc.year, "month": pc.month, "day": pc.day, "hour": pc.hour}
         return {c: extract[c](moments).cast(pa.int32()) for c in self.time_columns}
 
-    def build(self, values: list, offsets: Sequence[int], timestamps: Sequence[int], keys: Sequence[Any],
+    def build(self, values: Any, offsets: Sequence[int], timestamps: Sequence[int], keys: Sequence[Any],
               topic: str, partition: int) -> List[PartitionedTable]:
-        """Build the per-hive-path tables of one batch (records already validated as dicts)."""
+        """Build the per-hive-path tables of one batch: ``values`` is a list of dicts (already
+        validated as dicts) or an Arrow table of them."""
         table = self._record_table(values, offsets, topic, partition)
         table = self._reconcile(table, values, offsets, topic, partition)
         for name in table.column_names:

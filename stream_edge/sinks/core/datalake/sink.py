@@ -10,6 +10,7 @@ import base64
 import bisect
 import logging
 import os
+from array import array
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
@@ -34,29 +35,94 @@ _COMPRESSIONS = ("none", "snappy", "gzip", "brotli", "lz4", "zstd")
 _BACKPRESSURE_SECONDS = 5.0
 
 
-class _Buffer:
-    """Columnar buffer of one topic partition (no per-record object).
+_CHUNK_ROWS = 2048  # dict records per partition converted to one Arrow chunk at a time
+_DICT_ROW_BYTES = 512  # a flat JSON record as a dict, roughly (counted only when not converted)
+DEFAULT_MAX_BUFFER_BYTES = 16 * 1024 * 1024
 
-    ``keys``/``timestamps`` stay empty when the sink does not need them (see
-    ``DataLakeSink._specialize``); ``last`` is the newest offset, to detect a rewound partition.
+
+class _Buffer:
+    """Buffer of one topic partition: Arrow chunks plus the newest dict records (< ``_CHUNK_ROWS``).
+
+    Every ``_CHUNK_ROWS`` records the dicts are converted to one Arrow struct chunk (about 15x
+    smaller than the dicts for flat JSON); a batch whose chunks disagree in type, or a chunk that
+    does not convert, keeps its records as dicts (``pending``), so the flush infers types over the
+    whole batch exactly as before. ``offsets``/``timestamps`` are int64 arrays; ``keys`` and
+    ``timestamps`` stay empty when the sink does not need them (see ``DataLakeSink._specialize``);
+    ``last`` is the newest offset, to detect a rewound partition.
     """
 
-    __slots__ = ("values", "keys", "timestamps", "offsets", "last")
+    __slots__ = ("values", "chunks", "chunk_rows", "held", "next_seal", "convert", "keys", "timestamps",
+                 "offsets", "last")
 
     def __init__(self) -> None:
         self.values: List[dict] = []
+        self.chunks: List[pa.StructArray] = []
+        self.chunk_rows = 0
+        self.held = 0  # bytes counted against the sink's bound: Arrow chunks, or estimated dicts
+        self.next_seal = _CHUNK_ROWS  # len(offsets) at which add() calls seal()
+        self.convert = True
         self.keys: List[Any] = []
-        self.timestamps: List[int] = []
-        self.offsets: List[int] = []
+        self.timestamps = array("q")
+        self.offsets = array("q")
         self.last = -1
+
+    def seal(self) -> int:
+        """Convert the pending dicts to an Arrow chunk; returns how many bytes ``held`` grew by."""
+        self.next_seal = len(self.offsets) + _CHUNK_ROWS
+        before = self.held
+        if self.convert and self.values:
+            try:
+                chunk = pa.array(self.values)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+                chunk = None
+            if chunk is not None and pa.types.is_struct(chunk.type) and (
+                    not self.chunks or chunk.type == self.chunks[0].type):
+                self.chunks.append(chunk)
+                self.chunk_rows += len(chunk)
+                self.values = []
+            else:
+                self._unconvert()  # let the flush infer (or diagnose) over the whole batch
+        self.held = sum(c.nbytes for c in self.chunks) + len(self.values) * _DICT_ROW_BYTES
+        return self.held - before
+
+    def _unconvert(self) -> None:
+        rows: List[dict] = []
+        for chunk in self.chunks:
+            rows.extend(chunk.to_pylist())
+        rows.extend(self.values)
+        self.values, self.chunks, self.chunk_rows, self.convert = rows, [], 0, False
+
+    def records(self, start: int) -> Any:
+        """The records from index ``start`` on: a list of dicts, or an Arrow table when chunked."""
+        if not self.chunks:
+            return self.values[start:] if start else self.values
+        if self.values:
+            self.seal()
+            if not self.chunks:  # the last records did not fit the chunks' type
+                return self.values[start:] if start else self.values
+        table = pa.Table.from_struct_array(pa.chunked_array(self.chunks))
+        return table.slice(start) if start else table
 
     def truncate_from(self, offset: int) -> None:
         """Drop buffered records at or after ``offset`` (the partition was rewound)."""
         keep = bisect.bisect_left(self.offsets, offset)
-        del self.values[keep:], self.offsets[keep:]
+        if keep >= self.chunk_rows:
+            del self.values[keep - self.chunk_rows:]
+        else:
+            kept, rows = [], 0
+            for chunk in self.chunks:
+                if rows + len(chunk) > keep:
+                    chunk = chunk.slice(0, keep - rows)
+                if len(chunk):
+                    kept.append(chunk)
+                rows += len(chunk)
+            self.chunks, self.chunk_rows, self.values = kept, rows, []
+        del self.offsets[keep:]
         if self.keys:
             del self.keys[keep:], self.timestamps[keep:]
         self.last = self.offsets[-1] if self.offsets else -1
+        self.held = sum(c.nbytes for c in self.chunks) + len(self.values) * _DICT_ROW_BYTES
+        self.next_seal = len(self.offsets) + _CHUNK_ROWS
 
 
 class DataLakeSink(BatchingSink):
@@ -83,6 +149,11 @@ class DataLakeSink(BatchingSink):
         running both on one table registers each file once (``docs/internals.md``).
     :param auto_discover: create the Iceberg table from the discovered schema if missing.
     :param catalog_properties: extra pyiceberg catalog properties.
+    :param max_buffer_bytes: bound on what the sink holds between checkpoints, in bytes of Arrow
+        data (records are converted to Arrow every 2,048 records of a partition). When the
+        partitions' buffers together reach it, every buffer is written as a lake commit at once
+        (before the checkpoint: still exactly once, the commit log skips replayed offsets), so
+        memory stays bounded whatever the commit interval. Default 16 MiB; None: no bound.
     :param stream_timeout_ms: per-key silence threshold (see ``StreamTimeoutTracker``).
     :param on_stream_timeout: ``callback(raw_key)`` fired once per silent key.
 
@@ -113,6 +184,7 @@ class DataLakeSink(BatchingSink):
         register_in_catalog: bool = False,
         auto_discover: bool = True,
         catalog_properties: Optional[Dict[str, str]] = None,
+        max_buffer_bytes: Optional[int] = DEFAULT_MAX_BUFFER_BYTES,
         stream_timeout_ms: Optional[int] = None,
         on_stream_timeout: Optional[Callable[[Any], None]] = None,
         on_client_connect_success: Optional[ClientConnectSuccessCallback] = None,
@@ -123,6 +195,11 @@ class DataLakeSink(BatchingSink):
             raise ValueError(f"compression must be one of {_COMPRESSIONS}, got {compression!r}")
         if row_group_size is not None and row_group_size <= 0:
             raise ValueError(f"row_group_size must be positive, got {row_group_size}")
+        if max_buffer_bytes is not None and max_buffer_bytes <= 0:
+            raise ValueError(f"max_buffer_bytes must be positive or None, got {max_buffer_bytes}")
+        self.max_buffer_bytes = max_buffer_bytes
+        self.early_commits = 0  # lake commits written because the buffers reached max_buffer_bytes
+        self._early_blocked = False  # storage refused an early commit: wait for the checkpoint
         self.table_name = table_name
         self.storage_url = storage_url or os.environ.get(DEFAULT_STORAGE_URL_ENV) or "lake"
         self.s3_prefix = s3_prefix or ""
@@ -235,6 +312,8 @@ class DataLakeSink(BatchingSink):
         buffer.offsets.append(offset)
         buffer.keys.append(key)
         buffer.timestamps.append(timestamp)
+        if len(buffer.offsets) >= buffer.next_seal:
+            self._seal(buffer)
 
     def _add_lean(self, value: Any, key: Any, timestamp: int, headers: HeadersTuples,
                   topic: str, partition: int, offset: int) -> None:
@@ -246,6 +325,35 @@ class DataLakeSink(BatchingSink):
         buffer.last = offset
         buffer.values.append(value)
         buffer.offsets.append(offset)
+        if len(buffer.offsets) >= buffer.next_seal:
+            self._seal(buffer)
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes held in the partitions' buffers, as counted against ``max_buffer_bytes``."""
+        return sum(buffer.held for buffer in self._buffers.values())
+
+    def _seal(self, buffer: _Buffer) -> None:
+        """Convert a buffer's newest records to Arrow; at the bound, commit every buffer early."""
+        buffer.seal()
+        bound = self.max_buffer_bytes
+        if bound is None or self._early_blocked or self.buffered_bytes < bound:
+            return
+        for topic, partition in sorted(self._buffers):
+            pending = self._buffers.pop((topic, partition))
+            if not pending.offsets:
+                continue
+            try:
+                self._write_buffer(topic, partition, pending)
+            except SinkBackpressureError:
+                # Keep the records for the checkpoint's flush, which reports the failure to the runtime.
+                self._buffers[(topic, partition)] = pending
+                self._early_blocked = True
+                return
+            self.early_commits += 1
+            # The partition goes on from here: a replay from before this offset is still detected.
+            self._buffers[(topic, partition)] = _Buffer()
+            self._buffers[(topic, partition)].last = pending.last
 
     def _buffer_for(self, topic: str, partition: int, offset: int) -> _Buffer:
         buffer = self._buffers.get((topic, partition))
@@ -260,6 +368,7 @@ class DataLakeSink(BatchingSink):
     # -- checkpoints ----------------------------------------------------------------------------
     def flush(self, topic: str, partition: int) -> None:
         """Write the partition's records as one lake commit, then run the silence check."""
+        self._early_blocked = False
         try:
             buffer = self._buffers.pop((topic, partition), None)
             if buffer is not None and buffer.offsets:
@@ -288,6 +397,7 @@ class DataLakeSink(BatchingSink):
             buffer.keys.append(item.key)
             buffer.timestamps.append(item.timestamp)
             buffer.offsets.append(item.offset)
+        buffer.convert = False  # one batch, converted once by the flush
         if buffer.offsets:
             self._write_buffer(batch.topic, batch.partition, buffer)
 
@@ -317,10 +427,10 @@ class DataLakeSink(BatchingSink):
                         offsets[start - 1], last_committed)
         if start == len(offsets):
             return
-        values, keys, timestamps = buffer.values, buffer.keys, buffer.timestamps
+        values = buffer.records(start)
+        keys, timestamps = buffer.keys, buffer.timestamps
         if start:
-            values, keys = values[start:], keys[start:]
-            timestamps, offsets = timestamps[start:], offsets[start:]
+            keys, timestamps, offsets = keys[start:], timestamps[start:], offsets[start:]
         parts = self._builder.build(values, offsets, timestamps, keys, topic, partition)
         schema = _union_schema([p.table.schema for p in parts])
         try:

@@ -1,0 +1,114 @@
+"""The edge contender of ``bench/lake_ingest.py``: one process, Kafka topic -> lake, until caught up.
+
+    python bench/lake_ingest_edge.py --bootstrap B --topic T --group G --sink datalake \
+        --storage file:///tmp/lake --table readings [--commit-interval 5] [--max-buffer-bytes N]
+
+``--sink datalake``: ``DataLakeSink`` (Hive ``year/month/day/hour`` from ``ts_ms``; the catalog
+side is ``lakehouse register``, run by the bench). ``--sink iceberg``: ``IcebergSink`` on the REST
+catalog (``--catalog-uri``, ``--table ns.name``). The process stops once every partition of the
+topic has been processed up to the high watermark read at start (a restarted process after a
+``kill -9`` resumes from the committed offsets), then prints one JSON line: ``first_ms`` (first
+record consumed), ``done_ms`` (last checkpoint committed), ``processed``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Dict
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from confluent_kafka import Consumer, TopicPartition  # noqa: E402
+
+from stream_edge import Application  # noqa: E402
+
+
+def remaining(bootstrap: str, topic: str, group: str) -> Dict[int, int]:
+    """partition -> last offset still to process (partitions already caught up are left out)."""
+    probe = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        parts = sorted(probe.list_topics(topic, timeout=10).topics[topic].partitions)
+        committed = probe.committed([TopicPartition(topic, p) for p in parts], timeout=10)
+        todo = {}
+        for tp in committed:
+            low, high = probe.get_watermark_offsets(TopicPartition(topic, tp.partition), timeout=10)
+            start = tp.offset if tp.offset >= 0 else low
+            if start < high:
+                todo[tp.partition] = high - 1
+        return todo
+    finally:
+        probe.close()
+
+
+def build_sink(args: argparse.Namespace):
+    if args.sink == "null":  # the runtime alone (memory/CPU floor of the edge): drops every record
+        from stream_edge.sinks.base.sink import BaseSink
+
+        class NullSink(BaseSink):
+            def add(self, *args, **kwargs) -> None:
+                pass
+
+            def flush(self, topic=None, partition=None) -> None:
+                pass
+
+        return NullSink()
+    if args.sink == "datalake":
+        from stream_edge.sinks.core.datalake import DataLakeSink
+
+        extra = {} if args.max_buffer_bytes is None else {"max_buffer_bytes": args.max_buffer_bytes}
+        return DataLakeSink(args.table, storage_url=args.storage, hive_columns=["year", "month", "day", "hour"],
+                            timestamp_column="ts_ms", **extra)
+    from stream_edge.sinks.community.iceberg import IcebergSink, RESTIcebergConfig
+
+    return IcebergSink(table_name=args.table, config=RESTIcebergConfig(args.catalog_uri), data_catalog_spec="rest")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--topic", required=True)
+    parser.add_argument("--group", required=True)
+    parser.add_argument("--sink", choices=("datalake", "iceberg", "null"), default="datalake")
+    parser.add_argument("--storage", default="")
+    parser.add_argument("--table", required=True)
+    parser.add_argument("--catalog-uri", default="")
+    parser.add_argument("--commit-interval", type=float, default=5.0)
+    parser.add_argument("--max-buffer-bytes", type=int, default=None)
+    parser.add_argument("--guarantee", default="exactly-once")
+    parser.add_argument("--consumer", action="append", default=[], metavar="KEY=VALUE",
+                        help="a librdkafka consumer setting (repeatable)")
+    args = parser.parse_args()
+
+    todo = remaining(args.bootstrap, args.topic, args.group)
+    state = {"first_ms": 0, "processed": 0}
+    app = Application(args.bootstrap, consumer_group=args.group, auto_offset_reset="earliest",
+                      commit_interval=args.commit_interval, processing_guarantee=args.guarantee,
+                      loglevel="WARNING", auto_create_topics=False, use_changelog_topics=False,
+                      consumer_extra_config=dict(kv.split("=", 1) for kv in args.consumer))
+
+    def processed(topic: str, partition: int, offset: int) -> None:
+        if not state["first_ms"]:
+            state["first_ms"] = int(time.time() * 1000)
+        state["processed"] += 1
+        last = todo.get(partition)
+        if last is not None and offset >= last:
+            del todo[partition]
+            if not todo:
+                app.stop()
+
+    app._on_message_processed = processed  # the constructor argument, set after ``app`` exists
+    sdf = app.dataframe(app.topic(args.topic, value_deserializer="json"))
+    sdf.sink(build_sink(args))
+    if todo:
+        app.run()
+    print(json.dumps({"first_ms": state["first_ms"], "done_ms": int(time.time() * 1000),
+                      "processed": state["processed"]}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
