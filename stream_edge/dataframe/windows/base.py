@@ -24,10 +24,11 @@ _EMPTY: Tuple = ()
 
 
 def get_window_ranges(timestamp_ms: int, duration_ms: int, step_ms: Optional[int] = None) -> Deque[Tuple[int, int]]:
-    """The ``(start, end)`` windows holding ``timestamp_ms`` (newest first), as in Quix Streams."""
+    """The ``(start, end)`` windows holding ``timestamp_ms``, oldest first (as Quix Streams 3.28.1
+    returns them; windows with a negative start are left out)."""
     from collections import deque
 
-    return deque(window_ranges(timestamp_ms, duration_ms, step_ms))
+    return deque(reversed(window_ranges(timestamp_ms, duration_ms, step_ms)))
 
 
 class Window:
