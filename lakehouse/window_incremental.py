@@ -43,6 +43,8 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
+from lakehouse.fault_injection import pause_point
+
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
@@ -255,6 +257,7 @@ def merge_windows(spark: "SparkSession", target: Any, inserted: list["DataFrame"
     conf_keys = [f"spark.sql.iceberg.snapshot-property.{k}" for k in properties]
     for key, value in zip(conf_keys, properties.values()):
         spark.conf.set(key, value)
+    pause_point("windows.before-commit")
     try:
         spark.sql(f"""
             MERGE INTO {target.sql_name} t USING {view} s
