@@ -45,6 +45,24 @@ def quix_python() -> str:
     return str(make())
 
 
+def ensure_quix_packages(quix_python: str, *pins: str) -> None:
+    """Install ``name==version`` pins into the quixstreams venv unless present (a connector's client
+    library, e.g. ``paho-mqtt``, that quixstreams only has as an extra); the project pins the same
+    versions in pyproject.toml. Parallel callers take turns on the venv's lock file."""
+    import fcntl
+
+    wanted = dict(pin.split("==") for pin in pins)
+    probe = ("import importlib.metadata as m, sys\n"
+             "def v(n):\n    try:\n        return m.version(n)\n    except m.PackageNotFoundError:\n        return None\n"
+             f"sys.exit(0 if all(v(n) == want for n, want in {wanted!r}.items()) else 1)")
+    venv = Path(quix_python).parents[1]  # <venv>/bin/python (not resolved: it links to the base python)
+    with open(venv.parent / f"{venv.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if subprocess.run([quix_python, "-c", probe]).returncode != 0:
+            subprocess.run([quix_python, "-m", "pip", "install", "-q", "--disable-pip-version-check", *pins],
+                           check=True)
+
+
 def _runner(quix_python: str, tmp_path: Path) -> Callable[..., BothOutputs]:
     """The ``run_both`` function, writing its programs under ``tmp_path``."""
 

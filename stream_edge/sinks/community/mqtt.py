@@ -168,8 +168,13 @@ class MQTTSink(BaseSink):
 
     # -- sink API ----------------------------------------------------------------------------------
     def setup(self) -> None:
-        """Connect and start the network thread; raises ``ConnectionError`` when refused."""
-        self._client.connect_async(self._server, self._port)
+        """Connect and start the network thread.
+
+        A server that cannot be reached raises what the socket raises (``ConnectionRefusedError``,
+        ``socket.gaierror``, ...), as in Quix Streams 3.28.1; a broker that refuses the session
+        (e.g. bad credentials) raises ``ConnectionError`` once it answers.
+        """
+        self._client.connect(self._server, self._port)
         self._client.loop_start()
         self._started = True
         deadline = time.monotonic() + max(self._flush_timeout, 5)
@@ -261,11 +266,16 @@ class MQTTSink(BaseSink):
             self._failed.pop((topic, partition), None)
 
     def cleanup(self) -> None:
-        """Disconnect and stop the network thread."""
+        """Stop the network thread and disconnect (idempotent)."""
         if self._started:
             self._started = False
-            self._client.disconnect()
-            self._client.loop_stop()
+            self._cleanup()
+
+    def _cleanup(self) -> None:
+        """``loop_stop()`` then ``disconnect()``, Quix Streams 3.28.1's order and name."""
+        self._started = False
+        self._client.loop_stop()
+        self._client.disconnect()
 
 
 def _constant(result: Any) -> Callable[[Any], Any]:
