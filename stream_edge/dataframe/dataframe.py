@@ -176,7 +176,7 @@ class StreamingDataFrame(BaseStreaming):
 
     def print(self, pretty: bool = True, metadata: bool = False) -> "StreamingDataFrame":
         """Print the value (and key, timestamp, headers with ``metadata=True``) to stdout."""
-        show = pprint.pprint if pretty else print
+        show = (lambda obj: pprint.pprint(obj, indent=2, sort_dicts=False)) if pretty else print
 
         def _print(value, key, timestamp, headers):
             show({"value": value, "key": key, "timestamp": timestamp, "headers": headers} if metadata else {"value": value})
