@@ -48,6 +48,7 @@ class IcebergTable:
         self.catalog = parts[0]
         self.namespace = ".".join(parts[1:-1])
         self._jvm: Any = spark._jvm  # type: ignore[attr-defined]
+        self.write_branch: str | None = None  # append_files commits here instead of main (write-audit-publish)
 
     # -- lookup ---------------------------------------------------------------------------------
     def java_table(self):
@@ -156,6 +157,8 @@ class IcebergTable:
 
         txn = table.newTransaction()
         append = txn.newAppend()
+        if self.write_branch:
+            append = append.toBranch(self.write_branch)
         rows = 0
         with ThreadPoolExecutor(max_workers=4, thread_name_prefix="iceberg-metrics") as pool:
             for i, (data_file, count) in enumerate(pool.map(build, files), 1):

@@ -109,7 +109,21 @@ def run_validate(spark: "SparkSession", options: ValidateOptions) -> ValidationR
              options.spec_path, len(spec.expectations))
     if isinstance(table, IcebergTable):
         table.refresh()  # see commits made by other writers since this session cached the table
-    df, report.filter = _select(spark.table(table.sql_name), table, options)
+    branch_snapshot = None
+    if options.branch:
+        from lakehouse.audit import branch_head
+
+        if not isinstance(table, IcebergTable):
+            raise ValueError("--branch needs an Iceberg table (write-audit-publish uses Iceberg branches)")
+        branch_snapshot = branch_head(table, options.branch)
+        if branch_snapshot is None:
+            raise ValueError(f"{table.identifier} has no branch {options.branch!r}")
+        # pinned to the branch's snapshot: the one recorded as validated is the one checked
+        source = spark.sql(f"SELECT * FROM {table.sql_name} VERSION AS OF {branch_snapshot}")
+        report.branch = options.branch
+    else:
+        source = spark.table(table.sql_name)
+    df, report.filter = _select(source, table, options)
 
     from pyspark import StorageLevel
 
@@ -120,6 +134,8 @@ def run_validate(spark: "SparkSession", options: ValidateOptions) -> ValidationR
         if report.rows == 0:
             log.warning("no rows selected in %s: column checks pass vacuously", table.identifier)
         _run_suite(df, spec, docs_name(table.identifier), docs_dir, report)
+        if options.branch:
+            _audit_outcome(spark, df, spec, table, options, report, branch_snapshot)
     finally:
         df.unpersist()
     report.duration_s = time.monotonic() - started
@@ -132,6 +148,24 @@ def run_validate(spark: "SparkSession", options: ValidateOptions) -> ValidationR
 
 
 # -- internals ------------------------------------------------------------------------------------
+
+def _audit_outcome(spark: "SparkSession", df: "DataFrame", spec: QualitySpec, table: IcebergTable,
+                   options: ValidateOptions, report: ValidationReport, snapshot: int | None) -> None:
+    """Passed: record the branch snapshot as validated. Failed: quarantine the failing rows."""
+    from lakehouse.audit import quarantine, record_validated
+
+    assert options.branch is not None and snapshot is not None
+    if report.failed:
+        target = options.quarantine_table or f"{table.identifier}_quarantine"
+        report.quarantined = quarantine(spark, df, spec, target, options.branch)
+        report.quarantine_table = target
+        log.warning("branch %s of %s failed validation: not publishable; kept for inspection",
+                    options.branch, table.identifier)
+    else:
+        record_validated(table, options.branch, snapshot)
+        log.info("branch %s of %s validated at snapshot %d: ready to publish", options.branch, table.identifier,
+                 snapshot)
+
 
 def _local_dir(location: str) -> Path:
     """``data_docs_dir`` as an absolute local path (Data Docs are static files on local disk)."""

@@ -41,6 +41,8 @@ class ValidateOptions:
     where: str | None = None             # an extra Spark SQL filter on the rows
     data_docs_dir: str | None = None     # local folder (or file:// URI); None: no Data Docs
     default_catalog: str | None = None   # catalog for two-part Iceberg names
+    branch: str | None = None            # Iceberg: validate this audit branch (lakehouse.audit)
+    quarantine_table: str | None = None  # with branch: where failing rows go (default <table>_quarantine)
 
 
 @dataclass
@@ -110,6 +112,9 @@ class ValidationReport:
     data_docs_page: str | None = None
     data_docs_error: str | None = None
     duration_s: float = 0.0
+    branch: str | None = None            # the audit branch validated (write-audit-publish)
+    quarantined: int = 0                 # rows written to quarantine_table (failed audit)
+    quarantine_table: str | None = None
 
     @property
     def total(self) -> int:
@@ -141,6 +146,10 @@ class ValidationReport:
             parts.append("failed: " + ", ".join(r.short() for r in self.failures))
         if self.warnings:
             parts.append("warnings: " + ", ".join(r.short() for r in self.warnings))
+        if self.branch:
+            parts.append(f"branch {self.branch} " + (
+                f"kept, not publishable; {self.quarantined} rows quarantined in {self.quarantine_table}"
+                if self.failed else "validated, ready to publish"))
         if self.data_docs_page:
             parts.append(f"data docs {self.data_docs_page}")
         elif self.data_docs_error:

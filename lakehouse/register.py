@@ -51,6 +51,7 @@ class RegisterOptions:
     since: datetime | None = None   # only partitions whose time range ends after this
     max_files_per_commit: int = 5000
     default_catalog: str | None = None
+    audit_branch: str | None = None  # Iceberg: commit to this branch, not main (lakehouse.audit)
 
 
 @dataclass
@@ -185,6 +186,15 @@ def run_register(spark: "SparkSession", options: RegisterOptions) -> JobReport:
                            partition_columns=partition_cols, table_format=table.table_format)
         log.info("creating %s table %s partitioned by %s", table.table_format, table.identifier, partition_cols)
         table.create(plan.create_columns, partition_cols)
+    if options.audit_branch:
+        from lakehouse.audit import ensure_branch
+        from lakehouse.iceberg_tables import IcebergTable
+
+        if not isinstance(table, IcebergTable):
+            raise ValueError("--audit needs an Iceberg table (write-audit-publish uses Iceberg branches)")
+        ensure_branch(table, options.audit_branch)
+        table.write_branch = options.audit_branch
+        report.extra["audit branch"] = options.audit_branch
     report.before(*table.file_stats())
 
     ledger = RegistrationLedger(root, f"{table.table_format}-{table.uuid()}")

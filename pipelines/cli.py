@@ -98,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     conn.add_argument("--quiet", action="store_true", help="only warnings and the summary line")
 
     parser = argparse.ArgumentParser(prog="lakehouse", description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{register,compact,windows,validate,sql}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{register,compact,windows,validate,publish,sql}")
 
     def table_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("--table", required=True,
@@ -114,6 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
     table_args(reg)
     reg.add_argument("--max-files-per-commit", type=_positive_int, default=5000,
                      help="split a large backlog into commits of at most this many files (default 5000)")
+    reg.add_argument("--audit", metavar="BRANCH",
+                     help="Iceberg write-audit-publish: commit to this branch (created from main), not to main; "
+                          "then validate --branch BRANCH and publish --branch BRANCH")
 
     comp = sub.add_parser("compact", parents=[common], help="bin-pack small files, then clean up",
                           description="Bin-pack small files per partition, verify, then expire/vacuum.")
@@ -177,6 +180,17 @@ def build_parser() -> argparse.ArgumentParser:
                      help="expectations spec file (JSON; format in pipelines/quality/README.md)")
     val.add_argument("--where", help="only rows matching this Spark SQL condition")
     val.add_argument("--data-docs-dir", help="write Great Expectations Data Docs (HTML) into this local folder")
+    val.add_argument("--branch", help="Iceberg: validate this audit branch; passed: ready to publish; failed: "
+                                      "its failing rows go to the quarantine table and the branch is kept")
+    val.add_argument("--quarantine", metavar="TABLE", help="with --branch: quarantine table (default <table>_quarantine)")
+
+    pub = sub.add_parser("publish", parents=[common], help="fast-forward main to a validated audit branch",
+                         description="Write-audit-publish, last step: fast-forward the Iceberg table's main to "
+                                     "the audit branch if validate --branch passed on its current snapshot; "
+                                     "exit 1 (main untouched) otherwise.")
+    pub.add_argument("--table", required=True, help="Iceberg table: [catalog.]db.table")
+    pub.add_argument("--branch", required=True, help="the audit branch (register --audit BRANCH)")
+    pub.set_defaults(table_format="iceberg")
 
     sql = sub.add_parser("sql", parents=[common], help="run a SQL query over catalog tables",
                          description="Run a query; print a table, or write CSV/Parquet with --output.")
@@ -229,7 +243,8 @@ def run_command(spark, args: argparse.Namespace, default_catalog: str | None = N
 
         report = run_register(spark, RegisterOptions(
             source=args.source, table=args.table, table_format=args.table_format, since=args.since,
-            max_files_per_commit=args.max_files_per_commit, default_catalog=default_catalog))
+            max_files_per_commit=args.max_files_per_commit, default_catalog=default_catalog,
+            audit_branch=args.audit))
         return report.summary_line()
     if args.command == "compact":
         from lakehouse.compaction import CompactOptions, run_compact
@@ -260,17 +275,33 @@ def run_command(spark, args: argparse.Namespace, default_catalog: str | None = N
 
         report = run_validate(spark, ValidateOptions(
             table=args.table, table_format=args.table_format, spec_path=args.spec, since=args.since,
-            where=args.where, data_docs_dir=args.data_docs_dir, default_catalog=default_catalog))
+            where=args.where, data_docs_dir=args.data_docs_dir, default_catalog=default_catalog,
+            branch=args.branch, quarantine_table=args.quarantine))
         if report.failed:
             print(report.summary_line(), flush=True)  # the summary still goes to stdout...
             raise report.error()  # ...and main() prints "lakehouse validate: FAILED ..." and returns 1
         return report.summary_line()
+    if args.command == "publish":
+        from lakehouse.audit import publish
+        from lakehouse.iceberg_tables import IcebergTable
+
+        table = open_table_for_cli(spark, args.table, default_catalog)
+        if not isinstance(table, IcebergTable) or not table.exists():
+            raise ValueError(f"publish needs an existing Iceberg table, got {args.table}")
+        snapshot = publish(table, args.branch)
+        return f"publish {table.identifier}: main fast-forwarded to branch {args.branch} (snapshot {snapshot})"
     if args.command == "sql":
         from lakehouse.sql_query import run_sql
 
         return run_sql(spark, args.query, output=args.output, output_format=args.output_format,
                        max_rows=args.max_rows, out=sys.stdout)
     raise ValueError(f"unknown command {args.command!r}")
+
+
+def open_table_for_cli(spark, name: str, default_catalog: str | None):
+    from lakehouse.tables import open_table
+
+    return open_table(spark, name, "iceberg", default_catalog)
 
 
 def _one_line(exc: BaseException) -> str:
