@@ -60,3 +60,7 @@ def _ensure_quix_venv() -> Path:
     subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *packages],
                    check=True)
     return python
+
+
+if __name__ == "__main__":  # ./dev test prepares the venv beside the services' start-up
+    print(quix_python())
