@@ -163,12 +163,21 @@ class StreamingDataFrame(BaseStreaming):
         """Set the record's headers from ``func(value, key, timestamp, headers)``."""
         return self._add_transform(lambda v, k, t, h: (v, k, t, func(v, k, t, h)))
 
-    def to_topic(self, topic: "Topic", key: Optional[Callable[[Any], Any]] = None) -> "StreamingDataFrame":
+    def to_topic(self, topic: Union["Topic", Callable[[Any, Any, int, Any], "Topic"]],
+                 key: Optional[Callable[[Any], Any]] = None) -> "StreamingDataFrame":
         """Produce the value to ``topic`` (in place); ``key(value)`` sets a new message key.
+        ``topic`` may be a callable ``(value, key, timestamp, headers) -> Topic`` choosing the
+        topic of each record.
 
         Example: ``sdf.to_topic(app.topic("out"), key=lambda v: v["id"])``
         """
         register = getattr(self._topic_manager, "register", None)
+        if not hasattr(topic, "name") and callable(topic):
+            from .dynamic_topic import DynamicTopicProducer
+
+            producer = DynamicTopicProducer(topic, key, self._processing_context, register,
+                                            lambda: self._topic_manager.all_topics)
+            return self.update(producer, metadata=True)
         if register is not None and topic.name not in self._topic_manager.all_topics:
             register(topic)  # a Topic built directly (not via app.topic()) is created/validated too
         self._stream = self._stream._add(ToTopicFunction(self._processing_context.topic_output, topic, key))
