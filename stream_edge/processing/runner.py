@@ -330,12 +330,13 @@ class Runner:
                     batch_size = max(1, min(BATCH_SIZE, int(done / elapsed * BATCH_SECONDS)))
                 checkpoint = self._current()  # a rebalance inside consume() may have replaced it
                 self._store_batch(checkpoint, msgs, done, track_first)
-                self._last_activity = monotonic()
                 if observers:
                     self._notify("on_batch", msgs, done, elapsed)
             producer.poll(producer_poll_timeout)
             if checkpoint.expired():
                 self._commit()
+            if msgs:  # after the commit, as Quix refreshes it: a slow commit is not idle time
+                self._last_activity = monotonic()
             if pausing.paused:
                 pausing.resume_if_ready()
             if sources is not None:
