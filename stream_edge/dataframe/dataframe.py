@@ -11,7 +11,7 @@ from __future__ import annotations
 import operator
 import pprint
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Literal, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Literal, Optional, Union, cast
 
 import orjson
 
@@ -178,6 +178,7 @@ class StreamingDataFrame(BaseStreaming):
             producer = DynamicTopicProducer(topic, key, self._processing_context, register,
                                             lambda: self._topic_manager.all_topics)
             return self.update(producer, metadata=True)
+        topic = cast("Topic", topic)
         if register is not None and topic.name not in self._topic_manager.all_topics:
             register(topic)  # a Topic built directly (not via app.topic()) is created/validated too
         self._stream = self._stream._add(ToTopicFunction(self._processing_context.topic_output, topic, key))

@@ -179,7 +179,7 @@ class TopicManager:
         sources = [self._source_config(name, timeout) for name in names] or [self.topic_config()]
         extra: Dict[str, str] = {}
         if all("retention.ms" in c.extra_config for c in sources):
-            derived = self.derive_topic_config([_Configured(c) for c in sources])  # type: ignore[list-item]
+            derived = self.derive_topic_config([_Configured(c) for c in sources])  # type: ignore[misc]
             extra = dict(derived.extra_config)
         return TopicConfig(num_partitions=max(c.num_partitions or 1 for c in sources),
                            replication_factor=max(c.replication_factor or 1 for c in sources), extra_config=extra)

@@ -26,10 +26,19 @@ from .batch import SinkBatch
 from .exceptions import SinkBackpressureError
 from .item import HeadersTuples, SinkItem
 
-__all__ = ("BaseSink", "BatchingSink", "ClientConnectSuccessCallback", "ClientConnectFailureCallback")
+__all__ = ("BaseSink", "BatchingSink", "ClientConnectSuccessCallback", "ClientConnectFailureCallback",
+           "partition_args")
 
 logger = logging.getLogger(__name__)
 
+
+
+def partition_args(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Tuple[Optional[str], Optional[int]]:
+    """``(topic, partition)`` from the arguments of ``flush`` / ``on_paused``, called as
+    ``(topic, partition)``, with keywords, or without arguments (``(None, None)``: every partition)."""
+    topic = args[0] if args else kwargs.get("topic")
+    partition = args[1] if len(args) > 1 else kwargs.get("partition")
+    return topic, partition
 
 
 class BaseSink(abc.ABC):
@@ -62,7 +71,7 @@ class BaseSink(abc.ABC):
         """Called for every processed record sent to this sink."""
 
     @abc.abstractmethod
-    def flush(self, topic: Optional[str] = None, partition: Optional[int] = None) -> None:
+    def flush(self, *args: Any, **kwargs: Any) -> None:
         """Called at each checkpoint; write (or confirm) what was added for this partition.
 
         Subclasses define it either as ``flush(self, topic, partition)`` (called per partition)
@@ -70,9 +79,9 @@ class BaseSink(abc.ABC):
         raises, the checkpoint is aborted and offsets are not committed.
         """
 
-    def on_paused(self, topic: Optional[str] = None, partition: Optional[int] = None) -> None:
-        """Called when ``(topic, partition)`` is paused because of backpressure (without
-        arguments: every partition was paused)."""
+    def on_paused(self, *args: Any, **kwargs: Any) -> None:
+        """``on_paused(topic, partition)``: called when the partition is paused because of
+        backpressure (``on_paused()``: every partition was paused)."""
 
     def on_revoke(self, topic: str, partition: int) -> None:
         """Called when ``(topic, partition)`` is revoked from or lost by this instance (a
@@ -128,13 +137,15 @@ class BatchingSink(BaseSink):
             batch = self._batches[(topic, partition)] = SinkBatch(topic, partition)
         batch._buffer.append(SinkItem(value, key, timestamp, headers, offset))  # per record: no extra call
 
-    def flush(self, topic: Optional[str] = None, partition: Optional[int] = None) -> None:
-        """Write the partition's accumulated batch (if any) and drop it afterwards.
+    def flush(self, *args: Any, **kwargs: Any) -> None:
+        """``flush(topic, partition)``: write the partition's accumulated batch (if any) and drop
+        it afterwards.
 
         ``flush()`` without arguments (as tests written for Quix Streams call it) writes every
         partition's batch, one ``write(batch)`` each, and drops them all even if one fails.
         """
-        if topic is None and partition is None:
+        topic, partition = partition_args(args, kwargs)
+        if topic is None or partition is None:
             self._flush_all()
             return
         batch = self._batches.pop((topic, partition), None)
@@ -160,10 +171,11 @@ class BatchingSink(BaseSink):
         finally:
             self._batches.clear()
 
-    def on_paused(self, topic: Optional[str] = None, partition: Optional[int] = None) -> None:
-        """The partition is paused and will be replayed: drop its accumulated batch (without
-        arguments: drop every batch)."""
-        if topic is None and partition is None:
+    def on_paused(self, *args: Any, **kwargs: Any) -> None:
+        """``on_paused(topic, partition)``: the partition is paused and will be replayed: drop its
+        accumulated batch (``on_paused()``: drop every batch)."""
+        topic, partition = partition_args(args, kwargs)
+        if topic is None or partition is None:
             self._batches.clear()
             return
         self._batches.pop((topic, partition), None)

@@ -171,7 +171,7 @@ class KinesisSink(BaseSink):
 
         Raises :class:`SinkBackpressureError` when Kinesis kept refusing some of them.
         """
-        if topic is None and partition is None:
+        if topic is None or partition is None:
             for where in list(dict.fromkeys([*self._buffers, *self._futures])):
                 self.flush(*where)
             return
@@ -193,7 +193,7 @@ class KinesisSink(BaseSink):
     def on_paused(self, topic: Optional[str] = None, partition: Optional[int] = None) -> None:
         """The partition will be replayed: drop what is buffered (sends under way still finish);
         without arguments, for every partition."""
-        if topic is None and partition is None:
+        if topic is None or partition is None:
             for where in list(dict.fromkeys([*self._buffers, *self._futures])):
                 self._forget(*where)
             return

@@ -214,7 +214,7 @@ class MQTTSink(BaseSink):
     def flush(self, topic: Optional[str] = None, partition: Optional[int] = None) -> None:
         """Wait for the partition's acknowledgements; backpressure if they do not all come in time
         (``flush()``: every partition's, as Quix Streams 3.28.1 does)."""
-        if topic is None and partition is None:
+        if topic is None or partition is None:
             for where in list(dict.fromkeys([*self._pending, *self._failed])):
                 self.flush(*where)
             return
@@ -247,7 +247,7 @@ class MQTTSink(BaseSink):
     def on_paused(self, topic: Optional[str] = None, partition: Optional[int] = None) -> None:
         """The partition will be replayed: forget its outstanding messages (without arguments:
         every partition's)."""
-        if topic is None and partition is None:
+        if topic is None or partition is None:
             for where in list(dict.fromkeys([*self._pending, *self._failed])):
                 self._forget(*where)
             return
