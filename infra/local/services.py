@@ -221,6 +221,7 @@ OPTIONAL_SERVICES: dict[str, str] = {
     "spark-master": "infra.local.spark_cluster:SparkMaster",
     "spark-worker-1": "infra.local.spark_cluster:SparkWorker1",
     "spark-worker-2": "infra.local.spark_cluster:SparkWorker2",
+    "kafka-connect": "infra.local.kafka_connect_service:KafkaConnect",
 }
 
 
