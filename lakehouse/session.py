@@ -49,6 +49,25 @@ def jar_cache() -> Path:
     return Path(base) / "streaming-lakehouse" / "jars"
 
 
+#: small-machine settings for local runs (``local[...]`` masters) only: on a cluster the platform's
+#: defaults and spark-submit's ``--conf`` decide
+LOCAL_DEFAULTS = {
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
+    "spark.databricks.delta.snapshotPartitions": "2",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.driver.memory": "2g",
+    "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
+}
+
+
+def cached_spark_jars() -> list[str]:
+    """Local paths of the cached Iceberg, Delta and S3A jars (empty when never fetched)."""
+    return sorted(str(p) for p in (jar_cache() / SPARK_JAR_SET).glob("*.jar"))
+
+
 def spark_jars() -> list[str]:
     """Local paths of the Iceberg, Delta and S3A jars; a clear error if they were never fetched."""
     folder = jar_cache() / SPARK_JAR_SET
@@ -116,23 +135,19 @@ class SparkSettings:
         return settings
 
     def conf(self) -> dict[str, str]:
-        """The Spark configuration these settings stand for (contains secrets: never log it)."""
+        """The Spark configuration these settings stand for (contains secrets: never log it).
+
+        Catalogs and extensions only; :data:`LOCAL_DEFAULTS` are added by :func:`build_spark` for
+        local masters. Jars come from the local cache when it has them (else the platform must
+        provide the Iceberg and Delta runtimes: :func:`build_spark` checks)."""
         cat = f"spark.sql.catalog.{self.catalog_name}"
+        jars = cached_spark_jars()
         conf = {
-            "spark.jars": ",".join(spark_jars()),
+            **({"spark.jars": ",".join(jars)} if jars else {}),
             "spark.sql.extensions": f"{ICEBERG_EXTENSIONS},{DELTA_EXTENSIONS}",
             "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
             cat: "org.apache.iceberg.spark.SparkCatalog",
-            # Small-machine settings: 2 cores, no UI, few partitions.
-            "spark.sql.shuffle.partitions": "2",
-            "spark.default.parallelism": "2",
-            "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
-            "spark.databricks.delta.snapshotPartitions": "2",
-            "spark.ui.enabled": "false",
-            "spark.ui.showConsoleProgress": "false",
-            "spark.driver.memory": "2g",
             "spark.sql.session.timeZone": "UTC",
-            "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
             "spark.sql.warehouse.dir": str(Path(self.local_dir, "spark-warehouse").resolve()),
         }
         if self.rest_uri:
@@ -201,9 +216,21 @@ def _check_driver_classpath(spark: "SparkSession") -> None:
     except Exception as exc:  # noqa: BLE001 - py4j wraps ClassNotFoundException
         raise SparkSetupError(
             "the Iceberg/Delta runtime jars are not on the driver's classpath; run spark-submit with "
-            f"--jars {','.join(spark_jars())} (or run './dev bootstrap', which lists them in "
+            f"--jars {','.join(cached_spark_jars()) or '<the Iceberg and Delta runtime jars>'} (or run "
+            "'./dev bootstrap', which lists them in "
             "the project's spark-defaults.conf)"
         ) from exc
+
+
+def _submitted_conf() -> dict[str, str]:
+    """The configuration spark-submit gave the driver JVM (``--conf``, ``--master``, the
+    platform's spark-defaults.conf); empty for a plain Python process, whose JVM starts later."""
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return {}
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()  # connects to spark-submit's JVM
+    return dict(SparkConf().getAll())
 
 
 def default_master() -> str | None:
@@ -250,6 +277,9 @@ def build_spark(settings: SparkSettings | None = None) -> "SparkSession":
         # interpreter has the project's packages; a bare "python3" from PATH may not.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     conf = settings.conf()
+    submitted = _submitted_conf()
+    if (master or submitted.get("spark.master", "")).startswith("local"):
+        conf = dict(LOCAL_DEFAULTS, **conf)
     if (master or "").startswith("spark://"):
         # Standalone cluster: executors get the runtime jars from spark.jars (served by the driver);
         # keep the application to the cluster's size unless told otherwise.
@@ -262,6 +292,10 @@ def build_spark(settings: SparkSettings | None = None) -> "SparkSession":
             conf.update({"spark.jars": "", "spark.driver.extraClassPath": classpath,
                          "spark.executor.extraClassPath": classpath})
     for key, value in conf.items():
+        # spark-submit's --conf (and the platform's spark-defaults) win over our defaults; only
+        # settings.extra_conf, set in code, wins over them
+        if key in submitted and key not in settings.extra_conf:
+            continue
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     _check_driver_classpath(spark)

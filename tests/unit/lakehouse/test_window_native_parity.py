@@ -2,7 +2,7 @@
 (``lakehouse.window_native``), the Python-engine recompute (the edge's engines in applyInPandas)
 and the edge's engines fed each Kafka partition in offset order (``replay``, what ``final()`` emits).
 
-Streams have several keys spread over two partitions, duplicates, out-of-order and late records;
+Streams have several keys over two partitions (one key on both), duplicates, out-of-order and late records;
 every window kind, aggregation and closing strategy is drawn. Integer results must be equal;
 floating sums and means may differ in the last bits because Spark adds the same numbers in another
 order, so they are compared with a relative tolerance of 1e-9 (absolute 1e-9 near zero).
@@ -30,12 +30,14 @@ RAW = st.lists(st.tuples(st.sampled_from(KEYS), st.integers(0, 15), st.sampled_f
                          st.integers(-20, 20)), min_size=1, max_size=60)
 
 
-def build_rows(raw: list, origin: int, floats: bool) -> list[tuple]:
-    """(key, ts, value, partition, offset): event time advances, some records are ``back`` ms older."""
+def build_rows(raw: list, origin: int, floats: bool, spread: bool = True) -> list[tuple]:
+    """(key, ts, value, partition, offset): event time advances, some records are ``back`` ms older.
+    With ``spread``, key ``a`` is written to both partitions (partition expansion, a custom
+    partitioner): the edge keeps its windows per partition, and so must the recompute."""
     clock, offsets, rows = origin, [0, 0], []
     for key, step, back, value in raw:
         clock += step
-        partition = KEYS.index(key) % 2
+        partition = value % 2 if spread and key == "a" else KEYS.index(key) % 2
         rows.append((key, max(1, clock - back), value / 4 if floats else value, partition, offsets[partition]))
         offsets[partition] += 1
     return rows
@@ -44,13 +46,13 @@ def build_rows(raw: list, origin: int, floats: bool) -> list[tuple]:
 def without_closed_window_records(rows: list[tuple], duration: int, grace: int) -> list[tuple]:
     """Move records that would land inside an already-closed sliding window to the grace edge
     (the streams whose sliding windows the native path computes without the engines)."""
-    latest: dict[str, int] = {}
+    latest: dict[tuple[str, int], int] = {}  # per key and partition, as the edge keeps it
     out = []
     for key, ts, value, partition, offset in rows:
-        now = max(latest.get(key, 0), ts)
+        now = max(latest.get((key, partition), 0), ts)
         if now - duration - grace <= ts <= now - grace - 1:
             ts = now - grace
-        latest[key] = max(now, ts)
+        latest[(key, partition)] = max(now, ts)
         out.append((key, ts, value, partition, offset))
     return out
 
