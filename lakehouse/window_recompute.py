@@ -21,8 +21,10 @@ feeds each group in offset order. The lake table must therefore carry the offset
 ``_kafka_partition``, ``_kafka_offset``), or name other columns with ``--order-by``.
 
 Output: one row per emitted window, ``key``, ``window_start``, ``window_end`` (epoch ms, start
-inclusive; sliding windows include their end, as on the edge) and ``value``, written with
-create-or-replace semantics (a rerun replaces the previous result). Rows whose key is NULL are
+inclusive; sliding windows include their end, as on the edge) and ``value``: created or
+replaced by a full run; later runs are incremental (:mod:`lakehouse.window_incremental`: only the
+records appended since the source snapshot the output records, one ``MERGE``); ``full=True``
+(``--full``) forces a full run. Rows whose key is NULL are
 ignored, as on the edge; rows whose timestamp or value is NULL are counted and skipped (the edge
 would have failed on them).
 
@@ -321,7 +323,8 @@ def run_window_recompute(spark: "SparkSession", options: WindowRecomputeOptions,
                         F.sum(F.when(complete, 0).otherwise(1)).alias("skipped")).where(complete)
     windows, note = compute_windows(data, spec, order_cols, group_cols, value_type, path)
     report.windows = _write_output(spark, windows, options, say,
-                                   bookmark_properties(until, definition_fingerprint(options)))
+                                   bookmark_properties(until, definition_fingerprint(options)),
+                                   sort=not note.clustered)
     pause_point("windows.after-commit")
     counts = read.get
     report.rows_read, report.rows_skipped = int(counts["rows"] or 0), int(counts["skipped"] or 0)
@@ -350,6 +353,7 @@ class PathNote:
 
     path: str
     observation: Any = None  # native: groups (and replayed groups for sliding windows)
+    clustered: bool = False  # the rows come out grouped by key and in time order (no sort needed to write)
 
     def _metrics(self) -> dict[str, Any]:
         return self.observation.get if self.observation is not None else {}
@@ -421,11 +425,12 @@ def _native_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[st
     rows = native_sliding_windows(flagged, spec, group_cols).withColumn("value", F.col("value").cast(value_type))
     rest = flagged.where(~F.col("__native")).select(*data.columns)
     replayed = engine_windows(rest, spec, order_cols, group_cols, schema)
+    note.clustered = True  # the RANGE frame's sort: by group, then window end
     return rows.unionByName(replayed.withColumn("__gh", group_hash(["key"]))), note
 
 
 def _write_output(spark: "SparkSession", windows: "DataFrame", options: WindowRecomputeOptions,
-                  say: Callable[[str], None], properties: dict[str, str] | None = None) -> int:
+                  say: Callable[[str], None], properties: dict[str, str] | None = None, sort: bool = True) -> int:
     """Create or replace the output table with ``windows``; returns its row count (observed while
     writing, not read back)."""
     from pyspark.sql import Observation
@@ -439,8 +444,9 @@ def _write_output(spark: "SparkSession", windows: "DataFrame", options: WindowRe
     if "__gh" not in windows.columns:
         windows = windows.withColumn("__gh", group_hash(["key"]))
     written = Observation(f"windows_written_{uuid.uuid4().hex}")
-    windows = (windows.sortWithinPartitions("__gh", "key", "window_end").select(*OUTPUT_COLUMNS)
-               .observe(written, F.count(F.lit(1)).alias("rows")))
+    if sort:
+        windows = windows.sortWithinPartitions("__gh", "key", "window_end")
+    windows = windows.select(*OUTPUT_COLUMNS).observe(written, F.count(F.lit(1)).alias("rows"))
     if fmt == "iceberg":
         writer = windows.writeTo(target.sql_name).using("iceberg")
         for key, value in (properties or {}).items():  # in the summary of the commit that writes the rows

@@ -1,7 +1,11 @@
-"""Airflow DAG ``lakehouse``: register new edge files, compact, recompute windows, validate.
+"""Airflow DAGs ``lakehouse`` (hourly) and ``lakehouse_maintenance`` (daily).
 
-The pipeline of docs/design.md, ``register -> compact -> windows -> validate``; the last two tasks
-exist when their settings are given (``LAKEHOUSE_WINDOWS_OUTPUT``, ``LAKEHOUSE_QUALITY_SPEC``).
+``lakehouse``: with a quality spec on an Iceberg table, write-audit-publish per data interval,
+``register --audit audit_<interval> -> validate --branch -> publish -> windows`` (a failing
+interval stops before publish: main never sees its rows; the branch and the quarantine table keep
+them); without a spec, ``register -> windows``. ``windows`` runs incrementally from the source
+snapshot its output records. ``lakehouse_maintenance``: ``compact`` (bin-packing, snapshot expiry,
+orphan files; Delta: OPTIMIZE and VACUUM). Every task has an ``execution_timeout``.
 
 Each task is a ``spark-submit pipelines/jobs/<job>.py ...`` run by Airflow's SparkSubmitOperator,
 so Airflow only schedules; the jobs are the same ones people run with ``lakehouse <job>``.
@@ -25,6 +29,9 @@ LAKEHOUSE_COMPACT_SINCE     compact partitions newer than this age (``2d``)
 LAKEHOUSE_WINDOWS_OUTPUT    table for the windows job's results (unset: no windows task)
 LAKEHOUSE_WINDOWS_ARGS      its window options, e.g. ``--duration 1m --value-column temperature``
 LAKEHOUSE_QUALITY_SPEC      expectations spec for the validate job (unset: no validate task)
+LAKEHOUSE_AUDIT             ``0``: validate after the windows instead of write-audit-publish (``1``)
+LAKEHOUSE_TASK_TIMEOUT_MINUTES  execution_timeout of every task (``120``)
+LAKEHOUSE_MAINTENANCE_SCHEDULE  schedule of lakehouse_maintenance (``@daily``)
 LAKEHOUSE_VALIDATE_SINCE    validate partitions newer than this age (``2d``; empty: the whole table)
 LAKEHOUSE_DATA_DOCS_DIR     where validate writes Great Expectations Data Docs (optional)
 ICEBERG_REST_URI, ICEBERG_WAREHOUSE, ICEBERG_TOKEN, ICEBERG_CREDENTIAL, LAKEHOUSE_CATALOG,
@@ -74,71 +81,102 @@ def _job_env(home: Path, python: str) -> dict[str, str]:
     return env
 
 
-def build_dag() -> DAG:
-    """The DAG, configured from the environment at parse time."""
-    home = _home()
+#: the audit branch of one DAG run: one per data interval, so a failed interval stays out of main
+AUDIT_BRANCH = "audit_{{ data_interval_start.strftime('%Y%m%dT%H%M') }}"
+
+
+def _timeout() -> timedelta:
+    return timedelta(minutes=float(os.environ.get("LAKEHOUSE_TASK_TIMEOUT_MINUTES", "120")))
+
+
+def _common(home: Path) -> dict:
     python = os.environ.get("LAKEHOUSE_PYTHON") or str(home / ".venv" / "bin" / "python")
-    table = os.environ.get("LAKEHOUSE_TABLE", "lake.db.sensor_readings")
-    table_format = os.environ.get("LAKEHOUSE_FORMAT", "iceberg")
-    common = dict(
+    return dict(
         conn_id=os.environ.get("LAKEHOUSE_SPARK_CONN_ID", "spark_default"),
         spark_binary=os.environ.get("LAKEHOUSE_SPARK_SUBMIT") or str(home / ".venv" / "bin" / "spark-submit"),
         jars=_jars() or None,
         env_vars=_job_env(home, python),
         conf={"spark.ui.enabled": "false"},
+        execution_timeout=_timeout(),
     )
+
+
+def _job(home: Path, job: str, args: list[str]) -> SparkSubmitOperator:
+    return SparkSubmitOperator(task_id=job, name=f"lakehouse-{job}",
+                               application=str(home / "pipelines" / "jobs" / f"{job}.py"),
+                               application_args=args, **_common(home))
+
+
+def build_dag() -> DAG:
+    """The hourly DAG, configured from the environment at parse time.
+
+    With a quality spec and an Iceberg table (and ``LAKEHOUSE_AUDIT`` not ``0``), write-audit-
+    publish: ``register --audit <branch> -> validate --branch -> publish -> windows``; a failed
+    validation fails the run before publish, so ``main`` (and the windows read from it) never
+    see the interval's rows. Otherwise ``register -> windows -> validate``. Compaction and the
+    snapshot clean-up run in the daily ``lakehouse_maintenance`` DAG.
+    """
+    home = _home()
+    table = os.environ.get("LAKEHOUSE_TABLE", "lake.db.sensor_readings")
+    table_format = os.environ.get("LAKEHOUSE_FORMAT", "iceberg")
+    spec = os.environ.get("LAKEHOUSE_QUALITY_SPEC")
+    audit = bool(spec) and table_format == "iceberg" and os.environ.get("LAKEHOUSE_AUDIT", "1") != "0"
     with DAG(
         dag_id="lakehouse",
-        description="register edge files in the lakehouse table, compact it, recompute windows, validate",
+        description="register edge files (audited: validate, then publish), recompute windows incrementally",
         schedule=os.environ.get("LAKEHOUSE_SCHEDULE", "@hourly"),
         start_date=datetime(2026, 1, 1),
         catchup=False,
         max_active_runs=1,  # the jobs are idempotent, but two at once would only contend
-        default_args={"retries": 2, "retry_delay": timedelta(minutes=2)},
+        default_args={"retries": 2, "retry_delay": timedelta(minutes=2), "execution_timeout": _timeout()},
         tags=["lakehouse"],
     ) as dag:
-        register = SparkSubmitOperator(
-            task_id="register",
-            name="lakehouse-register",
-            application=str(home / "pipelines" / "jobs" / "register.py"),
-            application_args=["--source", os.environ.get("LAKE_SOURCE", (home / ".local" / "lake").as_uri()),
-                              "--table", table, "--format", table_format],
-            **common,
-        )
-        compact = SparkSubmitOperator(
-            task_id="compact",
-            name="lakehouse-compact",
-            application=str(home / "pipelines" / "jobs" / "compact.py"),
-            application_args=["--table", table, "--format", table_format,
-                              "--since", os.environ.get("LAKEHOUSE_COMPACT_SINCE", "2d")],
-            **common,
-        )
-        tasks = [register, compact]
-        windows_output = os.environ.get("LAKEHOUSE_WINDOWS_OUTPUT")
-        if windows_output:
-            tasks.append(SparkSubmitOperator(
-                task_id="windows",
-                name="lakehouse-windows",
-                application=str(home / "pipelines" / "jobs" / "windows.py"),
-                application_args=["--table", table, "--format", table_format, "--output", windows_output,
-                                  *shlex.split(os.environ.get("LAKEHOUSE_WINDOWS_ARGS", ""))],
-                **common,
-            ))
-        spec = os.environ.get("LAKEHOUSE_QUALITY_SPEC")
+        register = _job(home, "register", [
+            "--source", os.environ.get("LAKE_SOURCE", (home / ".local" / "lake").as_uri()),
+            "--table", table, "--format", table_format, *(["--audit", AUDIT_BRANCH] if audit else [])])
+        tasks = [register]
+        validate = None
         if spec:
             docs = os.environ.get("LAKEHOUSE_DATA_DOCS_DIR")
             since = os.environ.get("LAKEHOUSE_VALIDATE_SINCE", "2d")
-            tasks.append(SparkSubmitOperator(
-                task_id="validate",
-                name="lakehouse-validate",
-                application=str(home / "pipelines" / "jobs" / "validate.py"),
-                application_args=["--table", table, "--format", table_format, "--spec", spec,
-                                  *(["--since", since] if since else []),
-                                  *(["--data-docs-dir", docs] if docs else [])],
-                **common,
-            ))
+            validate = _job(home, "validate", [
+                "--table", table, "--format", table_format, "--spec", spec,
+                *(["--since", since] if since else []), *(["--data-docs-dir", docs] if docs else []),
+                *(["--branch", AUDIT_BRANCH] if audit else [])])
+            if audit:
+                validate.retries = 0  # a failed suite is an answer, not a glitch
+                publish = _job(home, "publish", ["--table", table, "--branch", AUDIT_BRANCH])
+                publish.retries = 0
+                tasks += [validate, publish]
+        windows_output = os.environ.get("LAKEHOUSE_WINDOWS_OUTPUT")
+        if windows_output:
+            tasks.append(_job(home, "windows", ["--table", table, "--format", table_format, "--output", windows_output,
+                                                *shlex.split(os.environ.get("LAKEHOUSE_WINDOWS_ARGS", ""))]))
+        if validate is not None and not audit:
+            tasks.append(validate)
         chain(*tasks)
     return dag
 
 
+def build_maintenance_dag() -> DAG:
+    """The daily DAG ``lakehouse_maintenance``: compaction of the recent partitions, then snapshot
+    expiry and orphan-file removal (Iceberg) or VACUUM (Delta), as ``lakehouse compact`` does."""
+    home = _home()
+    table = os.environ.get("LAKEHOUSE_TABLE", "lake.db.sensor_readings")
+    with DAG(
+        dag_id="lakehouse_maintenance",
+        description="compact the lakehouse table, expire snapshots, remove orphan files / vacuum",
+        schedule=os.environ.get("LAKEHOUSE_MAINTENANCE_SCHEDULE", "@daily"),
+        start_date=datetime(2026, 1, 1),
+        catchup=False,
+        max_active_runs=1,
+        default_args={"retries": 2, "retry_delay": timedelta(minutes=5), "execution_timeout": _timeout()},
+        tags=["lakehouse"],
+    ) as dag:
+        _job(home, "compact", ["--table", table, "--format", os.environ.get("LAKEHOUSE_FORMAT", "iceberg"),
+                               "--since", os.environ.get("LAKEHOUSE_COMPACT_SINCE", "2d")])
+    return dag
+
+
 dag = build_dag()
+maintenance_dag = build_maintenance_dag()

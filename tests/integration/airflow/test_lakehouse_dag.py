@@ -54,9 +54,10 @@ def _write_edge_files(root: Path, batches: int, per_batch: int) -> int:
     return offset
 
 
-def _parse_dag(tmp_path: Path, extra: dict[str, str]) -> dict:
-    code = ("import json, runpy, sys; d = runpy.run_path(sys.argv[1])['dag']; "
+def _parse_dag(tmp_path: Path, extra: dict[str, str], name: str = "dag") -> dict:
+    code = (f"import json, runpy, sys; d = runpy.run_path(sys.argv[1])[{name!r}]; "
             "print(json.dumps({'dag_id': d.dag_id, "
+            "'timeouts': {t.task_id: t.execution_timeout.total_seconds() / 60 for t in d.tasks}, "
             "'tasks': {t.task_id: sorted(t.downstream_task_ids) for t in d.tasks}, "
             "'apps': {t.task_id: t.application for t in d.tasks}, "
             "'args': {t.task_id: t.application_args for t in d.tasks}}))")
@@ -68,33 +69,48 @@ def _parse_dag(tmp_path: Path, extra: dict[str, str]) -> dict:
 
 
 @pytest.mark.integration
-def test_dag_parses_into_register_then_compact(tmp_path) -> None:
-    parsed = _parse_dag(tmp_path, {})
-    assert parsed["dag_id"] == "lakehouse"
-    assert parsed["tasks"] == {"register": ["compact"], "compact": []}
-    assert parsed["apps"]["register"] == str(REPO / "pipelines" / "jobs" / "register.py")
-
-
-@pytest.mark.integration
-def test_windows_and_validate_tasks_follow_when_configured(tmp_path) -> None:
+def test_dag_parses_into_register_then_windows_and_a_daily_maintenance_dag(tmp_path) -> None:
     parsed = _parse_dag(tmp_path, {"LAKEHOUSE_WINDOWS_OUTPUT": "lake.db.temp_1m",
-                                   "LAKEHOUSE_WINDOWS_ARGS": "--duration 1m --value-column 'temperature'",
-                                   "LAKEHOUSE_QUALITY_SPEC": "/etc/lakehouse/readings.json"})
-    assert parsed["tasks"] == {"register": ["compact"], "compact": ["windows"], "windows": ["validate"],
-                               "validate": []}
+                                   "LAKEHOUSE_WINDOWS_ARGS": "--duration 1m --value-column 'temperature'"})
+    assert parsed["dag_id"] == "lakehouse"
+    assert parsed["tasks"] == {"register": ["windows"], "windows": []}
+    assert parsed["apps"]["register"] == str(REPO / "pipelines" / "jobs" / "register.py")
     assert parsed["args"]["windows"][-6:] == ["--output", "lake.db.temp_1m", "--duration", "1m",
                                               "--value-column", "temperature"]
-    assert parsed["args"]["validate"][4:8] == ["--spec", "/etc/lakehouse/readings.json", "--since", "2d"]
-    assert parsed["apps"]["validate"] == str(REPO / "pipelines" / "jobs" / "validate.py")
-    whole_table = _parse_dag(tmp_path, {"LAKEHOUSE_QUALITY_SPEC": "/s.json", "LAKEHOUSE_VALIDATE_SINCE": ""})
-    assert whole_table["tasks"] == {"register": ["compact"], "compact": ["validate"], "validate": []}
-    assert "--since" not in whole_table["args"]["validate"]
+    assert all(minutes == 120.0 for minutes in parsed["timeouts"].values())
+    maintenance = _parse_dag(tmp_path, {"LAKEHOUSE_TASK_TIMEOUT_MINUTES": "30"}, name="maintenance_dag")
+    assert maintenance["dag_id"] == "lakehouse_maintenance"
+    assert maintenance["tasks"] == {"compact": []} and maintenance["timeouts"] == {"compact": 30.0}
 
 
 @pytest.mark.integration
-def test_dag_run_registers_compacts_recomputes_windows_and_validates(tmp_path, services_env, spark) -> None:
+def test_quality_spec_makes_the_dag_write_audit_publish(tmp_path) -> None:
+    parsed = _parse_dag(tmp_path, {"LAKEHOUSE_WINDOWS_OUTPUT": "lake.db.temp_1m",
+                                   "LAKEHOUSE_QUALITY_SPEC": "/etc/lakehouse/readings.json"})
+    assert parsed["tasks"] == {"register": ["validate"], "validate": ["publish"], "publish": ["windows"],
+                               "windows": []}
+    branch = "audit_{{ data_interval_start.strftime('%Y%m%dT%H%M') }}"
+    assert parsed["args"]["register"][-2:] == ["--audit", branch]
+    assert parsed["args"]["validate"][4:8] == ["--spec", "/etc/lakehouse/readings.json", "--since", "2d"]
+    assert parsed["args"]["validate"][-2:] == ["--branch", branch]
+    assert parsed["args"]["publish"] == ["--table", "lake.db.sensor_readings", "--branch", branch]
+    unaudited = _parse_dag(tmp_path, {"LAKEHOUSE_QUALITY_SPEC": "/s.json", "LAKEHOUSE_VALIDATE_SINCE": "",
+                                      "LAKEHOUSE_AUDIT": "0", "LAKEHOUSE_WINDOWS_OUTPUT": "lake.db.w"})
+    assert unaudited["tasks"] == {"register": ["windows"], "windows": ["validate"], "validate": []}
+    assert "--since" not in unaudited["args"]["validate"] and "--branch" not in unaudited["args"]["validate"]
+
+
+def _airflow(env: dict, *args: str, timeout: float = 900) -> tuple[int, str]:
+    airflow = str(_airflow_python().with_name("airflow"))
+    run = subprocess.run([airflow, *args], env=env, capture_output=True, text=True, timeout=timeout)
+    return run.returncode, run.stdout + run.stderr
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(1800)  # two DAG runs of four spark-submit jobs each
+def test_dag_publishes_a_passing_interval_and_holds_back_a_failing_one(tmp_path, services_env, spark) -> None:
     lake = tmp_path / "lake"
-    rows = _write_edge_files(lake, batches=3, per_batch=40)
+    rows = _write_edge_files(lake, batches=2, per_batch=40)
     namespace = f"af_{uuid.uuid4().hex[:8]}"
     spec = tmp_path / "readings.json"
     spec.write_text(json.dumps({"expectations": [
@@ -104,39 +120,38 @@ def test_dag_run_registers_compacts_recomputes_windows_and_validates(tmp_path, s
         "LAKE_SOURCE": (lake / "readings").as_uri(),
         "LAKEHOUSE_TABLE": f"lake.{namespace}.readings",
         "LAKEHOUSE_FORMAT": "iceberg",
-        "LAKEHOUSE_COMPACT_SINCE": "1000d",
         "LAKEHOUSE_WINDOWS_OUTPUT": f"lake.{namespace}.reading_sums",
         "LAKEHOUSE_WINDOWS_ARGS": "--duration 1h --aggregation sum --value-column reading --key-column sensor "
                                   "--timestamp-column ts_ms --order-by ts_ms",
         "LAKEHOUSE_QUALITY_SPEC": str(spec),
-        "LAKEHOUSE_VALIDATE_SINCE": "1000d",
+        "LAKEHOUSE_VALIDATE_SINCE": "",
         "ICEBERG_REST_URI": services_env["ICEBERG_REST_URI"],
         "LAKEHOUSE_LOCAL_DIR": str(tmp_path / "lakehouse"),
     })
     env.pop("LAKEHOUSE_CATALOG", None)
-    airflow = str(_airflow_python().with_name("airflow"))
-    migrate = subprocess.run([airflow, "db", "migrate"], env=env, capture_output=True, text=True, timeout=300)
-    assert migrate.returncode == 0, migrate.stderr[-3000:]
-    run = subprocess.run([airflow, "dags", "test", "lakehouse"], env=env, capture_output=True, text=True,
-                         timeout=900)
-    output = run.stdout + run.stderr
-    assert run.returncode == 0, output[-5000:]
-    assert all(task in output for task in ("register", "compact", "windows", "validate"))
-    assert "expectations 3/3 passed" in output
-
+    code, output = _airflow(env, "db", "migrate", timeout=300)
+    assert code == 0, output[-3000:]
     table = f"rest.{namespace}.readings"
+
+    code, output = _airflow(env, "dags", "test", "lakehouse", "2026-01-01T10:00:00+00:00")
+    assert code == 0, output[-5000:]
+    assert "expectations 3/3 passed" in output and "main fast-forwarded to branch audit_20260101T1000" in output
     assert spark.sql(f"SELECT count(*) FROM {table}").collect()[0][0] == rows
-    by_sensor = {r[0]: r[1] for r in spark.sql(f"SELECT sensor, count(*) FROM {table} GROUP BY sensor").collect()}
-    assert by_sensor == {"s0": 42, "s1": 39, "s2": 39}
-    # 3 flushes x 2 hour partitions = 6 edge files; compaction leaves one per partition.
-    live_files = spark.sql(f"SELECT count(*) FROM {table}.files").collect()[0][0]
-    assert live_files == 2
-    # Hour windows per sensor, ordered by ts_ms: the first hour closes when the second begins.
     hour = TS - TS % 3_600_000
-    sums = {(r.key, r.window_start, r.window_end): r.value
-            for r in spark.table(f"rest.{namespace}.reading_sums").collect()}
-    expected: dict = {}
-    for i in range(0, 40, 2):  # the even readings are in the first hour, in each of the 3 batches
-        key = (f"s{i % 3}", hour, hour + 3_600_000)
-        expected[key] = expected.get(key, 0.0) + 3 * float(i)
-    assert sums == expected
+    sums = {(r.key, r.window_start): r.value for r in spark.table(f"rest.{namespace}.reading_sums").collect()}
+    assert sums[("s0", hour)] == 2 * sum(float(i) for i in range(0, 40, 6))
+
+    # the next interval brings a reading of 500: validate fails, publish and windows never run
+    sink = DataLakeSink(table_name="readings", storage_url=lake.as_uri(), hive_columns=["year", "month", "day", "hour"],
+                        timestamp_column="ts_ms")
+    sink.setup()
+    sink.add({"sensor": "s1", "ts_ms": TS + 1, "reading": 500.0}, b"k", TS + 1, [], "readings", 0, rows)
+    sink.flush("readings", 0)
+    code, output = _airflow(env, "dags", "test", "lakehouse", "2026-01-01T11:00:00+00:00")
+    assert "expectations 2/3 passed" in output, output[-5000:]
+    assert "main fast-forwarded" not in output
+    assert spark.sql(f"SELECT count(*) FROM {table}").collect()[0][0] == rows  # main unchanged
+    branch = spark.sql(f"SELECT count(*) FROM {table} VERSION AS OF 'audit_20260101T1100'").collect()[0][0]
+    assert branch == rows + 1  # kept for inspection
+    quarantined = spark.table(f"{table}_quarantine").collect()
+    assert [(r.sensor, r.reading, list(r._failed_checks)) for r in quarantined] == [("s1", 500.0, ["between(reading)"])]
