@@ -7,7 +7,7 @@ import pytest
 
 from tests.compat.conftest import compare_section, ensure_quix_packages
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("compat-mqtt")]  # one worker: one shared run
 
 PROGRAM = r'''
 import json

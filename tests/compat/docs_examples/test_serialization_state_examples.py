@@ -9,7 +9,7 @@ import pytest
 
 from tests.compat.conftest import compare_section
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("compat-docs-serialization-state")]  # one worker: one shared run
 
 PROGRAM = r'''
 import json

@@ -8,7 +8,7 @@ import pytest
 
 from tests.compat.conftest import compare_section
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("compat-sink-api")]  # one worker: one shared run
 
 PROGRAM = r'''
 import csv

@@ -9,6 +9,8 @@ import pytest
 
 from tests.compat.conftest import compare_section
 
+pytestmark = pytest.mark.xdist_group("compat-tracker")  # one worker: one shared run
+
 PROGRAM = r'''
 import logging
 import threading
