@@ -40,8 +40,9 @@ SPECS = {
 }
 
 
-def make_table(spark, table: str, rows: int, sensors: int, partitions: int = 2) -> None:
-    """Sensor readings with the sink's Kafka metadata columns; a key stays on one partition."""
+def make_table(spark, table: str, rows: int, sensors: int, partitions: int = 2, start: int = 0) -> None:
+    """Sensor readings with the sink's Kafka metadata columns; a key stays on one partition. With
+    ``start``, the readings ``start .. start + rows`` are appended (the next offsets, 20% late)."""
     from pyspark.sql import functions as F
 
     idx = F.col("id")
@@ -49,12 +50,15 @@ def make_table(spark, table: str, rows: int, sensors: int, partitions: int = 2) 
     offset = F.floor(idx / partitions)
     sensor = partition + partitions * (offset % (sensors // partitions))
     late = F.when(F.pmod(F.hash(idx), 5) == 0, F.pmod(F.hash(idx, F.lit(7)), 3000)).otherwise(0)
-    df = spark.range(rows).select(
+    df = spark.range(start, start + rows).select(
         F.format_string("sensor-%05d", sensor).alias("_kafka_key"),
         (F.lit(BASE) + idx * 10 - late).cast("long").alias("_kafka_timestamp"),
         partition.cast("int").alias("_kafka_partition"),
         offset.cast("long").alias("_kafka_offset"),
         (F.lit(20.0) + F.pmod(F.hash(idx, F.lit(1)), 2000) / 100.0).alias("temperature"))
+    if start:
+        df.writeTo(table).append()
+        return
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {table.rsplit('.', 1)[0]}")
     df.writeTo(table).using("iceberg").createOrReplace()
 
@@ -94,7 +98,7 @@ def best_of(repeat: int, action) -> float:
     return best
 
 
-def print_floor(spark, table: str, rows: int, repeat: int = 1) -> None:
+def print_floor(spark, table: str, rows: int, repeat: int = 1) -> float:
     """The Spark floor of a recompute on this machine: it must read the five columns, and deciding
     lateness in Kafka offset order needs each key's (or partition's) rows sorted by offset."""
     from pyspark.sql import functions as F
@@ -114,6 +118,7 @@ def print_floor(spark, table: str, rows: int, repeat: int = 1) -> None:
         step()  # warm
         seconds = best_of(repeat, step)
         print(f"  floor: {name:38} {rows / seconds:>12,.0f} rows/s ({seconds:.2f}s)", flush=True)
+    return seconds  # the last step: scan + group + sort
 
 
 def _timed(name: str, rows: int, action) -> float:
@@ -179,6 +184,47 @@ def print_plan(spark, table: str, spec) -> None:
     rows.explain()
 
 
+def print_incremental(spark, table: str, rows: int, sensors: int, kinds: list[str], share: float) -> None:
+    """A full native run, then ``share`` of new rows appended (offsets after the old ones, 20%
+    late), then an incremental run: its cost against the full run's, and its output against a
+    full recompute of the grown table (the source is restored afterwards)."""
+    from lakehouse.window_recompute import WindowRecomputeOptions, WindowSpec, run_window_recompute
+
+    from lakehouse.iceberg_tables import IcebergTable
+
+    source = IcebergTable(spark, table)
+    original = source.java_table().currentSnapshot().snapshotId()
+
+    def restore() -> None:  # the table as generated, for the next kind
+        source.java_table().manageSnapshots().rollbackTo(original).commit()
+        source.refresh()
+
+    added = max(1, int(rows * share))
+    for kind in kinds:
+        spec = WindowSpec.parse(**SPECS[kind])  # type: ignore[arg-type]
+        restore()
+        options = WindowRecomputeOptions(table=table, output=f"lake.bench.incremental_{kind}",
+                                         value_column="temperature", window=spec, full=True)
+        t0 = time.monotonic()
+        run_window_recompute(spark, options, progress=lambda _line: None)
+        full = time.monotonic() - t0
+        make_table(spark, table, added, sensors, start=rows)
+        options.full = False
+        t0 = time.monotonic()
+        report = run_window_recompute(spark, options, progress=lambda _line: None)
+        incremental = time.monotonic() - t0
+        check = WindowRecomputeOptions(table=table, output=f"lake.bench.incremental_{kind}_check",
+                                       value_column="temperature", window=spec, full=True)
+        run_window_recompute(spark, check, progress=lambda _line: None)
+        a, b = spark.table(options.output), spark.table(check.output)
+        equal = a.count() == b.count() and a.exceptAll(b).isEmpty() and b.exceptAll(a).isEmpty()
+        print(f"  {kind:8} incremental: full run {full:.1f}s over {rows:,} rows; +{added:,} rows -> "
+              f"{report.windows:,} windows added/replaced in {incremental:.1f}s = {incremental / full:.1%} of the "
+              f"full run (target <= 10%); path {report.path}; output {'EQUALS' if equal else 'DIFFERS FROM'} "
+              "a full recompute", flush=True)
+    restore()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=10_000_000, help="sensor readings (default 10M)")
@@ -191,6 +237,11 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=1,
                         help="time the floor and the native path this many times each, keep the best (default 1)")
     parser.add_argument("--explain", action="store_true", help="print the native job's physical plan per kind")
+    parser.add_argument("--incremental", action="store_true",
+                        help="also time an incremental run after 1%% more rows against the full run, per kind")
+    parser.add_argument("--only-incremental", action="store_true", help="skip the native/edge comparison")
+    parser.add_argument("--skip-edge-replay", action="store_true",
+                        help="no edge replay (with --floor: only the native/floor ratios)")
     parser.add_argument("--floor", action="store_true",
                         help="also time what any Spark plan of the recompute must do at least: one scan of "
                              "the columns it reads, and that scan grouped by key and sorted in offset order")
@@ -210,19 +261,23 @@ def main() -> int:
           f"({spark.sparkContext.master}, shuffle partitions {spark.conf.get('spark.sql.shuffle.partitions')})",
           flush=True)
     t0 = time.monotonic()
-    records = load_records(spark, table)
-    print(f"edge replay input loaded into this process in {time.monotonic() - t0:.1f}s (not timed below)",
-          flush=True)
+    records = {} if args.only_incremental or args.skip_edge_replay else load_records(spark, table)
+    if records:
+        print(f"edge replay input loaded into this process in {time.monotonic() - t0:.1f}s (not timed below)",
+              flush=True)
     t0 = time.monotonic()
-    for engine in ("native", "python"):  # JIT, class loading, Python workers: not part of the figures
+    for engine in ("native",) if args.skip_python_engine else ("native", "python"):  # JIT, class loading,
+        # Python workers: not part of the figures
         run_window_recompute(spark, WindowRecomputeOptions(
             table=table, output=f"lake.bench.warmup_{engine}", value_column="temperature",
             window=WindowSpec.parse(**SPECS["tumbling"]), engine=engine,  # type: ignore[arg-type]
             where="_kafka_offset < 50000"), progress=lambda _line: None)
     print(f"warm-up (both paths on 100,000 rows) in {time.monotonic() - t0:.1f}s", flush=True)
-    if args.floor:
-        print_floor(spark, table, args.rows, args.repeat)
-    for kind in [k.strip() for k in args.kinds.split(",") if k.strip()]:
+    args.floor_seconds = print_floor(spark, table, args.rows, args.repeat) if args.floor else None
+    kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
+    if args.incremental or args.only_incremental:
+        print_incremental(spark, table, args.rows, args.sensors, kinds, 0.01)
+    for kind in [] if args.only_incremental else kinds:
         spec = WindowSpec.parse(**SPECS[kind])  # type: ignore[arg-type]
         figures: dict[str, tuple[float, int]] = {}
         if args.stages:
@@ -241,12 +296,17 @@ def main() -> int:
                 print_plan(spark, table, spec)
             print(f"  {kind:8} {engine:13} {args.rows / figures[engine][0]:>12,.0f} rows/s "
                   f"({figures[engine][0]:.1f}s, {report.windows:,} windows; path {report.path})", flush=True)
+        native = figures["native"][0]
+        if args.floor_seconds:
+            print(f"{kind}: native is {args.floor_seconds / native:.0%} of the floor (scan + group + sort: "
+                  f"{args.floor_seconds:.2f}s; target >= 70%)", flush=True)
+        if args.skip_edge_replay:
+            continue
         t0 = time.monotonic()
         windows = edge_replay(records, spec)
         figures["edge replay"] = (time.monotonic() - t0, windows)
         print(f"  {kind:8} {'edge replay':13} {args.rows / figures['edge replay'][0]:>12,.0f} rows/s "
               f"({figures['edge replay'][0]:.1f}s, {windows:,} windows)", flush=True)
-        native = figures["native"][0]
         line = f"{kind}: native is {figures['edge replay'][0] / native:.2f}x edge replay (target >= 10x)"
         if "python" in figures:
             line += f", {figures['python'][0] / native:.2f}x python-engine (target >= 5x)"
