@@ -4,6 +4,7 @@
     ./dev bench lake_ingest --records 300000 --only edge-datalake,spark
     ./dev bench lake_ingest --kill-records 200000    # also exactly-once under kill -9
     ./dev bench lake_ingest --scale                  # also two edge instances vs one
+    ./dev bench lake_ingest --only edge-datalake --edge-root /tmp/before --no-save   # an older edge
 
 One 24-partition topic of N JSON sensor readings (``bench/lake_ingest_data.py``) is produced once;
 each contender lands it in its own table of the project's Iceberg REST catalog:
@@ -262,7 +263,7 @@ def compare(env, runs: List[Run], n: int) -> List[str]:
 def kill9(env, name: str, topic: str, n: int, tag: str, work: Path, args) -> Dict[str, int]:
     """Kill -9 the contender's processing process mid-run, restart until caught up, count ids."""
     if name == "kafka-connect":
-        run = run_connect(env, topic, n, f"k{tag}", work, args, kill_after=args.kill_after)
+        run = run_connect(env, topic, n, f"k{tag}", work, args, kill_after=kill_after(args, name))
         return dict(check_ids(env, run["table"], n), kills=run["kills"])
     kills = 0
     if name in ("edge-datalake", "edge-iceberg"):
@@ -279,7 +280,7 @@ def kill9(env, name: str, topic: str, n: int, tag: str, work: Path, args) -> Dic
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT,
                                 env=cwd_env)
         if kills == 0:
-            time.sleep(args.kill_after)
+            time.sleep(kill_after(args, name))
             if proc.poll() is None:
                 # The edge process, or the Spark driver JVM (the python front of pyspark then exits).
                 victim = next((p for p in tree(proc.pid) if _is_java(p)), proc.pid) if name == "spark" else proc.pid
@@ -336,24 +337,61 @@ def main() -> None:
     parser.add_argument("--only", default=",".join(CONTENDERS), help=f"comma-separated subset of {CONTENDERS}")
     parser.add_argument("--commit-interval", type=float, default=5.0, help="edge checkpoints and Connect commits (s)")
     parser.add_argument("--kill-records", type=int, default=0, help="also kill -9 each contender on a topic this size")
-    parser.add_argument("--kill-after", type=float, default=20.0, help="seconds after start to kill -9")
+    parser.add_argument("--kill-after", type=float, default=0.0,
+                        help="seconds after start to kill -9 (default: about mid-run of 2M, per contender)")
+    parser.add_argument("--no-throughput", action="store_true", help="only the kill -9 and scaling parts")
     parser.add_argument("--scale", action="store_true", help="also two edge instances vs one")
     parser.add_argument("--timeout", type=float, default=900.0)
     parser.add_argument("--no-save", action="store_true")
+    parser.add_argument("--edge-root", default="",
+                        help="run the edge from another checkout (e.g. git worktree add /tmp/before <commit>)")
     args = parser.parse_args()
     only = [c.strip() for c in args.only.split(",") if c.strip()]
     wanted = ["kafka-connect"] if "kafka-connect" in only or args.kill_records else []
     env = dict(os.environ, **services.up(wanted or None))
     env.pop("_STARTED", None)
+    if args.edge_root:
+        env["LAKE_INGEST_EDGE_ROOT"] = str(Path(args.edge_root).resolve())
     n = args.records
     topic = ensure_topic(env["KAFKA_BOOTSTRAP"], n)
     tag = uuid.uuid4().hex[:6]
     work = Path(os.environ.get("TMPDIR", "/tmp")) / f"lake-ingest-{tag}"
     work.mkdir(parents=True)
     runs: List[Run] = []
-    for name in only:
+    for name in only if not args.no_throughput else ():
         print(f"{name}: landing {n:,} readings ...", file=sys.stderr, flush=True)
         runs.append(RUNNERS[name](env, topic, n, tag, work, args))
+    if runs:
+        report(env, runs, n)
+    bars = []
+    for run in runs:
+        bars += [("rows/s (thousands)", run["name"], run.rows_per_s / 1000),
+                 ("CPU s per M rows", run["name"], run.cpu_per_m), ("peak RSS MB", run["name"], run["rss_mb"])]
+    if args.kill_records:
+        kill_topic = ensure_topic(env["KAFKA_BOOTSTRAP"], args.kill_records)
+        print(f"\nexactly once under kill -9 ({args.kill_records:,} readings):")
+        for name in only:
+            print(f"{name}: kill -9 run ...", file=sys.stderr, flush=True)
+            result = kill9(env, name, kill_topic, args.kill_records, tag, work, args)
+            print(f"  {name:<15} {result['kills']} kill(s) after {kill_after(args, name):.0f} s: {result['rows']:,} rows, "
+                  f"{result['duplicates']} duplicate(s), {result['missing']} missing", flush=True)
+    if args.scale:
+        figures = scaling(env, topic, n, tag, work, args)
+        print(f"\ntwo edge instances vs one: {figures[1]:,.0f} -> {figures[2]:,.0f} rows/s "
+              f"({figures[2] / figures[1]:.2f}x); ids {figures['ids1']} / {figures['ids2']}")
+        bars += [("rows/s (thousands)", "edge-datalake x2", figures[2] / 1000)]
+    if not args.no_save and len(runs) == len(CONTENDERS):
+        save("lake_ingest", f"Kafka -> Iceberg, {n:,} JSON readings: edge vs Spark SS vs Kafka Connect", "mixed", bars)
+
+
+KILL_AFTER = {"edge-datalake": 8.0, "edge-iceberg": 15.0, "spark": 50.0, "kafka-connect": 12.0}
+
+
+def kill_after(args: argparse.Namespace, name: str) -> float:
+    return args.kill_after or KILL_AFTER[name]
+
+
+def report(env, runs: List[Run], n: int) -> None:
     print(f"\nKafka -> Iceberg, {n:,} JSON readings, 24 partitions ({os.cpu_count()} cores, shared)")
     print(f"{'contender':<15} {'rows/s':>10} {'CPU s/M rows':>13} {'peak RSS MB':>12}  notes")
     for run in runs:
@@ -367,24 +405,6 @@ def main() -> None:
     print("\ntables:")
     for line in compare(env, runs, n):
         print(line)
-    bars = []
-    for run in runs:
-        bars += [("rows/s (thousands)", run["name"], run.rows_per_s / 1000),
-                 ("CPU s per M rows", run["name"], run.cpu_per_m), ("peak RSS MB", run["name"], run["rss_mb"])]
-    if args.kill_records:
-        kill_topic = ensure_topic(env["KAFKA_BOOTSTRAP"], args.kill_records)
-        print(f"\nexactly once under kill -9 ({args.kill_records:,} readings, kill after {args.kill_after:.0f} s):")
-        for name in only:
-            result = kill9(env, name, kill_topic, args.kill_records, tag, work, args)
-            print(f"  {name:<15} {result['kills']} kill(s): {result['rows']:,} rows, "
-                  f"{result['duplicates']} duplicate(s), {result['missing']} missing")
-    if args.scale:
-        figures = scaling(env, topic, n, tag, work, args)
-        print(f"\ntwo edge instances vs one: {figures[1]:,.0f} -> {figures[2]:,.0f} rows/s "
-              f"({figures[2] / figures[1]:.2f}x); ids {figures['ids1']} / {figures['ids2']}")
-        bars += [("rows/s (thousands)", "edge-datalake x2", figures[2] / 1000)]
-    if not args.no_save and len(runs) == len(CONTENDERS):
-        save("lake_ingest", f"Kafka -> Iceberg, {n:,} JSON readings: edge vs Spark SS vs Kafka Connect", "mixed", bars)
 
 
 if __name__ == "__main__":

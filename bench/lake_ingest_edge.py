@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
 from typing import Dict
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# LAKE_INGEST_EDGE_ROOT: run another checkout's stream_edge (``lake_ingest.py --edge-root``).
+sys.path.insert(0, os.environ.get("LAKE_INGEST_EDGE_ROOT") or str(Path(__file__).resolve().parents[1]))
 
 from confluent_kafka import Consumer, TopicPartition  # noqa: E402
 
