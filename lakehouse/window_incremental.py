@@ -218,20 +218,48 @@ def run_increment(spark: "SparkSession", options: "WindowRecomputeOptions", plan
             replace_keys = (groups.where(~F.col("__tail") | F.lit(not appendable)).select("key").distinct())
         tail = groups.where("__tail").join(replace_keys, on="key", how="left_anti") if "key" in group_cols \
             else groups
+        replacing = replace_keys.count()
         inserted = []
         if appendable:
-            tail_records = everything.join(tail.select(*group_cols, "__closed_floor"), on=group_cols)
+            # no tail group needs a record at or below the lowest bound: a filter Iceberg and
+            # Parquet can prune files and row groups with
+            lowest = tail.agg(F.min(F.coalesce(F.col("__closed_floor"), F.lit(-(2 ** 62))))).first()[0]
+            scan = everything if lowest is None else everything.where(F.col("ts") > lowest)
+            tail_records = scan.join(tail.select(*group_cols, "__closed_floor"), on=group_cols)
             tail_records = tail_records.where(F.col("__closed_floor").isNull() | (F.col("ts") > F.col("__closed_floor")))
             rows, _ = compute_windows(tail_records, spec, order_cols, group_cols, value_type, path)
             inserted.append(rows)
-        replaced = everything.join(replace_keys, on="key", how="left_semi")
-        rows, note = compute_windows(replaced, spec, order_cols, group_cols, value_type, path)
-        inserted.append(rows)
-        written = merge_windows(spark, target, inserted, replace_keys,
-                                bookmark_properties(plan.until, definition_fingerprint(options)))
-        return new_rows, written, f"incremental, {path}"
+        if replacing:
+            replaced = everything.join(replace_keys, on="key", how="left_semi")
+            rows, note = compute_windows(replaced, spec, order_cols, group_cols, value_type, path)
+            inserted.append(rows)
+        properties = bookmark_properties(plan.until, definition_fingerprint(options))
+        if replacing:
+            written = merge_windows(spark, target, inserted, replace_keys, properties)
+        else:
+            written = append_windows(target, inserted, properties)
+        return new_rows, written, f"incremental, {path}" + (f", {replacing} keys recomputed" if replacing else "")
     finally:
         groups.unpersist()
+
+
+def append_windows(target: Any, inserted: list["DataFrame"], properties: dict[str, str]) -> int:
+    """Append ``inserted`` to ``target`` in one commit carrying ``properties``; returns the rows."""
+    from functools import reduce
+
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    from lakehouse.window_recompute import OUTPUT_COLUMNS
+
+    rows = reduce(lambda a, b: a.unionByName(b), [df.select(*OUTPUT_COLUMNS) for df in inserted])
+    counted = Observation(f"windows_appended_{uuid.uuid4().hex}")
+    writer = rows.observe(counted, F.count(F.lit(1)).alias("rows")).writeTo(target.sql_name)
+    for key, value in properties.items():
+        writer = writer.option(f"snapshot-property.{key}", value)
+    pause_point("windows.before-commit")
+    writer.append()
+    return int(counted.get["rows"] or 0)
 
 
 def merge_windows(spark: "SparkSession", target: Any, inserted: list["DataFrame"], replace_keys: "DataFrame",
