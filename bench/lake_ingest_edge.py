@@ -8,7 +8,8 @@ side is ``lakehouse register``, run by the bench). ``--sink iceberg``: ``Iceberg
 catalog (``--catalog-uri``, ``--table ns.name``). The process stops once every partition of the
 topic has been processed up to the high watermark read at start (a restarted process after a
 ``kill -9`` resumes from the committed offsets), then prints one JSON line: ``first_ms`` (first
-record consumed), ``done_ms`` (last checkpoint committed), ``processed``.
+record consumed), ``last_ms`` (last record processed), ``done_ms`` (last checkpoint committed),
+``processed``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import argparse
 import json
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Dict
@@ -81,12 +83,14 @@ def main() -> int:
     parser.add_argument("--commit-interval", type=float, default=5.0)
     parser.add_argument("--max-buffer-bytes", type=int, default=None)
     parser.add_argument("--guarantee", default="exactly-once")
+    parser.add_argument("--shared-group", action="store_true",
+                        help="other instances share the group: also stop once the group has committed the rest")
     parser.add_argument("--consumer", action="append", default=[], metavar="KEY=VALUE",
                         help="a librdkafka consumer setting (repeatable)")
     args = parser.parse_args()
 
     todo = remaining(args.bootstrap, args.topic, args.group)
-    state = {"first_ms": 0, "processed": 0}
+    state = {"first_ms": 0, "last_ms": 0, "processed": 0}
     app = Application(args.bootstrap, consumer_group=args.group, auto_offset_reset="earliest",
                       commit_interval=args.commit_interval, processing_guarantee=args.guarantee,
                       loglevel="WARNING", auto_create_topics=False, use_changelog_topics=False,
@@ -96,19 +100,35 @@ def main() -> int:
         if not state["first_ms"]:
             state["first_ms"] = int(time.time() * 1000)
         state["processed"] += 1
+        state["last_ms"] = int(time.time() * 1000)
         last = todo.get(partition)
         if last is not None and offset >= last:
-            del todo[partition]
+            todo.pop(partition, None)
             if not todo:
+                app.stop()
+
+    def others_done() -> None:
+        """With several instances in the group, the partitions another one owns are done when
+        the group's committed offsets pass their end."""
+        while todo:
+            time.sleep(0.5)
+            try:
+                mine = set(todo)
+            except RuntimeError:  # changed by the processing thread meanwhile
+                continue
+            if mine and not mine & set(remaining(args.bootstrap, args.topic, args.group)):
+                todo.clear()
                 app.stop()
 
     app._on_message_processed = processed  # the constructor argument, set after ``app`` exists
     sdf = app.dataframe(app.topic(args.topic, value_deserializer="json"))
     sdf.sink(build_sink(args))
     if todo:
+        if args.shared_group:
+            threading.Thread(target=others_done, daemon=True).start()
         app.run()
-    print(json.dumps({"first_ms": state["first_ms"], "done_ms": int(time.time() * 1000),
-                      "processed": state["processed"]}), flush=True)
+    print(json.dumps({"first_ms": state["first_ms"], "last_ms": state["last_ms"],
+                      "done_ms": int(time.time() * 1000), "processed": state["processed"]}), flush=True)
     return 0
 
 
