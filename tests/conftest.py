@@ -6,6 +6,7 @@ cannot start is a test failure with the reason and the command to investigate, n
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from pathlib import Path
@@ -76,17 +77,6 @@ def ensure_services() -> Callable[..., dict[str, str]]:
     return ensure
 
 
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    if _is_xdist_worker(session.config):
-        return
-    notes = _started_file()
-    if notes.exists():
-        started = list(dict.fromkeys(notes.read_text().split()))
-        notes.unlink()
-        if started:
-            services.down(started)
-
-
 @pytest.fixture(scope="session")
 def kafka_bootstrap(services_env: dict[str, str]) -> str:
     """``host:port`` of the real local Kafka broker (KRaft)."""
@@ -151,33 +141,76 @@ def unique_name() -> Callable[[str], str]:
 
 
 # Parallel runs (``./dev test`` uses pytest-xdist with ``--dist loadgroup``) put the tests of one
-# xdist group on one worker, in order, and hand out the biggest groups first:
+# group on one worker, in order, and hand out the biggest groups first:
 # - the session-scoped ``spark`` fixture is a JVM of a few GB per worker that starts it: its users
 #   go to two workers (two JVMs at most), the lakehouse jobs' tests on one, the rest on the other;
-# - the standalone cluster's tests kill and restart its workers, which no other cluster test may see.
+# - the standalone cluster's tests kill and restart its workers, which no other cluster test may see;
+# - the Airflow DAG runs (spark-submit per task) form one lane of their own;
+# - an explicit ``xdist_group`` mark (the compat modules that share one program run) is kept.
+# pytest 9 no longer lets xdist 3.8 tag a node id with its group, so the workers write the groups
+# they computed at collection to a file of this run and the controller's scheduler reads it.
 # Long tests without a group are collected first, so they start early instead of forming a tail.
-_GROUP_BY_PATH = {"tests/integration/cluster/": "spark-cluster"}
+_GROUP_BY_PATH = {"tests/integration/cluster/": "spark-cluster", "tests/integration/airflow/": "airflow"}
 _SPARK_GROUPS = {"tests/integration/lakehouse/": "spark-lakehouse"}
 _SPARK_DEFAULT_GROUP = "spark-session"
-_RUN_FIRST = ("tests/e2e/", "tests/integration/airflow/", "tests/integration/foundation/test_services_manager.py",
-              "tests/compat/windows/test_window_agg.py")
+_RUN_FIRST = ("tests/e2e/", "tests/integration/airflow/", "tests/integration/peers/",
+              "tests/integration/foundation/test_services_manager.py", "tests/compat/windows/test_window_agg.py")
 
 
-def _xdist_group(path: str, fixtures: Sequence[str]) -> str | None:
+def _xdist_group(item: pytest.Item) -> str | None:
+    explicit = [str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")]
+    if explicit:
+        return "_".join(sorted(set(explicit)))
+    path = str(item.path).removeprefix(str(item.config.rootpath) + os.sep)
     group = next((g for prefix, g in _GROUP_BY_PATH.items() if path.startswith(prefix)), None)
-    if group is None and "spark" in fixtures:
+    if group is None and "spark" in getattr(item, "fixturenames", ()):
         group = next((g for prefix, g in _SPARK_GROUPS.items() if path.startswith(prefix)), _SPARK_DEFAULT_GROUP)
     return group
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the marks
+def _groups_file() -> Path:
+    return services.local_dir() / f"tests-groups-{os.environ['STREAMLAKE_TEST_RUN']}.json"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     root = str(config.rootpath) + os.sep
-    for item in items:
-        group = _xdist_group(str(item.path).removeprefix(root), getattr(item, "fixturenames", ()))
-        if group and not any(True for _ in item.iter_markers("xdist_group")):
-            item.add_marker(pytest.mark.xdist_group(group))
     items.sort(key=lambda item: not str(item.path).removeprefix(root).startswith(_RUN_FIRST))  # stable
+    if _is_xdist_worker(config) and config.getvalue("loadgroup"):
+        groups = {item.nodeid: group for item in items if (group := _xdist_group(item))}
+        target = _groups_file()
+        tmp = target.with_name(f"{target.name}.{os.getpid()}")
+        tmp.write_text(json.dumps(groups))
+        tmp.replace(target)  # every worker writes the same map; the last complete one wins
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):  # type: ignore[no-untyped-def]
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        """``loadgroup`` with the groups the workers wrote (:func:`_xdist_group`)."""
+
+        _groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self._groups is None:
+                self._groups = json.loads(_groups_file().read_text()) if _groups_file().exists() else {}
+            return self._groups.get(nodeid, nodeid)
+
+    return GroupScheduling(config, log)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if _is_xdist_worker(session.config):
+        return
+    _groups_file().unlink(missing_ok=True)
+    notes = _started_file()
+    if notes.exists():
+        started = list(dict.fromkeys(notes.read_text().split()))
+        notes.unlink()
+        if started:
+            services.down(started)
 
 
 def pytest_configure(config: pytest.Config) -> None:
