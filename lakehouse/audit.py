@@ -113,17 +113,10 @@ def violation(spec_entry: Any, df: "DataFrame") -> "Column | None":
     from pyspark.sql import functions as F
 
     kind = spec_entry.type
-    column = F.col(spec_entry.column) if spec_entry.column else None
-    if kind == "not_null":
-        return column.isNull()
-    if kind == "between":
-        low = column < spec_entry.min if spec_entry.min is not None else F.lit(False)
-        high = column > spec_entry.max if spec_entry.max is not None else F.lit(False)
-        return column.isNotNull() & (low | high)
-    if kind == "in_set":
-        return column.isNotNull() & ~column.isin(*spec_entry.values)
-    if kind == "regex":
-        return column.isNotNull() & ~column.rlike(spec_entry.pattern)
+    if kind in ("not_null", "between", "in_set", "regex"):
+        if not spec_entry.column:
+            return None
+        return _column_violation(kind, spec_entry, F.col(spec_entry.column))
     if kind == "unique":
         names = [spec_entry.column] if spec_entry.column else list(spec_entry.columns)
         present = F.lit(True)
@@ -133,6 +126,21 @@ def violation(spec_entry: Any, df: "DataFrame") -> "Column | None":
     return None  # row_count_between, columns_exist: about the table, not rows
 
 
+def _column_violation(kind: str, spec_entry: Any, column: "Column") -> "Column":
+    """The violation of a one-column expectation (``not_null``, ``between``, ``in_set``, ``regex``)."""
+    from pyspark.sql import functions as F
+
+    if kind == "not_null":
+        return column.isNull()
+    if kind == "between":
+        low = column < spec_entry.min if spec_entry.min is not None else F.lit(False)
+        high = column > spec_entry.max if spec_entry.max is not None else F.lit(False)
+        return column.isNotNull() & (low | high)
+    if kind == "in_set":
+        return column.isNotNull() & ~column.isin(*spec_entry.values)
+    return column.isNotNull() & ~column.rlike(spec_entry.pattern)  # regex
+
+
 def quarantine(spark: "SparkSession", df: "DataFrame", spec: "QualitySpec", quarantine_table: str,
                branch: str | None) -> int:
     """Append the rows of ``df`` that break a critical row-level expectation of ``spec`` to
@@ -140,10 +148,10 @@ def quarantine(spark: "SparkSession", df: "DataFrame", spec: "QualitySpec", quar
     labels) and ``_quarantined_at``; returns how many."""
     from pyspark.sql import functions as F
 
-    checks = [(e.label, violation(e, df)) for e in spec.expectations
-              if e.severity == "critical" and (e.column is None or e.column in df.columns)
-              and all(c in df.columns for c in e.columns)]
-    checks = [(label, cond) for label, cond in checks if cond is not None]
+    candidates = [(e.label, violation(e, df)) for e in spec.expectations
+                  if e.severity == "critical" and (e.column is None or e.column in df.columns)
+                  and all(c in df.columns for c in e.columns)]
+    checks = [(label, cond) for label, cond in candidates if cond is not None]
     if not checks:
         return 0
     failed = F.filter(F.array(*[F.when(cond, F.lit(label)) for label, cond in checks]), lambda x: x.isNotNull())

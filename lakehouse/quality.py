@@ -135,6 +135,8 @@ def run_validate(spark: "SparkSession", options: ValidateOptions) -> ValidationR
             log.warning("no rows selected in %s: column checks pass vacuously", table.identifier)
         _run_suite(df, spec, docs_name(table.identifier), docs_dir, report)
         if options.branch:
+            if not isinstance(table, IcebergTable):
+                raise DataQualityError(f"--branch needs an Iceberg table; {table.identifier} is not one")
             _audit_outcome(spark, df, spec, table, options, report, branch_snapshot)
     finally:
         df.unpersist()

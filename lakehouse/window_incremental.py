@@ -223,7 +223,8 @@ def run_increment(spark: "SparkSession", options: "WindowRecomputeOptions", plan
         if appendable:
             # no tail group needs a record at or below the lowest bound: a filter Iceberg and
             # Parquet can prune files and row groups with
-            lowest = tail.agg(F.min(F.coalesce(F.col("__closed_floor"), F.lit(-(2 ** 62))))).first()[0]
+            lowest_row = tail.agg(F.min(F.coalesce(F.col("__closed_floor"), F.lit(-(2 ** 62))))).first()
+            lowest = lowest_row[0] if lowest_row is not None else None
             scan = everything if lowest is None else everything.where(F.col("ts") > lowest)
             tail_records = scan.join(tail.select(*group_cols, "__closed_floor"), on=group_cols)
             tail_records = tail_records.where(F.col("__closed_floor").isNull() | (F.col("ts") > F.col("__closed_floor")))

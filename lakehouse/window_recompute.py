@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from lakehouse.delta_tables import DeltaTable
+from lakehouse.iceberg_tables import IcebergTable
 from lakehouse.fault_injection import pause_point
 from lakehouse.window_incremental import (bookmark_properties, current_snapshot_id, definition_fingerprint,
                                           plan_increment, run_increment, source_at)
@@ -309,7 +310,7 @@ def run_window_recompute(spark: "SparkSession", options: WindowRecomputeOptions,
             say(f"windows: {report.rows_read} new rows since source snapshot {plan.since}; "
                 f"{report.windows} window rows added or replaced")
             return report
-    until = current_snapshot_id(source) if source.table_format == "iceberg" else None
+    until = current_snapshot_id(source) if isinstance(source, IcebergTable) else None
     raw = source_at(spark, source.sql_name, until)
     data = prepare_input(raw, options)
     value_type = _value_type(data.schema["value"].dataType, spec.aggregation, spec.value_type)
