@@ -1,5 +1,5 @@
 """A user pipeline for the ``stream-edge`` command tests: input -> apply -> output, and with
-``EDGE_TEST_LAKE`` set, the data-lake sink (silence threshold 1 s) next to it."""
+``EDGE_TEST_LAKE`` set, the data-lake sink (silence threshold 3 s: a key stays live through a parallel run's stalls) next to it."""
 
 import logging
 import os
@@ -15,5 +15,5 @@ def build(app):
         from stream_edge.sinks.core.quix_ts_datalake_sink import QuixTSDataLakeSink
 
         sdf.sink(QuixTSDataLakeSink(s3_prefix="lake", table_name="numbers", workspace_id="", hive_columns=[],
-                                    storage_url=os.environ["EDGE_TEST_LAKE"], stream_timeout_ms=1000,
+                                    storage_url=os.environ["EDGE_TEST_LAKE"], stream_timeout_ms=3000,
                                     on_stream_timeout=lambda key: None))
