@@ -143,7 +143,7 @@ def unique_name() -> Callable[[str], str]:
 # Parallel runs (``./dev test`` uses pytest-xdist with ``--dist loadgroup``) put the tests of one
 # group on one worker, in order, and hand out the biggest groups first:
 # - the session-scoped ``spark`` fixture is a JVM of a few GB per worker that starts it: its users
-#   go to two workers (two JVMs at most), the lakehouse jobs' tests on one, the rest on the other;
+#   go to four lanes (four such JVMs at most), three for the lakehouse jobs' tests, one for the rest;
 # - the standalone cluster's tests kill and restart its workers, which no other cluster test may see;
 # - the Airflow DAG runs (spark-submit per task) form one lane of their own;
 # - an explicit ``xdist_group`` mark (the compat modules that share one program run) is kept.
@@ -151,7 +151,15 @@ def unique_name() -> Callable[[str], str]:
 # they computed at collection to a file of this run and the controller's scheduler reads it.
 # Long tests without a group are collected first, so they start early instead of forming a tail.
 _GROUP_BY_PATH = {"tests/integration/cluster/": "spark-cluster", "tests/integration/airflow/": "airflow"}
-_SPARK_GROUPS = {"tests/integration/lakehouse/": "spark-lakehouse"}
+_LAKEHOUSE = "tests/integration/lakehouse/"
+_SPARK_GROUPS = {  # the lakehouse jobs' tests, ~20 min of Spark on one core, in three lanes
+    **{f"{_LAKEHOUSE}{name}": "spark-lakehouse-a" for name in (
+        "test_lakehouse_compact.py", "test_lakehouse_s3.py", "test_quality.py")},
+    **{f"{_LAKEHOUSE}{name}": "spark-lakehouse-b" for name in (
+        "test_lakehouse_crash.py", "test_lakehouse_register.py", "test_register_with_sink.py",
+        "test_audit_publish.py")},
+    _LAKEHOUSE: "spark-lakehouse-c",  # windows (full and incremental), the CLI, any new file
+}
 _SPARK_DEFAULT_GROUP = "spark-session"
 _RUN_FIRST = ("tests/e2e/", "tests/integration/airflow/", "tests/integration/peers/",
               "tests/integration/foundation/test_services_manager.py", "tests/compat/windows/test_window_agg.py")
