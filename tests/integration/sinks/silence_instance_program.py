@@ -14,6 +14,9 @@ from stream_edge import Application
 from stream_edge.processing.observer import RunObserver
 from stream_edge.sinks.core.quix_ts_datalake_sink import QuixTSDataLakeSink
 
+# Long enough that a feed stalled for a few seconds by a busy machine (parallel tests) is not silence.
+SILENCE_MS = 6000
+
 
 class AssignmentPrinter(RunObserver):
     def __init__(self, name: str) -> None:
@@ -33,7 +36,7 @@ def main() -> int:
         print(f"SILENT {name} {key.decode()}", flush=True)
 
     sink = QuixTSDataLakeSink(s3_prefix="edge", table_name="events", hive_columns=[], timestamp_column="ts_ms",
-                              storage_url=storage_url, stream_timeout_ms=3000, on_stream_timeout=on_silent)
+                              storage_url=storage_url, stream_timeout_ms=SILENCE_MS, on_stream_timeout=on_silent)
     app.dataframe(app.topic(topic)).sink(sink)
     app.run()
     print(f"STOPPED {name}", flush=True)

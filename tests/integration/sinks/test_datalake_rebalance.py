@@ -98,14 +98,14 @@ def test_each_silent_key_is_reported_once_across_a_rebalance(kafka_bootstrap, ma
         second = Instance(args, "B")
         # The group rebalances: A keeps some partitions, B takes the others.
         wait_for(lambda: bool(second.assigned()) and len(first.assigned()) >= 2, 60, "the rebalance", first, second)
-        # Keys keep arriving on their new owners for longer than the silence threshold would
+        # Keys keep arriving on their new owners for longer than the silence threshold (6 s) would
         # need to fire on A for keys it no longer owns.
-        time.sleep(5.0)
+        time.sleep(8.0)
         feeding.clear()
         feeder.join(10)
         wait_for(lambda: len(first.silent()) + len(second.silent()) >= len(KEYS), 60,
                  "every key to be reported silent", first, second)
-        time.sleep(4.0)  # a duplicate report would come within one more threshold
+        time.sleep(7.0)  # a duplicate report would come within one more threshold
     finally:
         feeding.clear()
         log_a = first.stop()
