@@ -217,8 +217,14 @@ def run_register(spark: "SparkSession", options: RegisterOptions) -> JobReport:
             ledger.mark_done(batch.number)
             continue
         log.info("finishing batch %d (%d files) left pending by an earlier run", batch.number, len(batch.files))
-        owned = set(ledger.owned_files(batch.number))
-        files = [edge_file_at(root, rel) for rel in batch.files if rel in owned]
+        owned_paths = [rel for rel in batch.files if rel in set(ledger.owned_files(batch.number))]
+        gone = set(ledger.missing(owned_paths))
+        if gone:
+            # Not in the table (the batch is not committed) and not in the lake: nothing can
+            # register them again, so retrying would fail on every run; name them and go on.
+            log.warning("batch %d: %d file(s) no longer exist and are skipped: %s", batch.number, len(gone),
+                        ", ".join(sorted(gone)[:5]) + (" ..." if len(gone) > 5 else ""))
+        files = [edge_file_at(root, rel) for rel in owned_paths if rel not in gone]
         facts = _read_footers(root, files)
         _prepare(table, facts, root)
         if _commit_batch(table, root, ledger, batch.number, files):

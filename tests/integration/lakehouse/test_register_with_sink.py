@@ -112,3 +112,42 @@ def test_a_crash_between_the_intent_and_the_commit_is_finished_on_restart(spark,
     feed(restarted, 2, 6)  # the replay finds 2..3 in the lake; the pending batch is committed first
     assert ids(spark, table) == list(range(6))
     assert all(b.done for b in ledger.batches())
+
+
+def test_files_compacted_expired_and_forgotten_are_never_retried(spark, tmp_path, names):
+    """Compaction rewrites and deletes the edge files, the ledger's checkpoint forgets them; a
+    restarted sink re-registering its newest commit (and a pending batch naming a deleted file)
+    neither fails nor retries them on every flush."""
+    from datetime import timedelta
+
+    import pyarrow.fs as pafs
+
+    from lakehouse.compaction import CompactOptions, run_compact
+    from lakehouse.lake_files import LakeLocation, list_committed_files
+    from lakehouse.register_ledger import ClaimingLedger
+
+    rest, namespace, table = names
+    sink = make_sink(tmp_path / "lake", rest, namespace)
+    for start in range(0, 8, 2):
+        feed(sink, start, start + 2)
+    run_compact(spark, CompactOptions(table=table, retention=timedelta(0), allow_unsafe_retention=True))
+    root = tmp_path / "lake" / "readings"
+    existing = {f.relative_path for f in list_committed_files(LakeLocation.parse(root.as_uri()))}
+    newest = [p[len(str(root)) + 1:] for p in sink._writer.committed_file_paths(
+        sink._writer.latest_commits_of_table()[0])]
+    assert newest and not set(newest) & existing  # compacted and deleted
+    from pyiceberg.catalog import load_catalog
+
+    uuid_ = load_catalog("check", type="rest", uri=rest).load_table((namespace, "readings")).metadata.table_uuid
+    ledger = ClaimingLedger(pafs.LocalFileSystem(), str(root), f"iceberg-{uuid_}", local=True)
+    ledger.checkpoint(existing, min_batches=1)
+    assert not ledger.registered() & set(newest)
+    ledger.write_intent(ledger.next_number(), newest[:1], table, writer=edge_writer("sensors", 0))  # crashed
+    files_before = data_files(spark, table)
+
+    restarted = make_sink(tmp_path / "lake", rest, namespace)
+    feed(restarted, 0, 8)  # a replay: the lake skips it; the newest commit is re-registered
+    feed(restarted, 8, 9)
+    assert ids(spark, table) == list(range(9))
+    assert all(b.done for b in ledger.batches())
+    assert set(files_before) < set(data_files(spark, table))  # only the new commit's file was added

@@ -97,7 +97,7 @@ def test_registration_needs_a_catalog_url(tmp_path):
 
 
 def test_registration_of_s3_files(services_env, s3_bucket):
-    """Files on the S3 server registered by s3:// URI; pyiceberg reads them back through S3."""
+    """Files on the S3 server registered by s3a:// URI (as `lakehouse register` does); pyiceberg reads them back."""
     rest = services_env["ICEBERG_REST_URI"]
     namespace = f"edge_{uuid.uuid4().hex[:8]}"
     sink = DataLakeSink("readings", storage_url=f"s3://{s3_bucket}", s3_prefix="lake", hive_columns=["sensor"],
@@ -112,5 +112,6 @@ def test_registration_of_s3_files(services_env, s3_bucket):
         "s3.secret-access-key": services_env["AWS_SECRET_ACCESS_KEY"], "s3.region": services_env["AWS_REGION"]})
     table = catalog.load_table((namespace, "readings"))
     paths = sorted(task.file.file_path for task in table.scan().plan_files())
-    assert all(p.startswith(f"s3://{s3_bucket}/lake/readings/sensor=") for p in paths) and len(paths) == 2
+    # the path form `lakehouse register` uses (Spark reads it through S3A)
+    assert all(p.startswith(f"s3a://{s3_bucket}/lake/readings/sensor=") for p in paths) and len(paths) == 2
     assert sorted(r["i"] for r in table.scan().to_arrow().to_pylist()) == [0, 1, 2, 3]

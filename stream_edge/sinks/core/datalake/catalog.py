@@ -1,41 +1,78 @@
 """Optional registration of committed lake files in an Iceberg REST catalog (pyiceberg).
 
 Off by default: registering is the batch side's job (``lakehouse register``). When enabled,
-every lake commit is followed by ``add_files`` of its files, through the same registration
-ledger as the job (``stream_edge.lake.registration_ledger``, next to the edge files, keyed by
-the table's UUID): files already in the ledger (registered by the job or by this partition
-before a crash) are skipped, and each edge partition's batch number is a table property set in
-the same Iceberg commit as its files, so a crash anywhere registers nothing twice. The ledger
-lives in the lake, so ``expire_snapshots`` cannot make it forget. The Kafka position still goes
-into the snapshot summary (``stream-edge.<topic>.<partition>.last-offset``) for people reading
-the table's history.
+every lake commit is followed by an append of its files, under the same rules as the job, so the
+two paths are one path with two entry points (docs/design.md, "One registration path"):
 
-The partition spec is identity on the hive columns, which the sink writes into the files too
-(pyiceberg reads identity partition values from the file statistics; Hive paths alone would give
-NULL partition values).
+* **one ledger**: ``lakehouse.register_ledger.ClaimingLedger`` next to the edge files, keyed by
+  the table's UUID, shared with the job. A batch number is claimed exclusively (a link on a local
+  disk, a conditional PUT ``If-None-Match: *`` on S3), and the lowest batch listing a file owns
+  it, so two writers never both commit a file. Each edge partition's batch number is a table
+  property set in the same Iceberg commit as its files, so a crash anywhere registers nothing
+  twice; the ledger lives in the lake, so ``expire_snapshots`` cannot make it forget. The job
+  folds every writer's done batches into its checkpoints.
+* **one table shape**: created from the first files with ``lakehouse.schema_evolution`` (the
+  job's rules: Spark/Iceberg types from the Parquet schema, the Hive columns last and identity
+  partitioned, ``year/month/day/hour`` int), format version 2, zstd, a name mapping;
+* **one evolution rule**: new nullable columns and safe widening (int -> bigint, float ->
+  double, decimal precision), anything else refused with the column and types named;
+* **the same paths**: ``s3a://`` on S3 (what the job and Spark's S3A read), ``file://`` locally;
+* **gone files are skipped**: a file a compaction rewrote and deleted (and the ledger forgot) is
+  never claimed again, and a pending batch's missing files are dropped with a warning instead of
+  failing every flush.
+
+The Kafka position still goes into the snapshot summary
+(``stream-edge.<topic>.<partition>.last-offset``) for people reading the table's history.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
 from stream_edge.lake import CommitRecord
-from stream_edge.lake.registration_ledger import (LedgerError, RegistrationLedger, edge_batch_property,
-                                                  edge_writer)
+from stream_edge.lake.registration_ledger import LedgerError, edge_batch_property, edge_writer
 
-__all__ = ("IcebergRegistrar", "offset_property")
+if TYPE_CHECKING:  # pragma: no cover
+    from lakehouse.register_ledger import ClaimingLedger
+
+__all__ = ("IcebergRegistrar", "offset_property", "TABLE_PROPERTIES")
 
 COMMIT_ATTEMPTS = 5  # Iceberg commit conflicts with other writers: refresh and retry
+TABLE_PROPERTIES = {"format-version": "2", "write.parquet.compression-codec": "zstd"}  # as `lakehouse register`
 
 logger = logging.getLogger(__name__)
 
 
 def offset_property(topic: str, partition: int) -> str:
     return f"stream-edge.{topic}.{partition}.last-offset"
+
+
+def _arrow_type(spark_type: str, file_type: Optional[pa.DataType]) -> pa.DataType:
+    """The Arrow type pyiceberg turns into the Iceberg type the job would create for ``spark_type``."""
+    simple = {"int": pa.int32(), "bigint": pa.int64(), "string": pa.string(), "double": pa.float64(),
+              "float": pa.float32(), "boolean": pa.bool_(), "date": pa.date32(), "binary": pa.binary(),
+              "timestamp": pa.timestamp("us", tz="UTC"), "timestamp_ntz": pa.timestamp("us")}
+    if spark_type in simple:
+        return simple[spark_type]
+    if file_type is None:
+        raise ValueError(f"no Arrow type for the Spark type {spark_type}")
+    return file_type  # decimals and nested types: pyiceberg maps the file's type the same way
+
+
+def _iceberg_type(spark_type: str) -> Any:
+    """The Iceberg type a column is widened to (the widenings ``plan_schema`` allows)."""
+    from pyiceberg.types import DecimalType, DoubleType, LongType
+
+    if spark_type == "bigint":
+        return LongType()
+    if spark_type == "double":
+        return DoubleType()
+    precision, scale = spark_type[len("decimal("):-1].split(",")
+    return DecimalType(int(precision), int(scale))
 
 
 class IcebergRegistrar:
@@ -45,7 +82,8 @@ class IcebergRegistrar:
     :param token: bearer token (never logged).
     :param create_if_missing: create the namespace and table from the first commit's schema
         (``auto_discover`` of the data-lake sink contract, docs/design.md).
-    :param properties: extra pyiceberg catalog properties (``warehouse``, ``s3.endpoint``...).
+    :param properties: extra pyiceberg catalog properties (``warehouse``, ``s3.endpoint``...);
+        on S3 the endpoint and credentials default to the sink's own storage settings.
     """
 
     def __init__(self, uri: str, namespace: str, table_name: str, *, token: Optional[str] = None,
@@ -73,7 +111,23 @@ class IcebergRegistrar:
                 props.setdefault(prop, os.environ[env_key])
         if endpoint:
             props.setdefault("s3.endpoint", endpoint)
+        props.update(self._lake_s3_properties())
         props.update(self._properties)
+        return props
+
+    def _lake_s3_properties(self) -> Dict[str, str]:
+        """pyiceberg's S3 settings from the sink's filesystem (it reads the footers of the files)."""
+        if self._lake is None or self._lake[2] or getattr(self._lake[0], "type_name", "") != "s3":
+            return {}
+        settings = self._lake[0].__reduce__()[1][0]
+        props: Dict[str, str] = {}
+        endpoint = settings.get("endpoint_override")
+        if endpoint:
+            props["s3.endpoint"] = endpoint if "://" in endpoint else f"{settings.get('scheme') or 'https'}://{endpoint}"
+        for key, prop in (("access_key", "s3.access-key-id"), ("secret_key", "s3.secret-access-key"),
+                          ("session_token", "s3.session-token"), ("region", "s3.region")):
+            if settings.get(key):
+                props[prop] = settings[key]
         return props
 
     def connect(self) -> None:
@@ -100,30 +154,44 @@ class IcebergRegistrar:
         except NamespaceAlreadyExistsError:
             pass
         try:
-            table = self._catalog.create_table(self.identifier, schema=schema)
-            with table.update_spec() as spec:
-                for column in self.hive_columns:
-                    if column in schema.names:
+            table = self._catalog.create_table(self.identifier, schema=self._creation_schema(schema),
+                                               properties=dict(TABLE_PROPERTIES))
+            partition_columns = [c for c in self.hive_columns if c in schema.names]
+            if partition_columns:
+                with table.update_spec() as spec:
+                    for column in partition_columns:
                         spec.add_identity(column)
             self._table = self._catalog.load_table(self.identifier)
         except TableAlreadyExistsError:  # another writer created it meanwhile
             self._table = self._catalog.load_table(self.identifier)
         return self._table
 
+    def _creation_schema(self, schema: pa.Schema) -> pa.Schema:
+        """The table schema ``lakehouse register`` would create for files of ``schema``."""
+        from lakehouse.schema_evolution import plan_schema
+
+        partition_columns = [c for c in self.hive_columns if c in schema.names]
+        plan = plan_schema(None, [(".".join(self.identifier), schema)], partition_columns=partition_columns,
+                           table_format="iceberg")
+        files = {f.name: f.type for f in schema}
+        return pa.schema([pa.field(name, _arrow_type(ty, files.get(name))) for name, ty in plan.create_columns])
+
     def attach_lake(self, filesystem: Any, table_root: str, local: bool) -> None:
         """Where the edge table lives (the ledger is kept next to its files)."""
         self._lake = (filesystem, table_root.rstrip("/"), local)
 
-    def _ledger(self, table: Any) -> RegistrationLedger:
+    def _ledger(self, table: Any) -> "ClaimingLedger":
+        from lakehouse.register_ledger import ClaimingLedger
+
         if self._lake is None:
             raise RuntimeError("IcebergRegistrar.attach_lake() must be called before registering")
         fs, root, local = self._lake
-        return RegistrationLedger(fs, root, f"iceberg-{table.metadata.table_uuid}", local=local)
+        return ClaimingLedger(fs, root, f"iceberg-{table.metadata.table_uuid}", local=local)
 
     def _uri(self, relative: str) -> str:
         assert self._lake is not None
         _, root, local = self._lake
-        return f"{'file://' if local else 's3://'}{root}/{relative}"
+        return f"{'file://' if local else 's3a://'}{root}/{relative}"
 
     def register(self, record: CommitRecord, relative_paths: List[str], schema: pa.Schema) -> bool:
         """Add the commit's files (paths relative to the table root) unless the ledger already
@@ -135,6 +203,13 @@ class IcebergRegistrar:
         self._finish_pending(ledger, writer, record, schema)
         known = ledger.registered()
         new = [path for path in relative_paths if path not in known]
+        gone = set(ledger.missing(new))
+        if gone:
+            # Registered, compacted, deleted and forgotten by the ledger's checkpoint (or never
+            # there): claiming them again would fail on every flush.
+            logger.info("commit %s[%s]@%s: %d file(s) no longer exist (compacted); not registering them",
+                        record.topic, record.partition, record.last_offset, len(gone))
+            new = [path for path in new if path not in gone]
         if not new:
             logger.info("commit %s[%s]@%s already registered in %s; skipping", record.topic,
                         record.partition, record.last_offset, ".".join(self.identifier))
@@ -143,9 +218,10 @@ class IcebergRegistrar:
         self._commit(ledger, number, record, schema)
         return True
 
-    def _write_intent(self, ledger: RegistrationLedger, files: List[str], writer: str) -> int:
-        """Record a batch under the next free number (other edge partitions and the job race for it)."""
-        for _ in range(20):
+    def _write_intent(self, ledger: "ClaimingLedger", files: List[str], writer: str) -> int:
+        """Record a batch under the next free number (other edge partitions and the job race for it;
+        the claim is exclusive, the loser takes the next number)."""
+        for _ in range(50):
             number = ledger.next_number()
             try:
                 ledger.write_intent(number, files, ".".join(self.identifier), writer=writer)
@@ -154,7 +230,7 @@ class IcebergRegistrar:
                 continue
         raise LedgerError(f"could not record a registration batch in {ledger.dir}: too many concurrent writers")
 
-    def _finish_pending(self, ledger: RegistrationLedger, writer: str, record: CommitRecord,
+    def _finish_pending(self, ledger: "ClaimingLedger", writer: str, record: CommitRecord,
                         schema: pa.Schema) -> None:
         """Batches this partition recorded but did not mark done (a crash): commit or mark them."""
         for batch in ledger.batches():
@@ -162,7 +238,7 @@ class IcebergRegistrar:
                 continue
             self._commit(ledger, batch.number, record, schema)
 
-    def _commit(self, ledger: RegistrationLedger, number: int, record: CommitRecord, schema: pa.Schema) -> None:
+    def _commit(self, ledger: "ClaimingLedger", number: int, record: CommitRecord, schema: pa.Schema) -> None:
         """Commit batch ``number`` (the files it owns) with its number as a table property, once."""
         from pyiceberg.exceptions import CommitFailedException
 
@@ -171,12 +247,17 @@ class IcebergRegistrar:
             table = self._table = self._table.refresh()
             if int(table.properties.get(prop, "0")) >= number:
                 break  # committed before a crash cut off the done marker
-            files = [self._uri(path) for path in ledger.owned_files(number)]
+            owned = ledger.owned_files(number)
+            gone = set(ledger.missing(owned))
+            if gone:
+                logger.warning("batch %d: %d file(s) no longer exist and are skipped: %s", number, len(gone),
+                               ", ".join(sorted(gone)[:5]))
+            files = [self._uri(path) for path in owned if path not in gone]
             if not files:
-                break  # every file is owned by a lower batch of another writer
+                break  # every file is owned by a lower batch of another writer (or gone)
             self._evolve(table, schema)
             try:
-                with table.transaction() as tx:
+                with self._table.transaction() as tx:
                     tx.add_files(file_paths=files, snapshot_properties={
                         offset_property(record.topic, record.partition): str(record.last_offset),
                         "stream-edge.first-offset": str(record.first_offset),
@@ -190,8 +271,24 @@ class IcebergRegistrar:
         ledger.mark_done(number)
 
     def _evolve(self, table: Any, schema: pa.Schema) -> None:
-        missing = [f for f in schema.names if f not in {c.name for c in table.schema().columns}]
-        if missing:
-            with table.update_schema() as update:
-                update.union_by_name(schema)
-            self._table = table.refresh()
+        """Apply ``lakehouse register``'s evolution rules for files of ``schema`` (new nullable
+        columns, safe widening; :class:`~lakehouse.schema_evolution.IncompatibleSchemaError` else)."""
+        from lakehouse.schema_evolution import arrow_to_spark, plan_schema
+
+        columns = {f.name: arrow_to_spark(f.type) for f in table.schema().as_arrow()}
+        partition_columns = [c for c in self.hive_columns if c in columns]
+        plan = plan_schema(columns, [(".".join(self.identifier), schema)], partition_columns=partition_columns,
+                           table_format="iceberg")
+        if not plan.changes_schema:
+            return
+        files = {f.name: f.type for f in schema}
+        with table.update_schema() as update:
+            if plan.new_columns:  # pyiceberg converts the Arrow types as it does at creation
+                update.union_by_name(pa.schema([pa.field(name, _arrow_type(ty, files.get(name)))
+                                                for name, ty in plan.new_columns]))
+            for name, _old, new in plan.widened_columns:
+                update.update_column(name, field_type=_iceberg_type(new))
+        logger.info("schema evolution on %s: added %s, widened %s", ".".join(self.identifier),
+                    [c for c, _ in plan.new_columns], [c for c, _o, _n in plan.widened_columns])
+        self._table = table.refresh()
+
