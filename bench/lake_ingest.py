@@ -5,6 +5,7 @@
     ./dev bench lake_ingest --kill-records 200000    # also exactly-once under kill -9
     ./dev bench lake_ingest --scale                  # also two edge instances vs one
     ./dev bench lake_ingest --only edge-datalake --edge-root /tmp/before --no-save   # an older edge
+    ./dev bench lake_ingest --freshness              # produce -> visible, 20,000 rows/s, 60 s each
 
 One 24-partition topic of N JSON sensor readings (``bench/lake_ingest_data.py``) is produced once;
 each contender lands it in its own table of the project's Iceberg REST catalog:
@@ -22,7 +23,9 @@ connector's submission) until the last row is committed and visible in the table
 million rows of every process of the contender (JVMs included); peak RSS (the largest sum over
 its process tree, sampled every 0.1 s, and the kernel's per-process peak); then every table is
 compared row for row (same ids once each, same values, same partition values where the table has
-them). Figures go to ``bench/results/lake_ingest.json`` (``./dev bench report``).
+them). ``--freshness`` measures instead, per contender, the time from produce to visible in the
+table at a steady rate (``bench/lake_ingest_freshness.py``). Figures go to
+``bench/results/lake_ingest.json`` (``./dev bench report``); each part keeps the other's figures.
 """
 
 from __future__ import annotations
@@ -47,8 +50,9 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 from infra.local import services  # noqa: E402
 from infra.local.kafka_connect_service import KafkaConnect, iceberg_sink_config, rest  # noqa: E402
 from lake_ingest_data import BASE_MS, ensure_topic  # noqa: E402
+from lake_ingest_freshness import FRESH_CONTENDERS, run_freshness  # noqa: E402
 from lake_ingest_meter import Meter, tree  # noqa: E402
-from results import save  # noqa: E402
+from results import RESULTS_DIR, save  # noqa: E402
 
 PY = sys.executable
 CONTENDERS = ("edge-datalake", "edge-iceberg", "spark", "kafka-connect")
@@ -336,7 +340,8 @@ def scaling(env, topic: str, n: int, tag: str, work: Path, args) -> Dict[str, fl
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--records", type=int, default=2_000_000)
-    parser.add_argument("--only", default=",".join(CONTENDERS), help=f"comma-separated subset of {CONTENDERS}")
+    parser.add_argument("--only", default="", help=f"comma-separated subset of {CONTENDERS} "
+                        f"(--freshness: of {FRESH_CONTENDERS}); default all")
     parser.add_argument("--commit-interval", type=float, default=5.0, help="edge checkpoints and Connect commits (s)")
     parser.add_argument("--kill-records", type=int, default=0, help="also kill -9 each contender on a topic this size")
     parser.add_argument("--kill-after", type=float, default=0.0,
@@ -345,20 +350,37 @@ def main() -> None:
     parser.add_argument("--scale", action="store_true", help="also two edge instances vs one")
     parser.add_argument("--timeout", type=float, default=900.0)
     parser.add_argument("--no-save", action="store_true")
+    fresh = parser.add_argument_group("freshness (bench/lake_ingest_freshness.py)")
+    fresh.add_argument("--freshness", action="store_true", help="only the freshness part")
+    fresh.add_argument("--fresh-seconds", type=float, default=60.0, help="steady phase per contender (s)")
+    fresh.add_argument("--fresh-rate", type=int, default=20_000, help="rows/s of the steady phase")
+    fresh.add_argument("--fresh-poll", type=float, default=0.5, help="catalog poll interval (s)")
+    fresh.add_argument("--fresh-warmup", type=float, default=300.0, help="max wait for the first visible row (s)")
+    fresh.add_argument("--register-every", type=float, default=30.0,
+                       help="edge-datalake: start lakehouse register every N s (back to back if a run is longer)")
+    fresh.add_argument("--spark-trigger", default="5s", help="Spark's processing-time trigger")
     parser.add_argument("--edge-root", default="",
                         help="run the edge from another checkout (e.g. git worktree add /tmp/before <commit>)")
     args = parser.parse_args()
-    only = [c.strip() for c in args.only.split(",") if c.strip()]
+    only = [c.strip() for c in args.only.split(",") if c.strip()] or \
+        list(FRESH_CONTENDERS if args.freshness else CONTENDERS)
     wanted = ["kafka-connect"] if "kafka-connect" in only or args.kill_records else []
     env = dict(os.environ, **services.up(wanted or None))
     env.pop("_STARTED", None)
     if args.edge_root:
         env["LAKE_INGEST_EDGE_ROOT"] = str(Path(args.edge_root).resolve())
-    n = args.records
-    topic = ensure_topic(env["KAFKA_BOOTSTRAP"], n)
     tag = uuid.uuid4().hex[:6]
     work = Path(os.environ.get("TMPDIR", "/tmp")) / f"lake-ingest-{tag}"
     work.mkdir(parents=True)
+    if args.freshness:
+        results = run_freshness(sys.modules[__name__], env, only, tag, work, args)
+        bars = [(f"freshness {q} s", name, r[f"{q}_s"]) for name, r in results.items() for q in ("p50", "p99")
+                if f"{q}_s" in r]
+        if not args.no_save and bars:
+            save_merged(bars, args.fresh_rate, args.fresh_seconds)
+        return
+    n = args.records
+    topic = ensure_topic(env["KAFKA_BOOTSTRAP"], n)
     runs: List[Run] = []
     for name in only if not args.no_throughput else ():
         print(f"{name}: landing {n:,} readings ...", file=sys.stderr, flush=True)
@@ -383,7 +405,24 @@ def main() -> None:
               f"({figures[2] / figures[1]:.2f}x); ids {figures['ids1']} / {figures['ids2']}")
         bars += [("rows/s (thousands)", "edge-datalake x2", figures[2] / 1000)]
     if not args.no_save and len(runs) == len(CONTENDERS):
-        save("lake_ingest", f"Kafka -> Iceberg, {n:,} JSON readings: edge vs Spark SS vs Kafka Connect", "mixed", bars)
+        save_merged(bars, records=n)
+
+
+def save_merged(bars: list, rate: int = 0, seconds: float = 0.0, records: int = 0) -> None:
+    """Save this part's bars to ``lake_ingest.json``, keeping the other part's (throughput/freshness)."""
+    path = RESULTS_DIR / "lake_ingest.json"
+    old = json.loads(path.read_text()) if path.exists() else {"bars": [], "title": ""}
+    fresh_part = bars[0][0].startswith("freshness")
+    kept = [(b["group"], b["series"], b["value"]) for b in old["bars"]
+            if b["group"].startswith("freshness") != fresh_part]
+    title = old.get("title", "").split(";")[0] or "Kafka -> Iceberg: edge vs Spark SS vs Kafka Connect"
+    if records:
+        title = f"Kafka -> Iceberg, {records:,} JSON readings: edge vs Spark SS vs Kafka Connect"
+    fresh_note = next((t for t in old.get("title", "").split(";")[1:] if "freshness" in t), "")
+    if rate:
+        fresh_note = f" freshness at {rate:,} rows/s for {seconds:.0f} s"
+    merged = sorted(kept + bars, key=lambda bar: bar[0].startswith("freshness"))  # throughput groups first
+    save("lake_ingest", title + (f";{fresh_note}" if fresh_note else ""), "mixed", merged)
 
 
 KILL_AFTER = {"edge-datalake": 8.0, "edge-iceberg": 15.0, "spark": 50.0, "kafka-connect": 12.0}

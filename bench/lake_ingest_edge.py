@@ -9,7 +9,9 @@ catalog (``--catalog-uri``, ``--table ns.name``). The process stops once every p
 topic has been processed up to the high watermark read at start (a restarted process after a
 ``kill -9`` resumes from the committed offsets), then prints one JSON line: ``first_ms`` (first
 record consumed), ``last_ms`` (last record processed), ``done_ms`` (last checkpoint committed),
-``processed``.
+``processed``. ``--follow`` keeps consuming until SIGTERM/SIGINT instead (the freshness runs of
+``bench/lake_ingest_freshness.py``); ``--register-namespace NS`` makes the data-lake sink add each
+commit's files to the Iceberg table ``NS.<table>`` itself (``register_in_catalog``).
 """
 
 from __future__ import annotations
@@ -64,11 +66,16 @@ def build_sink(args: argparse.Namespace):
         from stream_edge.sinks.core.datalake import DataLakeSink
 
         extra = {} if args.max_buffer_bytes is None else {"max_buffer_bytes": args.max_buffer_bytes}
+        if args.register_namespace:
+            extra.update(catalog_url=args.catalog_uri, register_in_catalog=True,
+                         catalog_namespace=args.register_namespace)
         return DataLakeSink(args.table, storage_url=args.storage, hive_columns=["year", "month", "day", "hour"],
                             timestamp_column="ts_ms", **extra)
     from stream_edge.sinks.community.iceberg import IcebergSink, RESTIcebergConfig
 
-    return IcebergSink(table_name=args.table, config=RESTIcebergConfig(args.catalog_uri), data_catalog_spec="rest")
+    extra = {} if args.max_buffer_bytes is None else {"max_buffer_bytes": args.max_buffer_bytes}
+    return IcebergSink(table_name=args.table, config=RESTIcebergConfig(args.catalog_uri), data_catalog_spec="rest",
+                       **extra)
 
 
 def main() -> int:
@@ -83,6 +90,9 @@ def main() -> int:
     parser.add_argument("--commit-interval", type=float, default=5.0)
     parser.add_argument("--max-buffer-bytes", type=int, default=None)
     parser.add_argument("--guarantee", default="exactly-once")
+    parser.add_argument("--follow", action="store_true", help="consume until SIGTERM/SIGINT, not until caught up")
+    parser.add_argument("--register-namespace", default="",
+                        help="datalake sink: register each commit in the Iceberg table NS.<table> (--catalog-uri)")
     parser.add_argument("--shared-group", action="store_true",
                         help="other instances share the group: also stop once the group has committed the rest")
     parser.add_argument("--consumer", action="append", default=[], metavar="KEY=VALUE",
@@ -102,7 +112,7 @@ def main() -> int:
         state["processed"] += 1
         state["last_ms"] = int(time.time() * 1000)
         last = todo.get(partition)
-        if last is not None and offset >= last:
+        if not args.follow and last is not None and offset >= last:
             todo.pop(partition, None)
             if not todo:
                 app.stop()
@@ -123,7 +133,7 @@ def main() -> int:
     app._on_message_processed = processed  # the constructor argument, set after ``app`` exists
     sdf = app.dataframe(app.topic(args.topic, value_deserializer="json"))
     sdf.sink(build_sink(args))
-    if todo:
+    if todo or args.follow:
         if args.shared_group:
             threading.Thread(target=others_done, daemon=True).start()
         app.run()
