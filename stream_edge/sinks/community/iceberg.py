@@ -1,7 +1,7 @@
 """``IcebergSink``: processed records appended to an Apache Iceberg table (Quix Streams 3.x API).
 
-Each checkpoint's batch of a topic partition becomes one Iceberg append (Parquet data files and
-one snapshot). Every value must be a dict; its fields are columns, plus ``_timestamp`` (the message
+At each checkpoint the records buffered for every topic partition become one Iceberg append
+(Parquet data files and one snapshot whose summary carries each partition's offset). Every value must be a dict; its fields are columns, plus ``_timestamp`` (the message
 timestamp, ``timestamp``) and ``_key`` (the message key as UTF-8 ``string``). A new field becomes a
 new optional column (schema evolution, type from its values); a field seen only as null gets no
 column until it has a value; a value that does not fit its column's type is an error naming the
@@ -12,6 +12,11 @@ topic partition the sink has written (``stream-edge.kafka-offset.<topic>.<partit
 writing, the sink reads the committed offset of the batch's partition from the newest snapshot
 that has it and skips records at or below it, so a replay after a crash (even ``kill -9`` between
 the append and the Kafka commit) adds no duplicate.
+
+**Memory.** Records are converted to Arrow every 2,048 records of a partition (about 15x smaller
+than the dicts). When the partitions' buffers together reach ``max_buffer_bytes`` (default
+16 MiB), they are appended at once, before the checkpoint (still exactly once: the offsets in the
+snapshot make a replay skip them), so memory stays bounded whatever the commit interval.
 
 Catalogs: ``data_catalog_spec="aws_glue"`` with :class:`AWSIcebergConfig` (as in Quix), or
 ``data_catalog_spec="rest"`` with :class:`RESTIcebergConfig` (an edge extension: any Iceberg REST
@@ -40,8 +45,10 @@ from typing import Any, Dict, List, Literal, Optional, Tuple
 from stream_edge.exceptions import QuixException
 from stream_edge.sinks.base.batch import SinkBatch
 from stream_edge.sinks.base.exceptions import SinkBackpressureError
-from stream_edge.sinks.base.item import SinkItem
-from stream_edge.sinks.base.sink import BatchingSink, ClientConnectFailureCallback, ClientConnectSuccessCallback
+from stream_edge.sinks.base.item import HeadersTuples, SinkItem
+from stream_edge.sinks.base.sink import (BatchingSink, ClientConnectFailureCallback, ClientConnectSuccessCallback,
+                                         partition_args)
+from stream_edge.sinks.community.iceberg_config import AWSIcebergConfig, BaseIcebergConfig, RESTIcebergConfig
 
 __all__ = ("IcebergSink", "AWSIcebergConfig", "RESTIcebergConfig", "BaseIcebergConfig", "IcebergSinkException",
            "IcebergCatalogUnreachableError")
@@ -53,6 +60,9 @@ OFFSET_PROPERTY = "stream-edge.kafka-offset."
 """Prefix of the snapshot summary properties holding the last written offset per topic partition."""
 DataCatalogSpec = Literal["aws_glue", "rest"]
 _COMMIT_ATTEMPTS = 5
+_CHUNK_ROWS = 2048  # records of a partition converted to one Arrow chunk at a time
+_DICT_ROW_BYTES = 512  # a flat record as a dict, roughly (counted until converted)
+DEFAULT_MAX_BUFFER_BYTES = 16 * 1024 * 1024
 
 
 class IcebergSinkException(QuixException):
@@ -69,71 +79,6 @@ def _pyiceberg() -> Any:
     except ImportError as exc:
         raise ImportError(f"IcebergSink needs the 'pyiceberg' package: {_EXTRA}") from exc
     return pyiceberg
-
-
-class BaseIcebergConfig:
-    """Connection settings of an Iceberg catalog; subclasses say which catalog and how."""
-
-    data_catalog_spec: str = ""
-
-    def __init__(self) -> None:
-        self.properties: Dict[str, str] = {}
-
-    def load_catalog(self) -> Any:
-        """A pyiceberg ``Catalog`` for these settings."""
-        from pyiceberg.catalog import load_catalog
-
-        return load_catalog(self.data_catalog_spec, **self.properties)
-
-
-class AWSIcebergConfig(BaseIcebergConfig):
-    """Iceberg tables in S3 with the AWS Glue catalog.
-
-    :param aws_s3_uri: where table data goes, e.g. ``s3://bucket/warehouse/``.
-    :param aws_region: region of the bucket and the catalog (default ``AWS_REGION``).
-    :param aws_access_key_id: default ``AWS_ACCESS_KEY_ID``.
-    :param aws_secret_access_key: default ``AWS_SECRET_ACCESS_KEY``.
-    :param aws_session_token: default ``AWS_SESSION_TOKEN``.
-    """
-
-    data_catalog_spec = "aws_glue"
-
-    def __init__(self, aws_s3_uri: str, aws_region: Optional[str] = None, aws_access_key_id: Optional[str] = None,
-                 aws_secret_access_key: Optional[str] = None, aws_session_token: Optional[str] = None) -> None:
-        super().__init__()
-        self.aws_s3_uri = aws_s3_uri
-        props = {"type": "glue", "warehouse": aws_s3_uri, "glue.region": aws_region, "s3.region": aws_region,
-                 "glue.access-key-id": aws_access_key_id, "s3.access-key-id": aws_access_key_id,
-                 "glue.secret-access-key": aws_secret_access_key, "s3.secret-access-key": aws_secret_access_key,
-                 "glue.session-token": aws_session_token, "s3.session-token": aws_session_token}
-        self.properties = {k: v for k, v in props.items() if v is not None}
-
-    def load_catalog(self) -> Any:
-        try:
-            import boto3  # noqa: F401 - pyiceberg's Glue catalog needs it
-        except ImportError as exc:
-            raise ImportError(f"IcebergSink with AWS Glue needs the 'boto3' package: "
-                              f"pip install streaming-lakehouse[edge-iceberg,edge-kinesis]") from exc
-        return super().load_catalog()
-
-
-class RESTIcebergConfig(BaseIcebergConfig):
-    """An Iceberg REST catalog (an edge extension; ``data_catalog_spec="rest"``).
-
-    :param uri: the catalog's base URL, e.g. ``http://127.0.0.1:8181``.
-    :param warehouse: the warehouse to ask the catalog for (optional).
-    :param token: a bearer token (optional). :param credential: an OAuth2 ``id:secret`` (optional).
-    :param properties: more pyiceberg catalog properties (e.g. ``s3.endpoint``).
-    """
-
-    data_catalog_spec = "rest"
-
-    def __init__(self, uri: str, warehouse: Optional[str] = None, token: Optional[str] = None,
-                 credential: Optional[str] = None, properties: Optional[Dict[str, str]] = None) -> None:
-        super().__init__()
-        props = {"type": "rest", "uri": uri, "warehouse": warehouse, "token": token, "credential": credential}
-        self.properties = {k: v for k, v in props.items() if v is not None}
-        self.properties.update(properties or {})
 
 
 def _unreachable(exc: BaseException) -> bool:
@@ -162,6 +107,29 @@ def _where(item: SinkItem, batch: SinkBatch) -> str:
     return f"topic '{batch.topic}' partition {batch.partition} offset {item.offset}"
 
 
+class _Pending:
+    """What the sink holds for one topic partition: Arrow chunks (with their offsets) and the
+    newest records not converted yet (a :class:`SinkBatch`, fewer than ``_CHUNK_ROWS``)."""
+
+    __slots__ = ("batch", "chunks", "offsets", "held", "raw")
+
+    def __init__(self, topic: str, partition: int) -> None:
+        self.batch = SinkBatch(topic, partition)
+        self.chunks: List[Any] = []  # pyarrow tables
+        self.offsets: List[Any] = []  # one int64 array per chunk
+        self.held = 0  # bytes counted against max_buffer_bytes
+        self.raw = False  # a chunk did not convert: keep dicts, the write reports the record
+
+    @property
+    def last(self) -> int:
+        if self.batch._buffer:
+            return self.batch._buffer[-1].offset
+        return int(self.offsets[-1][-1].as_py()) if self.offsets else -1
+
+    def empty(self) -> bool:
+        return not self.chunks and not self.batch._buffer
+
+
 class IcebergSink(BatchingSink):
     """Appends each checkpoint's batch to an Iceberg table, exactly once per Kafka offset.
 
@@ -175,6 +143,10 @@ class IcebergSink(BatchingSink):
     :param on_client_connect_success: called after the table was loaded or created.
     :param on_client_connect_failure: called with the exception when it was not.
     :param backpressure_retry_seconds: pause before a refused write is retried (edge extension).
+    :param max_buffer_bytes: bound on what the sink holds between checkpoints, in bytes of Arrow data
+        (records are converted every 2,048 of a partition; the newest are counted at ~512 B each).
+        When reached, every partition's buffer is appended at once, before the checkpoint (exactly
+        once still holds). Default 16 MiB; None: no bound (edge extension).
     """
 
     def __init__(
@@ -187,6 +159,7 @@ class IcebergSink(BatchingSink):
         on_client_connect_success: Optional[ClientConnectSuccessCallback] = None,
         on_client_connect_failure: Optional[ClientConnectFailureCallback] = None,
         backpressure_retry_seconds: float = 5.0,
+        max_buffer_bytes: Optional[int] = DEFAULT_MAX_BUFFER_BYTES,
     ) -> None:
         super().__init__(on_client_connect_success, on_client_connect_failure)
         _pyiceberg()
@@ -203,8 +176,14 @@ class IcebergSink(BatchingSink):
         self._schema = schema
         self._partition_spec = partition_spec
         self.backpressure_retry_seconds = backpressure_retry_seconds
+        if max_buffer_bytes is not None and max_buffer_bytes <= 0:
+            raise ValueError(f"max_buffer_bytes must be positive or None, got {max_buffer_bytes}")
+        self.max_buffer_bytes = max_buffer_bytes
+        self.early_appends = 0  # appends made because the buffers reached max_buffer_bytes
+        self._early_blocked = False  # the catalog refused an early append: wait for the checkpoint
         self._table: Any = None
         self._committed: Dict[Tuple[str, int], int] = {}
+        self._pending: Dict[Tuple[str, int], _Pending] = {}
 
     # -- set-up --------------------------------------------------------------------------------------
     def setup(self) -> None:
@@ -234,45 +213,152 @@ class IcebergSink(BatchingSink):
         return catalog.create_table_if_not_exists(self._table_name, schema=schema, partition_spec=spec,
                                                   properties={"write.distribution-mode": "fanout"})
 
+    # -- buffering -----------------------------------------------------------------------------------
+    def add(self, value: Any, key: Any, timestamp: int, headers: HeadersTuples,
+            topic: str, partition: int, offset: int) -> None:
+        """Buffer a record of its topic partition (converted to Arrow every 2,048 records)."""
+        pending = self._pending.get((topic, partition))
+        if pending is None:
+            pending = self._pending[(topic, partition)] = _Pending(topic, partition)
+        buffer = pending.batch._buffer
+        buffer.append(SinkItem(value, key, timestamp, headers, offset))
+        if len(buffer) >= _CHUNK_ROWS and not pending.raw:
+            self._seal(pending)
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes held in the partitions' buffers, as counted against ``max_buffer_bytes``."""
+        return sum(pending.held for pending in self._pending.values())
+
+    def _seal(self, pending: _Pending) -> None:
+        """Convert a partition's newest records to one Arrow chunk; at the bound, append early."""
+        import pyarrow as pa
+
+        if self._table is None:
+            return  # not set up yet: the checkpoint's write converts them
+        items = list(pending.batch._buffer)
+        try:
+            chunk = self._to_arrow(items, pending.batch, self._table, self._chunk_types(pending))
+        except IcebergSinkException:
+            pending.raw = True  # the checkpoint's write raises the error naming the record
+            return
+        pending.chunks.append(chunk)
+        pending.offsets.append(pa.array([item.offset for item in items], type=pa.int64()))
+        pending.batch._buffer.clear()
+        pending.held = sum(c.nbytes for c in pending.chunks)
+        bound = self.max_buffer_bytes
+        if bound is None or self._early_blocked or self.buffered_bytes < bound:
+            return
+        try:
+            self._append_pending(None, keep_all=True)
+        except SinkBackpressureError:
+            self._early_blocked = True  # keep the records for the checkpoint, which reports it
+            return
+        self.early_appends += 1
+
+    @staticmethod
+    def _chunk_types(pending: _Pending) -> Dict[str, Any]:
+        """Types of the fields earlier chunks of this buffer inferred (later chunks keep them)."""
+        types: Dict[str, Any] = {}
+        for chunk in pending.chunks:
+            for field in chunk.schema:
+                types.setdefault(field.name, field.type)
+        return types
+
     # -- writing -------------------------------------------------------------------------------------
+    def flush(self, *args: Any, **kwargs: Any) -> None:
+        """``flush(topic, partition)``: append what every partition holds (one snapshot), unless the
+        partition's records were already appended; ``flush()``: the same for every partition.
+
+        A refused append keeps the other partitions' records for their own ``flush`` and raises
+        :class:`SinkBackpressureError` for this one (it is paused and replayed)."""
+        topic, partition = partition_args(args, kwargs)
+        if topic is not None and partition is not None:
+            pending = self._pending.get((topic, partition))
+            if pending is None or pending.empty():
+                return
+        self._early_blocked = False
+        self._append_pending((topic, partition) if topic is not None and partition is not None else None)
+
     def write(self, batch: SinkBatch) -> None:
-        """Append the records above the partition's committed offset; see the module docstring."""
+        """Append one batch now (the checkpoint path is ``flush``); see the module docstring."""
+        pending = _Pending(batch.topic, batch.partition)
+        pending.batch = batch
+        saved, self._pending = self._pending, {(batch.topic, batch.partition): pending}
+        try:
+            self._append_pending((batch.topic, batch.partition))
+        finally:
+            self._pending = saved
+
+    def _append_pending(self, flushed: Optional[Tuple[str, int]], keep_all: bool = False) -> None:
+        """One append of every partition's buffer. On failure the buffers other than ``flushed``'s
+        are kept for their own flush (``flushed`` None: all are dropped, the caller replays; with
+        ``keep_all`` all are kept for the checkpoint)."""
         if self._table is None:
             self.setup()
+        taken, self._pending = self._pending, {}
         try:
-            self._write(batch)
+            self._append([p for p in taken.values() if not p.empty()])
         except (IcebergSinkException, SinkBackpressureError):
+            self._keep(taken, flushed, keep_all)
             raise
         except Exception as exc:
-            self._committed.pop((batch.topic, batch.partition), None)  # unknown now: read it again
+            self._keep(taken, flushed, keep_all)
+            for key in taken:
+                self._committed.pop(key, None)  # unknown now: read it again
             if not _unreachable(exc):
                 raise
-            logger.warning("Iceberg refused the write of %s[%s] (%s: %s); retrying in %ss", batch.topic,
-                           batch.partition, type(exc).__name__, exc, self.backpressure_retry_seconds)
-            raise SinkBackpressureError(self.backpressure_retry_seconds, batch.topic, batch.partition) from exc
+            topic, partition = flushed if flushed is not None else (None, None)
+            logger.warning("Iceberg refused the write of %s partition(s) (%s: %s); retrying in %ss", len(taken),
+                           type(exc).__name__, exc, self.backpressure_retry_seconds)
+            raise SinkBackpressureError(self.backpressure_retry_seconds, topic, partition) from exc
 
-    def _write(self, batch: SinkBatch) -> None:
+    def _keep(self, taken: Dict[Tuple[str, int], _Pending], flushed: Optional[Tuple[str, int]],
+              keep_all: bool) -> None:
+        if flushed is None and not keep_all:
+            return
+        for key, pending in taken.items():
+            if key != flushed and key not in self._pending:
+                self._pending[key] = pending
+
+    def _append(self, pendings: List[_Pending]) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
         from pyiceberg.exceptions import CommitFailedException
 
-        where = (batch.topic, batch.partition)
+        if not pendings:
+            return
         for attempt in range(_COMMIT_ATTEMPTS):
             table = self._table
             table.refresh()
-            committed = self._committed.get(where)
-            if committed is None:
-                committed = _committed_offset(table, batch.topic, batch.partition)
-            items = [item for item in batch if item.offset > committed]
-            if not items:
-                logger.info("Iceberg %s[%s]: offsets up to %s are already in the table; skipped", batch.topic,
-                            batch.partition, committed)
+            parts, last = [], {}
+            for pending in pendings:
+                where = (pending.batch.topic, pending.batch.partition)
+                committed = self._committed.get(where)
+                if committed is None:
+                    committed = _committed_offset(table, *where)
+                for chunk, offsets in zip(pending.chunks, pending.offsets):
+                    if offsets[-1].as_py() > committed:
+                        parts.append(chunk if offsets[0].as_py() > committed
+                                     else chunk.filter(pc.greater(offsets, committed)))
+                items = [item for item in pending.batch if item.offset > committed]
+                if items:
+                    parts.append(self._to_arrow(items, pending.batch, table, self._chunk_types(pending)))
+                if pending.last > committed:
+                    last[where] = pending.last
+                else:
+                    logger.info("Iceberg %s[%s]: offsets up to %s are already in the table; skipped", *where,
+                                committed)
+            if not last:
                 return
-            arrow_table = self._to_arrow(items, batch, table)
+            arrow_table = pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else parts[0]
             with table.update_schema() as update:
                 update.union_by_name(arrow_table.schema)
             table.refresh()
             arrow_table = arrow_table.cast(_align(arrow_table.schema, table.schema().as_arrow()))
             properties = _carried_offsets(table)
-            properties[f"{OFFSET_PROPERTY}{batch.topic}.{batch.partition}"] = str(items[-1].offset)
+            for (topic, partition), offset in last.items():
+                properties[f"{OFFSET_PROPERTY}{topic}.{partition}"] = str(offset)
             try:
                 table.append(arrow_table, snapshot_properties=properties)
             except CommitFailedException:
@@ -280,14 +366,17 @@ class IcebergSink(BatchingSink):
                     raise
                 time.sleep(0.1 * (attempt + 1))  # another writer committed first: read again, retry
                 continue
-            self._committed[where] = items[-1].offset
+            self._committed.update(last)
             return
 
-    def _to_arrow(self, items: List[SinkItem], batch: SinkBatch, table: Any) -> Any:
-        """The records as a pyarrow table typed by the table's columns (new fields inferred)."""
+    def _to_arrow(self, items: List[SinkItem], batch: SinkBatch, table: Any,
+                  inferred: Optional[Dict[str, Any]] = None) -> Any:
+        """The records as a pyarrow table typed by the table's columns, then by the types earlier
+        chunks ``inferred`` (new fields inferred)."""
         import pyarrow as pa
 
-        existing = {field.name: field.type for field in table.schema().as_arrow()}
+        existing = dict(inferred or {})
+        existing.update((field.name, field.type) for field in table.schema().as_arrow())
         columns: Dict[str, List[Any]] = {"_timestamp": [], "_key": []}
         for index, item in enumerate(items):
             value = item.value
@@ -348,14 +437,22 @@ class IcebergSink(BatchingSink):
         return IcebergSinkException(f"IcebergSink cannot write field '{name}' of topic '{batch.topic}' partition "
                                     f"{batch.partition}: {exc}")
 
-    def on_paused(self, topic: str, partition: int) -> None:
-        """The partition will be replayed: drop its batch and read its committed offset again."""
-        super().on_paused(topic, partition)
+    def on_paused(self, *args: Any, **kwargs: Any) -> None:
+        """``on_paused(topic, partition)``: the partition will be replayed: drop its buffer and read
+        its committed offset again (``on_paused()``: every partition)."""
+        super().on_paused(*args, **kwargs)
+        topic, partition = partition_args(args, kwargs)
+        if topic is None or partition is None:
+            self._pending.clear()
+            self._committed.clear()
+            return
+        self._pending.pop((topic, partition), None)
         self._committed.pop((topic, partition), None)
 
     def on_revoke(self, topic: str, partition: int) -> None:
-        """The partition left this instance: forget its batch and committed offset."""
+        """The partition left this instance: forget its buffer and committed offset."""
         super().on_revoke(topic, partition)
+        self._pending.pop((topic, partition), None)
         self._committed.pop((topic, partition), None)
 
 

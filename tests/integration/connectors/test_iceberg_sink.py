@@ -146,3 +146,48 @@ def test_config_checks_and_unreachable_glue(monkeypatch):
     IcebergSink("db.t", RESTIcebergConfig(f"http://127.0.0.1:{free_port()}"), "rest",
                 on_client_connect_failure=seen.append).start()
     assert len(seen) == 1 and isinstance(seen[0], IcebergCatalogUnreachableError)
+
+
+def _fill(sink: IcebergSink, topic: str, per_partition: int) -> None:
+    for offset in range(per_partition):
+        for partition in (0, 1):
+            i = partition * per_partition + offset
+            sink.add(record(i), f"k{i}".encode(), TS0 + i, [], topic, partition, offset)
+
+
+def test_buffer_bound_appends_early_and_a_replay_adds_nothing(rest_uri):
+    topic, name, per_partition = f"bound-{uuid.uuid4().hex[:6]}", table(), 5000
+    sink = rest_sink(rest_uri, name, max_buffer_bytes=64 * 1024)
+    sink.setup()
+    _fill(sink, topic, per_partition)
+    assert sink.early_appends > 0  # the bound was reached before any checkpoint
+    assert sink.buffered_bytes < 64 * 1024 + 2 * 2048 * 512  # at most the newest, unconverted records on top
+    early = {r["id"] for r in rows(rest_uri, name)}
+    assert 0 < len(early) < 2 * per_partition
+    sink.flush(topic, 0)  # one append for both partitions
+    sink.flush(topic, 1)
+    got = sorted(r["id"] for r in rows(rest_uri, name))
+    assert got == list(range(2 * per_partition))
+    # A restarted instance replays both partitions from the start: nothing is appended twice.
+    again = rest_sink(rest_uri, name, max_buffer_bytes=64 * 1024)
+    again.setup()
+    _fill(again, topic, per_partition)
+    again.flush()
+    assert sorted(r["id"] for r in rows(rest_uri, name)) == got
+
+
+def test_unbounded_sink_holds_everything_until_the_checkpoint(rest_uri):
+    topic, name = f"nobound-{uuid.uuid4().hex[:6]}", table()
+    sink = rest_sink(rest_uri, name, max_buffer_bytes=None)
+    sink.setup()
+    _fill(sink, topic, 3000)
+    assert sink.early_appends == 0 and rows(rest_uri, name) == []
+    sink.flush(topic, 1)
+    assert sorted(r["id"] for r in rows(rest_uri, name)) == list(range(6000))
+    snapshots = list(load(rest_uri, name).snapshots())
+    assert len(snapshots) == 1  # both partitions in one snapshot, both offsets in its summary
+    summary = snapshots[0].summary.additional_properties
+    assert summary[f"stream-edge.kafka-offset.{topic}.0"] == "2999"
+    assert summary[f"stream-edge.kafka-offset.{topic}.1"] == "2999"
+    with pytest.raises(ValueError, match="max_buffer_bytes"):
+        rest_sink(rest_uri, name, max_buffer_bytes=0)
