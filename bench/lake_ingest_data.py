@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import sys
 import time
-from typing import Iterator, Tuple
+from typing import Any, Dict, Iterator, Tuple
 
 import orjson
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -32,7 +32,7 @@ def reading(i: int, n: int) -> Tuple[int, bytes, bytes]:
     ts = BASE_MS + (i * SPAN_MS) // max(n, 1)
     phase = (ts % 86_400_000) / 86_400_000 * 2 * math.pi
     noise = ((i * 2654435761) % 1000) / 1000 - 0.5
-    value = {"id": i, "sensor": f"sensor-{sensor:03d}", "ts_ms": ts,
+    value: Dict[str, Any] = {"id": i, "sensor": f"sensor-{sensor:03d}", "ts_ms": ts,
              "temp": round(18 + 6 * math.sin(phase + sensor / 40) + noise, 2),
              "hum": round(55 + 15 * math.cos(phase + sensor / 30) + 2 * noise, 2)}
     return sensor % PARTITIONS, value["sensor"].encode(), orjson.dumps(value)

@@ -188,6 +188,10 @@ class Contender:
         self.name, self.table, self.procs, self.schedule = name, table, procs or [], schedule
         self._on_stop = on_stop
 
+    def exited(self) -> bool:
+        """Whether a process of the contender has ended (it should run until stopped)."""
+        return any(proc.poll() is not None for proc in self.procs)
+
     def stop(self) -> None:
         if self._on_stop is not None:
             self._on_stop()
@@ -230,8 +234,9 @@ def measure(contender: Contender, producer: PacedProducer, poller: Poller, rate:
     """Warm up, send the steady phase, wait for it to be visible; the figures of one contender."""
     poller.start()
     try:
-        if not producer.trickle(lambda: poller.rows > 0, warmup_timeout):
-            return {"error": f"no row visible within {warmup_timeout:.0f} s of warm-up; {poller.errors[:2]}"}
+        if not producer.trickle(lambda: poller.rows > 0 or contender.exited(), warmup_timeout) or contender.exited():
+            return {"error": f"no row visible within {warmup_timeout:.0f} s of warm-up (process exited: "
+                             f"{contender.exited()}); see the contender's log; {poller.errors[:2]}"}
         warm_commits = poller.commits
         sent = producer.steady(rate, seconds)
         deadline = time.time() + drain
@@ -287,7 +292,7 @@ def start(name: str, li: Any, env: Dict[str, str], topic: str, tag: str, work: P
         cmd = li.edge_cmd(env, topic, f"fresh-ice-{tag}", "iceberg", table,
                           commit_interval=args.commit_interval) + ["--follow"]
         return Contender(name, table, [_spawn(cmd, env, root, log)],
-                         f"edge checkpoint {args.commit_interval:g} s (one append per partition)")
+                         f"edge checkpoint {args.commit_interval:g} s (one append for all partitions)")
     if name == "spark":
         table = f"{ns}.fresh_spark_{tag}"
         cmd = li.spark_cmd(topic, table, work / "fresh-spark-checkpoint") + ["--trigger", args.spark_trigger]

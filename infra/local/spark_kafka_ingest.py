@@ -2,7 +2,7 @@
 the edge in ``bench/lake_ingest.py`` (what a data team already running Spark would deploy).
 
     python -m infra.local.spark_kafka_ingest --topic readings --table peers.readings_spark \
-        --checkpoint /tmp/ckpt [--trigger available-now | --trigger 1s]
+        --checkpoint /tmp/ckpt [--trigger available-now | --trigger '5 seconds']
 
 The session is the project's own (``lakehouse.session``: ``local[2]``, Iceberg runtime, catalog
 ``lake`` on ``$ICEBERG_REST_URI``) plus the ``spark-kafka`` jar set (``spark-sql-kafka-0-10``),
@@ -11,7 +11,7 @@ fetched on first use. The job reads JSON values with ``from_json`` and the table
 appends to the table (created if missing, partitioned by those four columns) with a checkpoint
 location, so a restarted job (even after ``kill -9``) resumes where the last committed batch
 ended. ``available-now`` processes what the topic holds and stops; a processing-time trigger
-(``1s``) runs until killed. One JSON line on stdout at the end: ``started_ms``, ``done_ms``.
+(``5 seconds``) runs until killed. One JSON line on stdout at the end: ``started_ms``, ``done_ms``.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--topic", required=True)
     parser.add_argument("--table", required=True, help="namespace.name in the catalog 'lake'")
     parser.add_argument("--checkpoint", required=True)
-    parser.add_argument("--trigger", default="available-now", help="available-now or a processing time (1s)")
+    parser.add_argument("--trigger", default="available-now", help="available-now or a processing time ('5 seconds')")
     parser.add_argument("--max-offsets", type=int, default=0, help="maxOffsetsPerTrigger (0: no limit)")
     args = parser.parse_args(argv)
     if not args.bootstrap:
