@@ -365,6 +365,7 @@ def main() -> None:
     only = [c.strip() for c in args.only.split(",") if c.strip()] or \
         list(FRESH_CONTENDERS if args.freshness else CONTENDERS)
     wanted = ["kafka-connect"] if "kafka-connect" in only or args.kill_records else []
+    services.up(None)  # the default set first: Kafka Connect needs the broker (a clean clone has none running)
     env = dict(os.environ, **services.up(wanted or None))
     env.pop("_STARTED", None)
     if args.edge_root:
