@@ -230,16 +230,26 @@ def _verify_iceberg(table: IcebergTable, before_snapshot: int, columns: dict[str
 
 
 def _cleanup_iceberg(table: IcebergTable, options: CompactOptions) -> None:
-    spark = table.spark
-    now = datetime.now(timezone.utc)
-    older = (now - options.retention).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
-    res = spark.sql(
+    expire_snapshots(table, options.retention)
+    remove_orphan_files(table, options.orphan_retention)
+
+
+def expire_snapshots(table: IcebergTable, retention: timedelta) -> int:
+    """Expire snapshots older than ``retention`` (keeping the last); returns the data files deleted."""
+    older = (datetime.now(timezone.utc) - retention).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    res = table.spark.sql(
         f"CALL {table.catalog}.system.expire_snapshots(table => '{table.identifier}', "
         f"older_than => TIMESTAMP '{older}', retain_last => 1)"
     ).collect()[0]
-    log.info("expired snapshots older than %s: %d data files deleted", options.retention, res.deleted_data_files_count)
-    cutoff = now - options.orphan_retention
-    if options.orphan_retention >= MIN_SAFE_ORPHAN_RETENTION:
+    log.info("expired snapshots older than %s: %d data files deleted", retention, res.deleted_data_files_count)
+    return int(res.deleted_data_files_count)
+
+
+def remove_orphan_files(table: IcebergTable, orphan_retention: timedelta) -> int:
+    """Delete files no snapshot references, older than ``orphan_retention``; returns how many."""
+    spark = table.spark
+    cutoff = datetime.now(timezone.utc) - orphan_retention
+    if orphan_retention >= MIN_SAFE_ORPHAN_RETENTION:
         orphans = len(spark.sql(
             f"CALL {table.catalog}.system.remove_orphan_files(table => '{table.identifier}', "
             f"older_than => TIMESTAMP '{cutoff.strftime('%Y-%m-%d %H:%M:%S')}')"
@@ -251,7 +261,8 @@ def _cleanup_iceberg(table: IcebergTable, options: CompactOptions) -> None:
         result = (jvm.org.apache.iceberg.spark.actions.SparkActions.get(spark._jsparkSession)  # type: ignore[attr-defined]
                   .deleteOrphanFiles(table.java_table()).olderThan(int(cutoff.timestamp() * 1000)).execute())
         orphans = sum(1 for _ in result.orphanFileLocations())
-    log.info("removed %d orphan file(s) older than %s", orphans, options.orphan_retention)
+    log.info("removed %d orphan file(s) older than %s", orphans, orphan_retention)
+    return orphans
 
 
 # -- Delta ---------------------------------------------------------------------------------------
@@ -284,15 +295,22 @@ def _compact_delta(table: DeltaTable, options: CompactOptions, report: JobReport
         pause_point("compact.after-rewrite")
         _verify_delta(table, before_version, types, predicate)
     if options.cleanup:
-        hours = options.retention.total_seconds() / 3600
-        key = "spark.databricks.delta.retentionDurationCheck.enabled"
-        if options.retention < MIN_SAFE_RETENTION["delta"]:
-            spark.conf.set(key, "false")  # allowed by _check_retention (--allow-unsafe-retention)
-        try:
-            spark.sql(f"VACUUM {table.sql_name} RETAIN {hours:g} HOURS").collect()
-        finally:
-            spark.conf.set(key, "true")
-        log.info("vacuumed files removed more than %s ago", options.retention)
+        vacuum(table, options.retention)
+
+
+def vacuum(table: DeltaTable, retention: timedelta) -> None:
+    """``VACUUM`` a Delta table: delete files it removed more than ``retention`` ago (a retention
+    under the safe minimum must have been allowed by the caller, see ``_check_retention``)."""
+    spark = table.spark
+    hours = retention.total_seconds() / 3600
+    key = "spark.databricks.delta.retentionDurationCheck.enabled"
+    if retention < MIN_SAFE_RETENTION["delta"]:
+        spark.conf.set(key, "false")
+    try:
+        spark.sql(f"VACUUM {table.sql_name} RETAIN {hours:g} HOURS").collect()
+    finally:
+        spark.conf.set(key, "true")
+    log.info("vacuumed files removed more than %s ago", retention)
 
 
 def _verify_delta(table: DeltaTable, before_version: int, columns: dict[str, str], predicate: str) -> None:

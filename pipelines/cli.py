@@ -1,4 +1,4 @@
-"""The ``lakehouse`` command: the batch jobs (register, compact, windows, validate) and SQL over the tables.
+"""The ``lakehouse`` command: the batch jobs (register, compact, maintain, windows, validate) and SQL over the tables.
 
 ``lakehouse <job> ...`` and ``spark-submit pipelines/jobs/<job>.py ...`` run the same code with
 the same arguments (the job scripts call :func:`main`). Exit codes: 0 done, 2 bad arguments,
@@ -98,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     conn.add_argument("--quiet", action="store_true", help="only warnings and the summary line")
 
     parser = argparse.ArgumentParser(prog="lakehouse", description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{register,compact,windows,validate,publish,sql}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{register,compact,maintain,windows,validate,publish,sql}")
 
     def table_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("--table", required=True,
@@ -133,6 +133,21 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--allow-unsafe-retention", action="store_true",
                       help="accept retentions shorter than the safe minimum (tests, emergencies)")
     comp.add_argument("--no-cleanup", action="store_true", help="skip expire/orphan removal/vacuum")
+
+    mnt = sub.add_parser("maintain", parents=[common], help="one table-maintenance action (the maintenance DAG)",
+                         description="Run one maintenance action: Iceberg expire-snapshots, remove-orphan-files, "
+                                     "rewrite-manifests; Delta vacuum.")
+    mnt.add_argument("--table", required=True, help="Iceberg: [catalog.]db.table; Delta: db.table or delta.`/path`")
+    mnt.add_argument("--format", dest="table_format", choices=("iceberg", "delta"),
+                     help="table format (default: delta for delta.`path`, else iceberg)")
+    mnt.add_argument("--action", required=True,
+                     choices=("expire-snapshots", "remove-orphan-files", "rewrite-manifests", "vacuum"))
+    mnt.add_argument("--retention", type=parse_duration, default=timedelta(days=7),
+                     help="expire-snapshots/vacuum: keep snapshots/removed files this long (default 7d)")
+    mnt.add_argument("--orphan-retention", type=parse_duration, default=timedelta(days=3),
+                     help="remove-orphan-files: only files older than this (default 3d)")
+    mnt.add_argument("--allow-unsafe-retention", action="store_true",
+                     help="accept retentions shorter than the safe minimum (tests, emergencies)")
 
     win = sub.add_parser(
         "windows", parents=[common], help="recompute the edge's time windows from a lake table",
@@ -255,6 +270,14 @@ def run_command(spark, args: argparse.Namespace, default_catalog: str | None = N
             zorder=[c.strip() for c in args.zorder.split(",") if c.strip()],
             retention=args.retention, orphan_retention=args.orphan_retention,
             allow_unsafe_retention=args.allow_unsafe_retention, cleanup=not args.no_cleanup,
+            default_catalog=default_catalog))
+        return report.summary_line()
+    if args.command == "maintain":
+        from lakehouse.maintenance import MaintainOptions, run_maintain
+
+        report = run_maintain(spark, MaintainOptions(
+            table=args.table, action=args.action, table_format=args.table_format, retention=args.retention,
+            orphan_retention=args.orphan_retention, allow_unsafe_retention=args.allow_unsafe_retention,
             default_catalog=default_catalog))
         return report.summary_line()
     if args.command == "windows":

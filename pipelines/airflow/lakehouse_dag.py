@@ -3,9 +3,18 @@
 ``lakehouse``: with a quality spec on an Iceberg table, write-audit-publish per data interval,
 ``register --audit audit_<interval> -> validate --branch -> publish -> windows`` (a failing
 interval stops before publish: main never sees its rows; the branch and the quarantine table keep
-them); without a spec, ``register -> windows``. ``windows`` runs incrementally from the source
-snapshot its output records. ``lakehouse_maintenance``: ``compact`` (bin-packing, snapshot expiry,
-orphan files; Delta: OPTIMIZE and VACUUM). Every task has an ``execution_timeout``.
+them); without a spec, ``register -> windows``. ``register`` and ``validate`` are scoped to the
+run's data interval: the partitions whose time range ends after ``data_interval_start`` minus
+``LAKEHOUSE_INTERVAL_LOOKBACK`` (the same bound for both, so every row a run registers is a row
+it validates; a backfill of an old interval validates that interval, not "the last two days").
+``windows`` runs incrementally from the source snapshot its output records.
+``lakehouse_maintenance``: Iceberg ``compact -> rewrite_manifests -> expire_snapshots ->
+remove_orphan_files``; Delta ``compact -> vacuum`` (``compact`` bin-packs only, each clean-up step is
+its own task). Every task has an ``execution_timeout``.
+
+The jobs' Python code (``lakehouse``, ``pipelines``, ``stream_edge``) is shipped to the executors
+with ``--py-files`` (a zip the DAG builds next to the checkout when the sources change), so the
+python-engine window path runs on executors that have only what spark-submit gives them.
 
 Each task is a ``spark-submit pipelines/jobs/<job>.py ...`` run by Airflow's SparkSubmitOperator,
 so Airflow only schedules; the jobs are the same ones people run with ``lakehouse <job>``.
@@ -32,7 +41,11 @@ LAKEHOUSE_QUALITY_SPEC      expectations spec for the validate job (unset: no va
 LAKEHOUSE_AUDIT             ``0``: validate after the windows instead of write-audit-publish (``1``)
 LAKEHOUSE_TASK_TIMEOUT_MINUTES  execution_timeout of every task (``120``)
 LAKEHOUSE_MAINTENANCE_SCHEDULE  schedule of lakehouse_maintenance (``@daily``)
-LAKEHOUSE_VALIDATE_SINCE    validate partitions newer than this age (``2d``; empty: the whole table)
+LAKEHOUSE_INTERVAL_LOOKBACK register/validate partitions ending after interval start minus this
+                            (``1d``; set it to the edge's lateness bound; empty: the whole lake/table)
+LAKEHOUSE_PY_FILES          comma-separated --py-files (default: ``$LAKEHOUSE_HOME/.local/dist/
+                            lakehouse-jobs.zip``, built from the checkout; empty: ship nothing)
+LAKEHOUSE_RETENTION         maintenance: snapshot/vacuum retention (``7d``)
 LAKEHOUSE_DATA_DOCS_DIR     where validate writes Great Expectations Data Docs (optional)
 ICEBERG_REST_URI, ICEBERG_WAREHOUSE, ICEBERG_TOKEN, ICEBERG_CREDENTIAL, LAKEHOUSE_CATALOG,
 S3_ENDPOINT, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, LAKEHOUSE_LOCAL_DIR
@@ -42,9 +55,13 @@ S3_ENDPOINT, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, LAKEHOUSE_LOC
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
+import re
 import shlex
+import tempfile
+import zipfile
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -71,6 +88,55 @@ def _jars() -> str:
     return ",".join(sorted(glob.glob(os.path.join(cache, "spark", "*.jar"))))
 
 
+#: the packages the jobs import on executors (the python-engine window path runs edge code there)
+PY_PACKAGES = ("lakehouse", "pipelines", "stream_edge")
+
+
+def build_code_zip(home: Path, target: Path) -> Path:
+    """Zip the project's Python packages for ``--py-files``; rebuilt only when a source is newer.
+
+    Written to a temporary name and renamed, so a parse racing another one never ships half a zip.
+    """
+    sources = [Path(d) / f for pkg in PY_PACKAGES for d, _, files in os.walk(home / pkg)
+               if "__pycache__" not in d for f in files if f.endswith((".py", ".json"))]
+    newest = max((p.stat().st_mtime for p in sources), default=0.0)
+    if target.exists() and target.stat().st_mtime >= newest:
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".lakehouse-jobs-", suffix=".zip", dir=target.parent)
+    with os.fdopen(fd, "wb") as handle, zipfile.ZipFile(handle, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(sources):
+            archive.write(path, path.relative_to(home).as_posix())
+    os.replace(tmp, target)
+    return target
+
+
+@functools.lru_cache(maxsize=None)
+def _py_files(home: Path) -> str | None:
+    env = os.environ.get("LAKEHOUSE_PY_FILES")
+    if env is not None:
+        return env or None
+    return str(build_code_zip(home, home / ".local" / "dist" / "lakehouse-jobs.zip"))
+
+
+def _lookback_seconds() -> int | None:
+    text = os.environ.get("LAKEHOUSE_INTERVAL_LOOKBACK", "1d").strip()
+    if not text:
+        return None
+    match = re.fullmatch(r"(\d+)\s*([smhdw])", text)
+    if not match:
+        raise ValueError(f"LAKEHOUSE_INTERVAL_LOOKBACK={text!r}: expected an age such as 6h, 1d, 0s")
+    return int(match.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}[match.group(2)]
+
+
+def interval_since() -> list[str]:
+    """``--since <data_interval_start - lookback>`` (templated), or nothing for the whole table."""
+    seconds = _lookback_seconds()
+    if seconds is None:
+        return []
+    return ["--since", "{{ (data_interval_start - macros.timedelta(seconds=%d)).isoformat() }}" % seconds]
+
+
 def _job_env(home: Path, python: str) -> dict[str, str]:
     # The jobs' own Spark (pyspark from the project venv), not Airflow's pyspark-client.
     spark_home = os.environ.get("SPARK_HOME") or next(
@@ -95,6 +161,7 @@ def _common(home: Path) -> dict:
         conn_id=os.environ.get("LAKEHOUSE_SPARK_CONN_ID", "spark_default"),
         spark_binary=os.environ.get("LAKEHOUSE_SPARK_SUBMIT") or str(home / ".venv" / "bin" / "spark-submit"),
         jars=_jars() or None,
+        py_files=_py_files(home),
         env_vars=_job_env(home, python),
         conf={"spark.ui.enabled": "false"},
         execution_timeout=_timeout(),
@@ -133,15 +200,15 @@ def build_dag() -> DAG:
     ) as dag:
         register = _job(home, "register", [
             "--source", os.environ.get("LAKE_SOURCE", (home / ".local" / "lake").as_uri()),
-            "--table", table, "--format", table_format, *(["--audit", AUDIT_BRANCH] if audit else [])])
+            "--table", table, "--format", table_format, *interval_since(),
+            *(["--audit", AUDIT_BRANCH] if audit else [])])
         tasks = [register]
         validate = None
         if spec:
             docs = os.environ.get("LAKEHOUSE_DATA_DOCS_DIR")
-            since = os.environ.get("LAKEHOUSE_VALIDATE_SINCE", "2d")
             validate = _job(home, "validate", [
                 "--table", table, "--format", table_format, "--spec", spec,
-                *(["--since", since] if since else []), *(["--data-docs-dir", docs] if docs else []),
+                *interval_since(), *(["--data-docs-dir", docs] if docs else []),
                 *(["--branch", AUDIT_BRANCH] if audit else [])])
             if audit:
                 validate.retries = 0  # a failed suite is an answer, not a glitch
@@ -159,13 +226,16 @@ def build_dag() -> DAG:
 
 
 def build_maintenance_dag() -> DAG:
-    """The daily DAG ``lakehouse_maintenance``: compaction of the recent partitions, then snapshot
-    expiry and orphan-file removal (Iceberg) or VACUUM (Delta), as ``lakehouse compact`` does."""
+    """The daily DAG ``lakehouse_maintenance``: compaction (bin-packing, verified) of the recent
+    partitions, then each clean-up step as its own task: Iceberg ``rewrite_manifests ->
+    expire_snapshots -> remove_orphan_files``, Delta ``vacuum``."""
     home = _home()
     table = os.environ.get("LAKEHOUSE_TABLE", "lake.db.sensor_readings")
+    table_format = os.environ.get("LAKEHOUSE_FORMAT", "iceberg")
+    retention = os.environ.get("LAKEHOUSE_RETENTION", "7d")
     with DAG(
         dag_id="lakehouse_maintenance",
-        description="compact the lakehouse table, expire snapshots, remove orphan files / vacuum",
+        description="compact, rewrite manifests, expire snapshots, remove orphan files (Iceberg) / vacuum (Delta)",
         schedule=os.environ.get("LAKEHOUSE_MAINTENANCE_SCHEDULE", "@daily"),
         start_date=datetime(2026, 1, 1),
         catchup=False,
@@ -173,8 +243,20 @@ def build_maintenance_dag() -> DAG:
         default_args={"retries": 2, "retry_delay": timedelta(minutes=5), "execution_timeout": _timeout()},
         tags=["lakehouse"],
     ) as dag:
-        _job(home, "compact", ["--table", table, "--format", os.environ.get("LAKEHOUSE_FORMAT", "iceberg"),
-                               "--since", os.environ.get("LAKEHOUSE_COMPACT_SINCE", "2d")])
+        common = ["--table", table, "--format", table_format]
+        tasks = [_job(home, "compact", [*common, "--since", os.environ.get("LAKEHOUSE_COMPACT_SINCE", "2d"),
+                                        "--no-cleanup"])]
+        actions = (["rewrite-manifests", "expire-snapshots", "remove-orphan-files"] if table_format == "iceberg"
+                   else ["vacuum"])
+        for action in actions:
+            task = SparkSubmitOperator(
+                task_id=action.replace("-", "_"), name=f"lakehouse-maintain-{action}",
+                application=str(home / "pipelines" / "jobs" / "maintain.py"),
+                application_args=[*common, "--action", action,
+                                  *(["--retention", retention] if action in ("expire-snapshots", "vacuum") else [])],
+                **_common(home))
+            tasks.append(task)
+        chain(*tasks)
     return dag
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import zipfile
 import subprocess
 import uuid
 from pathlib import Path
@@ -15,7 +16,8 @@ import pytest
 from stream_edge.sinks.core.datalake.sink import DataLakeSink
 
 REPO = Path(__file__).resolve().parents[3]
-TS = 1_763_800_000_000  # 2025-11-22T08:26:40Z
+TS = 1_767_263_200_000  # 2026-01-01T10:26:40Z: inside the first data interval tested below
+SINCE = "{{ (data_interval_start - macros.timedelta(seconds=%d)).isoformat() }}"
 
 
 def _airflow_python() -> Path:
@@ -60,6 +62,7 @@ def _parse_dag(tmp_path: Path, extra: dict[str, str], name: str = "dag") -> dict
             "'timeouts': {t.task_id: t.execution_timeout.total_seconds() / 60 for t in d.tasks}, "
             "'tasks': {t.task_id: sorted(t.downstream_task_ids) for t in d.tasks}, "
             "'apps': {t.task_id: t.application for t in d.tasks}, "
+            "'py_files': {t.task_id: t.py_files for t in d.tasks}, "
             "'args': {t.task_id: t.application_args for t in d.tasks}}))")
     dag_file = str(REPO / "pipelines" / "airflow" / "lakehouse_dag.py")
     result = subprocess.run([str(_airflow_python()), "-c", code, dag_file], env=_airflow_env(tmp_path, extra),
@@ -78,9 +81,30 @@ def test_dag_parses_into_register_then_windows_and_a_daily_maintenance_dag(tmp_p
     assert parsed["args"]["windows"][-6:] == ["--output", "lake.db.temp_1m", "--duration", "1m",
                                               "--value-column", "temperature"]
     assert all(minutes == 120.0 for minutes in parsed["timeouts"].values())
+    assert parsed["args"]["register"][-2:] == ["--since", SINCE % 86400]  # the data interval's partitions
+    # the project's code goes to the executors: a zip of the three packages, built from the checkout
+    zips = set(parsed["py_files"].values())
+    assert zips == {str(REPO / ".local" / "dist" / "lakehouse-jobs.zip")}
+    with zipfile.ZipFile(zips.pop()) as archive:
+        names = set(archive.namelist())
+    assert {"lakehouse/window_native.py", "pipelines/jobs/windows.py", "stream_edge/dataframe/windows/replay.py",
+            "pipelines/quality/sensor_readings.json"} <= names
+    assert _parse_dag(tmp_path, {"LAKEHOUSE_PY_FILES": ""})["py_files"] == {"register": None}
+
     maintenance = _parse_dag(tmp_path, {"LAKEHOUSE_TASK_TIMEOUT_MINUTES": "30"}, name="maintenance_dag")
     assert maintenance["dag_id"] == "lakehouse_maintenance"
-    assert maintenance["tasks"] == {"compact": []} and maintenance["timeouts"] == {"compact": 30.0}
+    assert maintenance["tasks"] == {"compact": ["rewrite_manifests"], "rewrite_manifests": ["expire_snapshots"],
+                                    "expire_snapshots": ["remove_orphan_files"], "remove_orphan_files": []}
+    assert set(maintenance["timeouts"].values()) == {30.0}
+    assert maintenance["args"]["compact"][-1] == "--no-cleanup"  # each clean-up step is its own task
+    assert maintenance["apps"]["rewrite_manifests"] == str(REPO / "pipelines" / "jobs" / "maintain.py")
+    assert maintenance["args"]["rewrite_manifests"][-2:] == ["--action", "rewrite-manifests"]
+    assert maintenance["args"]["expire_snapshots"][-4:] == ["--action", "expire-snapshots", "--retention", "7d"]
+    delta = _parse_dag(tmp_path, {"LAKEHOUSE_FORMAT": "delta", "LAKEHOUSE_TABLE": "db.readings",
+                                  "LAKEHOUSE_RETENTION": "10d"}, name="maintenance_dag")
+    assert delta["tasks"] == {"compact": ["vacuum"], "vacuum": []}
+    assert delta["args"]["vacuum"] == ["--table", "db.readings", "--format", "delta", "--action", "vacuum",
+                                       "--retention", "10d"]
 
 
 @pytest.mark.integration
@@ -91,13 +115,16 @@ def test_quality_spec_makes_the_dag_write_audit_publish(tmp_path) -> None:
                                "windows": []}
     branch = "audit_{{ data_interval_start.strftime('%Y%m%dT%H%M') }}"
     assert parsed["args"]["register"][-2:] == ["--audit", branch]
-    assert parsed["args"]["validate"][4:8] == ["--spec", "/etc/lakehouse/readings.json", "--since", "2d"]
+    # register and validate cover the same partitions: those of the data interval (lookback 1d)
+    assert parsed["args"]["validate"][4:8] == ["--spec", "/etc/lakehouse/readings.json", "--since", SINCE % 86400]
+    assert parsed["args"]["register"][-4:-2] == ["--since", SINCE % 86400]
     assert parsed["args"]["validate"][-2:] == ["--branch", branch]
     assert parsed["args"]["publish"] == ["--table", "lake.db.sensor_readings", "--branch", branch]
-    unaudited = _parse_dag(tmp_path, {"LAKEHOUSE_QUALITY_SPEC": "/s.json", "LAKEHOUSE_VALIDATE_SINCE": "",
+    unaudited = _parse_dag(tmp_path, {"LAKEHOUSE_QUALITY_SPEC": "/s.json", "LAKEHOUSE_INTERVAL_LOOKBACK": "",
                                       "LAKEHOUSE_AUDIT": "0", "LAKEHOUSE_WINDOWS_OUTPUT": "lake.db.w"})
     assert unaudited["tasks"] == {"register": ["windows"], "windows": ["validate"], "validate": []}
     assert "--since" not in unaudited["args"]["validate"] and "--branch" not in unaudited["args"]["validate"]
+    assert "--since" not in unaudited["args"]["register"]
 
 
 def _airflow(env: dict, *args: str, timeout: float = 900) -> tuple[int, str]:
@@ -124,7 +151,7 @@ def test_dag_publishes_a_passing_interval_and_holds_back_a_failing_one(tmp_path,
         "LAKEHOUSE_WINDOWS_ARGS": "--duration 1h --aggregation sum --value-column reading --key-column sensor "
                                   "--timestamp-column ts_ms --order-by ts_ms",
         "LAKEHOUSE_QUALITY_SPEC": str(spec),
-        "LAKEHOUSE_VALIDATE_SINCE": "",
+        "LAKEHOUSE_INTERVAL_LOOKBACK": "1h",  # interval 10:00 -> partitions ending after 09:00
         "ICEBERG_REST_URI": services_env["ICEBERG_REST_URI"],
         "LAKEHOUSE_LOCAL_DIR": str(tmp_path / "lakehouse"),
     })
@@ -146,12 +173,14 @@ def test_dag_publishes_a_passing_interval_and_holds_back_a_failing_one(tmp_path,
                         timestamp_column="ts_ms")
     sink.setup()
     sink.add({"sensor": "s1", "ts_ms": TS + 1, "reading": 500.0}, b"k", TS + 1, [], "readings", 0, rows)
+    # and a (valid) reading for hour 08, before the interval's lookback: not this run's partition
+    sink.add({"sensor": "s2", "ts_ms": TS - 2 * 3_600_000, "reading": 1.0}, b"k", TS, [], "readings", 0, rows + 1)
     sink.flush("readings", 0)
     code, output = _airflow(env, "dags", "test", "lakehouse", "2026-01-01T11:00:00+00:00")
     assert "expectations 2/3 passed" in output, output[-5000:]
     assert "main fast-forwarded" not in output
     assert spark.sql(f"SELECT count(*) FROM {table}").collect()[0][0] == rows  # main unchanged
     branch = spark.sql(f"SELECT count(*) FROM {table} VERSION AS OF 'audit_20260101T1100'").collect()[0][0]
-    assert branch == rows + 1  # kept for inspection
+    assert branch == rows + 1  # kept for inspection; the hour-08 file was outside the interval's scope
     quarantined = spark.table(f"{table}_quarantine").collect()
     assert [(r.sensor, r.reading, list(r._failed_checks)) for r in quarantined] == [("s1", 500.0, ["between(reading)"])]

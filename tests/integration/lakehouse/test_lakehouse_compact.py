@@ -104,3 +104,38 @@ def test_compact_refuses_unsafe_retention_without_the_flag(spark, edge_lake, mak
     register(spark, lake, target)
     with pytest.raises(ValueError, match="below the safe minimum"):
         run_compact(spark, CompactOptions(table=target.name, table_format="delta", retention=timedelta(hours=1)))
+
+
+@pytest.mark.parametrize("kind", ["rest", "delta"])
+def test_maintenance_actions_one_at_a_time(spark, edge_lake, make_target, kind):
+    """The maintenance DAG's steps: compact without clean-up, then Iceberg rewrite_manifests,
+    expire_snapshots, remove_orphan_files, or Delta vacuum; the rows never change."""
+    from lakehouse.maintenance import MaintainOptions, run_maintain
+
+    lake = edge_lake(hive_columns=("year", "month", "day", "hour"))
+    target = make_target(kind)
+    for commit in range(3):
+        lake.write(sensor_records(20, commit * 100, hours=2))
+        register(spark, lake, target)
+    before = snapshot(spark, target)
+    compact(spark, target, cleanup=False)
+
+    def maintain(action):
+        return run_maintain(spark, MaintainOptions(table=target.name, table_format=target.table_format, action=action,
+                                                   retention=timedelta(0), orphan_retention=timedelta(0),
+                                                   allow_unsafe_retention=True))
+
+    if kind == "delta":
+        with pytest.raises(ValueError, match="not a delta action"):
+            maintain("rewrite-manifests")
+        report = maintain("vacuum")
+    else:
+        manifests = spark.sql(f"SELECT count(*) FROM {target.name}.manifests").collect()[0][0]
+        report = maintain("rewrite-manifests")
+        assert report.extra["manifests rewritten"] == manifests > 1
+        assert spark.sql(f"SELECT count(*) FROM {target.name}.manifests").collect()[0][0] < manifests
+        assert maintain("expire-snapshots").extra["data files deleted"] == 6  # the compacted edge files
+        assert spark.sql(f"SELECT count(*) FROM {target.name}.snapshots").collect()[0][0] == 1
+        report = maintain("remove-orphan-files")
+    assert report.rows_before == report.rows_after == 60
+    assert_df_equality(snapshot(spark, target), before, ignore_row_order=True, ignore_nullable=True)

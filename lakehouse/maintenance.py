@@ -1,0 +1,87 @@
+"""Table maintenance, one action per call, for the daily ``lakehouse_maintenance`` DAG.
+
+``lakehouse compact`` bin-packs and then cleans up in one run; the maintenance DAG runs the steps
+as separate tasks so each one is visible, retried and timed on its own:
+
+* ``expire-snapshots`` (Iceberg): ``expire_snapshots`` older than the retention, keeping the last
+  one; it deletes the data files only expired snapshots referenced (edge files the table rewrote);
+* ``remove-orphan-files`` (Iceberg): files under the table location no snapshot references,
+  older than the orphan retention (never less than 24 h without ``allow_unsafe_retention``:
+  a running writer's files are orphans until it commits);
+* ``rewrite-manifests`` (Iceberg): regroups the manifests by partition, so the hourly appends'
+  thousands of one-file manifests do not slow every scan's planning;
+* ``vacuum`` (Delta): ``VACUUM ... RETAIN <retention> HOURS``.
+
+Example::
+
+    run_maintain(spark, MaintainOptions(table="lake.db.readings", action="rewrite-manifests"))
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from lakehouse.compaction import CompactOptions, _check_retention, expire_snapshots, remove_orphan_files, vacuum
+from lakehouse.iceberg_tables import IcebergTable
+from lakehouse.job_report import JobReport
+from lakehouse.tables import open_table
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger("lakehouse.maintain")
+
+ICEBERG_ACTIONS = ("expire-snapshots", "remove-orphan-files", "rewrite-manifests")
+DELTA_ACTIONS = ("vacuum",)
+ACTIONS = ICEBERG_ACTIONS + DELTA_ACTIONS
+
+
+@dataclass
+class MaintainOptions:
+    table: str
+    action: str                       # one of ACTIONS
+    table_format: str | None = None
+    retention: timedelta = timedelta(days=7)
+    orphan_retention: timedelta = timedelta(days=3)
+    allow_unsafe_retention: bool = False
+    default_catalog: str | None = None
+
+
+def rewrite_manifests(table: IcebergTable) -> int:
+    """``CALL <catalog>.system.rewrite_manifests``; returns the number of manifests rewritten."""
+    row = table.spark.sql(
+        f"CALL {table.catalog}.system.rewrite_manifests(table => '{table.identifier}')").collect()[0]
+    log.info("rewrite_manifests: %d manifest(s) rewritten into %d", row.rewritten_manifests_count,
+             row.added_manifests_count)
+    return int(row.rewritten_manifests_count)
+
+
+def run_maintain(spark: "SparkSession", options: MaintainOptions) -> JobReport:
+    """Run one maintenance action on a table; returns its report."""
+    if options.action not in ACTIONS:
+        raise ValueError(f"unknown maintenance action {options.action!r}; one of {', '.join(ACTIONS)}")
+    table = open_table(spark, options.table, options.table_format, options.default_catalog)
+    allowed = ICEBERG_ACTIONS if isinstance(table, IcebergTable) else DELTA_ACTIONS
+    if options.action not in allowed:
+        raise ValueError(f"{options.action} is not a {table.table_format} action (use one of {', '.join(allowed)})")
+    _check_retention(CompactOptions(table=options.table, retention=options.retention,
+                                    orphan_retention=options.orphan_retention,
+                                    allow_unsafe_retention=options.allow_unsafe_retention), table.table_format)
+    if not table.exists():
+        raise ValueError(f"table {table.identifier} does not exist (run register first)")
+    report = JobReport(f"maintain {options.action}", table.identifier, table.table_format)
+    report.before(*table.file_stats())
+    if isinstance(table, IcebergTable):
+        if options.action == "expire-snapshots":
+            report.extra["data files deleted"] = expire_snapshots(table, options.retention)
+        elif options.action == "remove-orphan-files":
+            report.extra["orphan files removed"] = remove_orphan_files(table, options.orphan_retention)
+        else:
+            report.extra["manifests rewritten"] = rewrite_manifests(table)
+    else:
+        vacuum(table, options.retention)
+    report.after(*table.file_stats())
+    return report
