@@ -11,7 +11,8 @@ A later run reads the records appended since (Iceberg's incremental append scan 
 snapshot ids) and, per closing group (the key within its Kafka partition, or the partition):
 
 * **tail groups** (every new record comes after the group's old ones in offset order, the normal
-  case): windows already emitted cannot change (a record is never placed in a window that was
+  case; what the run knows of the old records comes from the per-group window state,
+  ``lakehouse.window_state``, so it reads the new files and that state only): windows already emitted cannot change (a record is never placed in a window that was
   closed when it arrived, and the emitted ones were closed at the end of the old data), so the run
   only *adds* the windows that close now. Their starts lie above ``B = E_old - grace - duration``
   (``E_old``: the group's event time at the end of the old data), so only records with
@@ -171,10 +172,18 @@ def split_groups(old: "DataFrame", new: "DataFrame", group_cols: list[str], orde
     largest window start emitted from the old records; NULL without old records)."""
     from pyspark.sql import functions as F
 
-    order = F.struct(*order_cols)
     old_stats = old.groupBy(*group_cols).agg(F.greatest(F.lit(0).cast("long"), F.max("ts")).alias("__old_latest"),
-                                             F.max(order).alias("__old_last"))
-    new_stats = new.groupBy(*group_cols).agg(F.min(order).alias("__new_first"))
+                                             F.max(F.struct(*order_cols)).alias("__old_last"))
+    return split_groups_by_stats(old_stats, new, group_cols, order_cols, bound_below)
+
+
+def split_groups_by_stats(old_stats: "DataFrame", new: "DataFrame", group_cols: list[str], order_cols: list[str],
+                          bound_below: int) -> "DataFrame":
+    """:func:`split_groups` from the old records' per-group ``__old_latest``/``__old_last`` (the
+    window state) instead of the old records themselves."""
+    from pyspark.sql import functions as F
+
+    new_stats = new.groupBy(*group_cols).agg(F.min(F.struct(*order_cols)).alias("__new_first"))
     joined = new_stats.join(old_stats, on=group_cols, how="left")
     tail = F.col("__old_last").isNull() | (F.col("__new_first") > F.col("__old_last"))
     return joined.select(*group_cols, tail.alias("__tail"),
@@ -193,19 +202,30 @@ def run_increment(spark: "SparkSession", options: "WindowRecomputeOptions", plan
 
     if plan.since == plan.until:
         return 0, 0, "incremental (no new source snapshot)"
+    from lakehouse.window_state import build_state, read_state, state_records, write_state
+
     spec = options.window
+    fingerprint = definition_fingerprint(options)
+    bound = spec.grace_ms + spec.duration_ms
     complete = F.col("ts").isNotNull() & F.col("value").isNotNull()
-    everything_raw = source_at(spark, source.sql_name, plan.until)
-    everything = prepare_input(everything_raw, options).where(complete)
+    # read only when keys must be recomputed whole (records between old ones, sliding windows)
+    everything = prepare_input(source_at(spark, source.sql_name, plan.until), options).where(complete)
     new = prepare_input(appended_between(spark, source.identifier, plan.since, plan.until), options)
     new_rows = new.count()  # reads the appended files only
     new = new.where(complete)
-    old = prepare_input(source_at(spark, source.sql_name, plan.since), options).where(complete)
     order_cols = [f"__order_{i}" for i in range(len(options.order_by))]
-    group_cols = group_columns(options, _extra_columns(options, everything_raw.columns))
+    group_cols = group_columns(options, _extra_columns(options, spark.table(source.sql_name).columns))
     path = choose_path(spec, options.engine)
     value_type = _value_type(everything.schema["value"].dataType, spec.aggregation, spec.value_type)
-    groups = split_groups(old, new, group_cols, order_cols, spec.grace_ms + spec.duration_ms).cache()
+    state = read_state(spark, options, plan.since, fingerprint)
+    if state is None:  # no state for this bookmark: rebuild it from the old snapshot (a full scan)
+        say(f"windows: rebuilding the per-group window state from source snapshot {plan.since}")
+        old = prepare_input(source_at(spark, source.sql_name, plan.since), options).where(complete)
+        state = build_state(old, group_cols, order_cols, bound)
+    state = state.localCheckpoint(eager=True)  # one row per group: small, and read several times
+    old_stats = state.select(*group_cols, F.col("latest").alias("__old_latest"), F.col("last").alias("__old_last"))
+    recent = state_records(state).unionByName(new)  # every record a window closing from now on can hold
+    groups = split_groups_by_stats(old_stats, new, group_cols, order_cols, bound).cache()
     try:
         appendable = path == "native" and spec.kind != "sliding"
         if "key" not in group_cols:  # closing per partition: a reordered partition means a full run
@@ -221,12 +241,9 @@ def run_increment(spark: "SparkSession", options: "WindowRecomputeOptions", plan
         replacing = replace_keys.count()
         inserted = []
         if appendable:
-            # no tail group needs a record at or below the lowest bound: a filter Iceberg and
-            # Parquet can prune files and row groups with
-            lowest_row = tail.agg(F.min(F.coalesce(F.col("__closed_floor"), F.lit(-(2 ** 62))))).first()
-            lowest = lowest_row[0] if lowest_row is not None else None
-            scan = everything if lowest is None else everything.where(F.col("ts") > lowest)
-            tail_records = scan.join(tail.select(*group_cols, "__closed_floor"), on=group_cols)
+            # a tail group's new windows start above its closed floor: they hold only records with
+            # ts > floor, all of them in the state (old ones) or in the new files
+            tail_records = recent.join(tail.select(*group_cols, "__closed_floor"), on=group_cols)
             tail_records = tail_records.where(F.col("__closed_floor").isNull() | (F.col("ts") > F.col("__closed_floor")))
             rows, _ = compute_windows(tail_records, spec, order_cols, group_cols, value_type, path)
             inserted.append(rows)
@@ -234,11 +251,13 @@ def run_increment(spark: "SparkSession", options: "WindowRecomputeOptions", plan
             replaced = everything.join(replace_keys, on="key", how="left_semi")
             rows, note = compute_windows(replaced, spec, order_cols, group_cols, value_type, path)
             inserted.append(rows)
-        properties = bookmark_properties(plan.until, definition_fingerprint(options))
+        properties = bookmark_properties(plan.until, fingerprint)
         if replacing:
             written = merge_windows(spark, target, inserted, replace_keys, properties)
         else:
             written = append_windows(target, inserted, properties)
+        # after the output commit: a crash in between leaves a state the next run does not trust
+        write_state(build_state(recent, group_cols, order_cols, bound, prior=state), options, plan.until, fingerprint)
         return new_rows, written, f"incremental, {path}" + (f", {replacing} keys recomputed" if replacing else "")
     finally:
         groups.unpersist()

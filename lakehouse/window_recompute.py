@@ -326,6 +326,11 @@ def run_window_recompute(spark: "SparkSession", options: WindowRecomputeOptions,
     report.windows = _write_output(spark, windows, options, say,
                                    bookmark_properties(until, definition_fingerprint(options)),
                                    sort=not note.clustered)
+    if isinstance(target, IcebergTable) and until is not None:  # what the next incremental run starts from
+        from lakehouse.window_state import save_full_state
+
+        save_full_state(prepare_input(raw, options).where(complete), options, group_cols, order_cols, until,
+                        definition_fingerprint(options))
     pause_point("windows.after-commit")
     counts = read.get
     report.rows_read, report.rows_skipped = int(counts["rows"] or 0), int(counts["skipped"] or 0)
