@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from lh_testkit import run_job
 
 from lakehouse.window_incremental import SOURCE_SNAPSHOT_PROPERTY, read_bookmark
+from lakehouse.window_state import STATE_SNAPSHOT_PROPERTY, state_table
 from lakehouse.tables import open_table
 from lakehouse.window_recompute import WindowRecomputeOptions, WindowSpec, run_window_recompute
 from stream_edge.dataframe.windows.replay import replay
@@ -115,21 +116,35 @@ def test_only_new_windows_are_added_and_nothing_is_read_twice(spark):
     spark.createDataFrame(rows[:300], SCHEMA).writeTo(source).using("iceberg").create()
     first = run_window_recompute(spark, options, progress=lambda _l: None)
     before = table_rows(spark, output)
-    spark.createDataFrame(rows[300:], SCHEMA).writeTo(source).append()
-    second = run_window_recompute(spark, options, progress=lambda _l: None)
+    spark.createDataFrame(rows[300:350], SCHEMA).writeTo(source).append()
+    said: list[str] = []
+    second = run_window_recompute(spark, options, progress=said.append)
     after = table_rows(spark, output)
-    assert (first.rows_read, second.rows_read) == (300, 100)
+    assert (first.rows_read, second.rows_read) == (300, 50)
     assert second.path == "incremental, native"
     assert set(before) <= set(after) and second.windows == len(after) - len(before) > 0
-    assert after == edge_windows(rows, spec)
+    assert after == edge_windows(rows[:350], spec)
+    # the old records' per-group state came from the state table, not from a scan of the old snapshot
+    assert not [line for line in said if "rebuilding" in line]
     snapshot = open_table(spark, source).java_table().currentSnapshot().snapshotId()
     assert read_bookmark(open_table(spark, output))[0] == snapshot
+    state = open_table(spark, state_table(output)).java_table().properties()
+    assert state.get(STATE_SNAPSHOT_PROPERTY) == str(snapshot)
+    # a state that does not match the output's bookmark is not trusted: rebuilt, same result
+    spark.sql(f"DROP TABLE {state_table(output)}")
+    spark.createDataFrame(rows[350:], SCHEMA).writeTo(source).append()
+    said.clear()
+    assert run_window_recompute(spark, options, progress=said.append).rows_read == 50
+    assert [line for line in said if "rebuilding" in line]
+    after = table_rows(spark, output)
+    assert after == edge_windows(rows, spec)
+    snapshot = open_table(spark, source).java_table().currentSnapshot().snapshotId()
     idle = run_window_recompute(spark, options, progress=lambda _l: None)
     assert (idle.rows_read, idle.windows, idle.path) == (0, 0, "incremental (no new source snapshot)")
     options.full = True
     assert run_window_recompute(spark, options, progress=lambda _l: None).rows_read == 400
     assert table_rows(spark, output) == after
-    for table in (source, output):
+    for table in (source, output, state_table(output)):
         spark.sql(f"DROP TABLE IF EXISTS {table}")
 
 
