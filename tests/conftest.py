@@ -143,22 +143,27 @@ def unique_name() -> Callable[[str], str]:
 # Parallel runs (``./dev test`` uses pytest-xdist with ``--dist loadgroup``) put the tests of one
 # group on one worker, in order, and hand out the biggest groups first:
 # - the session-scoped ``spark`` fixture is a JVM of a few GB per worker that starts it: its users
-#   go to four lanes (four such JVMs at most), three for the lakehouse jobs' tests, one for the rest;
+#   go to five lanes (five such JVMs at most), four for the lakehouse jobs' tests, one for the rest;
 # - the standalone cluster's tests kill and restart its workers, which no other cluster test may see;
 # - the Airflow DAG runs (spark-submit per task) form one lane of their own;
 # - an explicit ``xdist_group`` mark (the compat modules that share one program run) is kept.
 # pytest 9 no longer lets xdist 3.8 tag a node id with its group, so the workers write the groups
 # they computed at collection to a file of this run and the controller's scheduler reads it.
-# Long tests without a group are collected first, so they start early instead of forming a tail.
+# The work is handed out in collection order (``--no-loadscope-reorder``), which
+# ``pytest_collection_modifyitems`` sorts by expected cost: the Spark, cluster and Airflow lanes
+# first (each the first unit of its own worker: they are the critical path), then the long
+# single tests, then the rest, which the other workers share. xdist's default order (by test
+# count) started the long single tests last, after every group, and they formed a tail.
 _GROUP_BY_PATH = {"tests/integration/cluster/": "spark-cluster", "tests/integration/airflow/": "airflow"}
 _LAKEHOUSE = "tests/integration/lakehouse/"
-_SPARK_GROUPS = {  # the lakehouse jobs' tests, ~20 min of Spark on one core, in three lanes
+_SPARK_GROUPS = {  # the lakehouse jobs' tests, ~20 min of Spark on one core, in four lanes
     **{f"{_LAKEHOUSE}{name}": "spark-lakehouse-a" for name in (
         "test_lakehouse_compact.py", "test_lakehouse_s3.py", "test_quality.py")},
     **{f"{_LAKEHOUSE}{name}": "spark-lakehouse-b" for name in (
         "test_lakehouse_crash.py", "test_lakehouse_register.py", "test_register_with_sink.py",
-        "test_audit_publish.py")},
-    _LAKEHOUSE: "spark-lakehouse-c",  # windows (full and incremental), the CLI, any new file
+        "test_audit_publish.py", "test_register_concurrent_s3.py")},
+    **{f"{_LAKEHOUSE}{name}": "spark-lakehouse-d" for name in ("test_lakehouse_cli.py", "test_window_recompute.py")},
+    _LAKEHOUSE: "spark-lakehouse-c",  # incremental windows, any new file
 }
 _SPARK_DEFAULT_GROUP = "spark-session"
 _RUN_FIRST = ("tests/e2e/", "tests/integration/airflow/", "tests/integration/peers/",
@@ -176,13 +181,21 @@ def _xdist_group(item: pytest.Item) -> str | None:
     return group
 
 
+def _cost_rank(item: pytest.Item, path: str) -> int:
+    """0 for the tests of a long lane (Spark, cluster, Airflow), 1 for long single tests, 2 otherwise."""
+    group = _xdist_group(item)
+    if group is not None and group.startswith(("spark", "airflow")):
+        return 0
+    return 1 if path.startswith(_RUN_FIRST) else 2
+
+
 def _groups_file() -> Path:
     return services.local_dir() / f"tests-groups-{os.environ['STREAMLAKE_TEST_RUN']}.json"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     root = str(config.rootpath) + os.sep
-    items.sort(key=lambda item: not str(item.path).removeprefix(root).startswith(_RUN_FIRST))  # stable
+    items.sort(key=lambda item: _cost_rank(item, str(item.path).removeprefix(root)))  # stable within a rank
     if _is_xdist_worker(config) and config.getvalue("loadgroup"):
         groups = {item.nodeid: group for item in items if (group := _xdist_group(item))}
         target = _groups_file()

@@ -99,7 +99,9 @@ class Kafka(Service):
     def command(self) -> tuple[list[str], dict[str, str]]:
         jars = _require_jars("kafka")
         return [
-            _java(), "-Xmx512m", "-XX:+UseSerialGC",
+            # 1 GB: every topic and partition keeps metadata and meters on the heap; at 512 MB a
+            # broker that has hosted a few test runs (thousands of partitions) spent its CPU in full GCs
+            _java(), "-Xmx1g", "-XX:+UseSerialGC",
             f"-Dlog4j2.configurationFile={self.home / 'log4j2.properties'}",
             "-Dlog4j2.shutdownHookEnabled=false", f"-Dkafka.logs.dir={self.home}",
             "-cp", f"{jars}/*", "kafka.Kafka", str(self.home / "server.properties"),

@@ -6,6 +6,7 @@ import json
 import math
 import os
 import random
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,13 @@ REPO = Path(__file__).resolve().parents[3]
 JOB = Path(__file__).with_name("pipeline_job.py")
 CLUSTER = ("spark-master", "spark-worker-1", "spark-worker-2")
 BASE = 1_767_225_600_000  # 2026-01-01T00:00:00Z
+
+
+def executor_java_options() -> list[str]:
+    """``--conf`` giving the cluster's executors the short-JVM flags the tests' drivers run with
+    (``SPARK_SUBMIT_OPTS``, set in tests/conftest.py): spark-submit passes that to the driver only."""
+    flags = os.environ.get("SPARK_SUBMIT_OPTS", "")
+    return ["--conf", f"spark.executor.extraJavaOptions={flags}"] if flags else []
 
 
 def kafka_like_rows(n: int, keys: int = 4, partitions: int = 2, seed: int = 5) -> list[tuple]:
@@ -40,6 +48,8 @@ def run_pipeline(services_env: dict[str, str], master: str, source: str, namespa
                AWS_SECRET_ACCESS_KEY=services_env["AWS_SECRET_ACCESS_KEY"], AWS_REGION=services_env["AWS_REGION"],
                PYTHONPATH=str(REPO), LAKEHOUSE_LOCAL_DIR=str(REPO / ".local" / "cluster-tests"))
     env.pop("SPARK_MASTER", None)
+    if executor_java_options():
+        env["PYSPARK_SUBMIT_ARGS"] = shlex.join([*executor_java_options(), "pyspark-shell"])
     args = [sys.executable, str(JOB), source, f"lake.{namespace}"]
     if kill_pid:
         args += ["--kill-pid", str(kill_pid)]

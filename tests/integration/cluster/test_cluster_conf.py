@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cluster_kit import REPO
+from cluster_kit import REPO, executor_java_options
 
 from lakehouse.session import cached_spark_jars
 
@@ -24,7 +24,7 @@ def submit_sql(master: str, query: str, tmp_path: Path, *conf: str) -> str:
     for key in ("SPARK_MASTER", "LAKEHOUSE_SPARK_MASTER"):
         env.pop(key, None)
     args = [str(Path(sys.executable).with_name("spark-submit")), "--master", master,
-            "--jars", ",".join(cached_spark_jars()), "--conf", "spark.executor.memory=512m", *conf,
+            "--jars", ",".join(cached_spark_jars()), "--conf", "spark.executor.memory=512m", *executor_java_options(), *conf,
             "pipelines/jobs/sql.py", query, "--embedded-catalog", "--quiet"]
     proc = subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     problems = "\n".join(line for line in proc.stderr.splitlines() if " INFO " not in line)
