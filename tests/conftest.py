@@ -204,6 +204,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         tmp.replace(target)  # every worker writes the same map; the last complete one wins
 
 
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: absent under '-p no:xdist'
 def pytest_xdist_make_scheduler(config: pytest.Config, log):  # type: ignore[no-untyped-def]
     if config.getvalue("dist") != "loadgroup":
         return None
