@@ -31,6 +31,7 @@ sys.path.insert(0, os.environ.get("LAKE_INGEST_EDGE_ROOT") or str(Path(__file__)
 from confluent_kafka import Consumer, TopicPartition  # noqa: E402
 
 from stream_edge import Application  # noqa: E402
+from stream_edge.processing.observer import RunObserver  # noqa: E402
 
 
 def remaining(bootstrap: str, topic: str, group: str) -> Dict[int, int]:
@@ -106,14 +107,32 @@ def main() -> int:
                       loglevel="WARNING", auto_create_topics=False, use_changelog_topics=False,
                       consumer_extra_config=dict(kv.split("=", 1) for kv in args.consumer))
 
-    def processed(topic: str, partition: int, offset: int) -> None:
-        if not state["first_ms"]:
-            state["first_ms"] = int(time.time() * 1000)
-        state["processed"] += 1
-        state["last_ms"] = int(time.time() * 1000)
-        last = todo.get(partition)
-        if not args.follow and last is not None and offset >= last:
-            todo.pop(partition, None)
+    class EndOfTopic(RunObserver):
+        """Counts processed records and stops the app once every partition reached its end.
+
+        Per batch, not per record: the consumer's position of a partition is "last returned
+        offset + 1", and every returned message of a batch is processed (no ``count`` limit)."""
+
+        def __init__(self) -> None:
+            self.consumer = None
+            self.tps = [TopicPartition(args.topic, p) for p in sorted(todo)]
+
+        def on_start(self, topics, consumer) -> None:
+            self.consumer = consumer
+
+        def on_batch(self, messages, processed: int, seconds: float) -> None:
+            now = int(time.time() * 1000)
+            if not state["first_ms"]:
+                state["first_ms"] = now - int(seconds * 1000)  # the batch's start
+            state["processed"] += processed
+            state["last_ms"] = now
+            if args.follow or not todo or self.consumer is None:
+                return
+            for tp in self.consumer.position(self.tps):
+                last = todo.get(tp.partition)
+                if last is not None and tp.offset > last:  # position = last processed + 1
+                    todo.pop(tp.partition, None)
+            self.tps = [TopicPartition(args.topic, p) for p in sorted(todo)]
             if not todo:
                 app.stop()
 
@@ -130,7 +149,7 @@ def main() -> int:
                 todo.clear()
                 app.stop()
 
-    app._on_message_processed = processed  # the constructor argument, set after ``app`` exists
+    app.add_run_observer(EndOfTopic())
     sdf = app.dataframe(app.topic(args.topic, value_deserializer="json"))
     sdf.sink(build_sink(args))
     if todo or args.follow:

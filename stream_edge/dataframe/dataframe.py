@@ -8,6 +8,7 @@ dataframe to the new node and return it. Two operations on the same node make tw
 
 from __future__ import annotations
 
+import inspect
 import operator
 import pprint
 from datetime import timedelta
@@ -35,6 +36,23 @@ def _ms(value: Union[int, float, timedelta]) -> int:
     if isinstance(value, float):
         return int(value)
     return ensure_milliseconds(value)
+
+
+_ADD_PARAMETERS = ("value", "key", "timestamp", "headers", "topic", "partition", "offset")
+
+
+def _positional_add(sink: Any) -> bool:
+    """True when ``sink.add`` takes the seven record arguments positionally in the base order,
+    so the per-record call can pass them by position (cheaper than keywords)."""
+    try:
+        params = list(inspect.signature(sink.add).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return (len(params) >= 7 and tuple(p.name for p in params[:7]) == _ADD_PARAMETERS
+            and all(p.kind in kinds for p in params[:7])
+            and all(p.default is not inspect.Parameter.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+                    for p in params[7:]))
 
 
 def state_prefix(key: Any) -> bytes:
@@ -288,10 +306,15 @@ class StreamingDataFrame(BaseStreaming):
         ctx = self._processing_context
         ctx.register_sink(sink)
 
-        def _sink(value, key, timestamp, headers):
-            msg = ctx.current_message
-            sink.add(value=value, key=key, timestamp=timestamp, headers=headers,
-                     topic=msg.topic(), partition=msg.partition(), offset=msg.offset())
+        if _positional_add(sink):
+            def _sink(value, key, timestamp, headers):
+                msg = ctx.current_message
+                sink.add(value, key, timestamp, headers, msg.topic(), msg.partition(), msg.offset())
+        else:
+            def _sink(value, key, timestamp, headers):
+                msg = ctx.current_message
+                sink.add(value=value, key=key, timestamp=timestamp, headers=headers,
+                         topic=msg.topic(), partition=msg.partition(), offset=msg.offset())
         # A sink is a branch of its own: operations added later to this dataframe are siblings.
         self._stream.add_update(_sink, metadata=True)
 

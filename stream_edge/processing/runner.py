@@ -118,6 +118,7 @@ class Runner:
         self._assigned: Set[Tuple[str, int]] = set()
         self._positions: List[TopicPartition] = []  # TopicPartitions of the assignment, for position()
         self._last_activity = time.monotonic()
+        self._rebalances = 0  # assign/revoke/lost callbacks so far (positions taken before one are stale)
         self._checkpoint: Optional[Checkpoint] = None
         self._pausing = PausingManager(parts.consumer)
 
@@ -174,6 +175,7 @@ class Runner:
     def _on_assign(self, consumer: object, partitions: List[TopicPartition]) -> None:
         tps = [(p.topic, p.partition) for p in partitions]
         logger.info("partitions assigned: %s", tps)
+        self._rebalances += 1
         self._assigned.update(tps)
         self._positions = [TopicPartition(t, p) for t, p in sorted(self._assigned)]
         state = self._parts.state_manager
@@ -195,6 +197,7 @@ class Runner:
     def _forget(self, partitions: List[TopicPartition], lost: bool) -> None:
         parts = self._parts
         tps = [(p.topic, p.partition) for p in partitions]
+        self._rebalances += 1
         for tp in tps:
             self._assigned.discard(tp)
         self._positions = [TopicPartition(t, p) for t, p in sorted(self._assigned)]
@@ -319,6 +322,11 @@ class Runner:
         batch_size = FIRST_BATCH
         while not self._stopping:
             checkpoint = self._current()
+            # Where each partition's next message starts, while this checkpoint still misses
+            # first offsets (see _store_batch); one C call instead of a scan of the batch.
+            before = (self._position_map() if track_first and checkpoint.starts_known() < len(self._assigned)
+                      else None)
+            rebalances = self._rebalances
             msgs = consumer.consume(min(batch_size, checkpoint.remaining()), 0)
             if not msgs:
                 msgs = consumer.consume(1, poll_timeout if not timeout else min(poll_timeout, timeout))
@@ -329,7 +337,9 @@ class Runner:
                 if elapsed > 0:
                     batch_size = max(1, min(BATCH_SIZE, int(done / elapsed * BATCH_SECONDS)))
                 checkpoint = self._current()  # a rebalance inside consume() may have replaced it
-                self._store_batch(checkpoint, msgs, done, track_first)
+                if rebalances != self._rebalances:
+                    before = None  # positions from before a rebalance: scan the batch instead
+                self._store_batch(checkpoint, msgs, done, track_first, before)
                 if observers:
                     self._notify("on_batch", msgs, done, elapsed)
             producer.poll(producer_poll_timeout)
@@ -352,12 +362,27 @@ class Runner:
                 logger.info("run(timeout=%s): no new message for %ss, stopping", timeout, timeout)
                 break
 
+    def _position_map(self) -> Optional[Dict[Tuple[str, int], int]]:
+        """The consumer's position (next offset to return) of every assigned partition that has one."""
+        if not self._positions:
+            return None
+        return {(tp.topic, tp.partition): tp.offset
+                for tp in self._parts.consumer.position(self._positions) if tp.offset >= 0}
+
     def _store_batch(self, checkpoint: Checkpoint, msgs: Sequence["RawMessage"], done: int,
-                     track_first: bool) -> None:
-        """Record the batch's processed offsets in the checkpoint."""
+                     track_first: bool, before: Optional[Dict[Tuple[str, int], int]] = None) -> None:
+        """Record the batch's processed offsets in the checkpoint.
+
+        ``before``: the positions taken just before ``consume()`` returned this batch (None if
+        unknown). A partition whose position moved had its first message of the batch at or after
+        its old position, with nothing in between, so the old position is where a replay of this
+        batch starts (what the checkpoint's first offsets are for: seeking there returns the same
+        message).
+        """
         parts_count = len(self._assigned) or 1
         last: Dict[Tuple[str, int], int]
-        if done == len(msgs) and self._positions:
+        whole = done == len(msgs) and bool(self._positions)
+        if whole:
             # The whole batch is processed: the consumer's position of each partition is
             # "last returned message + 1", one C call instead of a scan of the batch.
             last = {(tp.topic, tp.partition): tp.offset - 1
@@ -366,8 +391,14 @@ class Runner:
             last = last_offsets(msgs, done, parts_count)
         # First offsets (where a backpressured partition rewinds to) only matter with sinks,
         # and only until every assigned partition has one in this checkpoint.
-        first = (first_offsets(msgs, done, parts_count)
-                 if track_first and checkpoint.starts_known() < parts_count else {})
+        first: Dict[Tuple[str, int], int] = {}
+        if track_first and checkpoint.starts_known() < parts_count:
+            # A position that went back or appeared (a seek resets it) means a seek: scan instead.
+            if whole and before is not None and all(tp in before and offset >= before[tp] - 1
+                                                    for tp, offset in last.items()):
+                first = {tp: before[tp] for tp, offset in last.items() if offset >= before[tp]}
+            else:
+                first = first_offsets(msgs, done, parts_count)
         checkpoint.store_batch(last, first, done)
 
     def _shutdown(self, commit: bool) -> None:

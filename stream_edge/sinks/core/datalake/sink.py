@@ -11,6 +11,7 @@ import bisect
 import logging
 import os
 from array import array
+from itertools import chain, repeat
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
@@ -40,6 +41,21 @@ _DICT_ROW_BYTES = 512  # a flat JSON record as a dict, roughly (counted only whe
 DEFAULT_MAX_BUFFER_BYTES = 16 * 1024 * 1024
 
 
+_get = dict.get
+
+
+def _struct_chunk(values: List[dict]) -> pa.Array:
+    """``pa.array(values)`` built column by column: the same fields (in order of first appearance)
+    and the same inferred types, about 1.5x faster for flat records (Arrow's struct conversion
+    looks every field up in every dict). Raises what ``pa.array`` raises for values it cannot infer."""
+    names = list(dict.fromkeys(chain.from_iterable(values)))
+    if not names or not all(name.__class__ is str for name in names):
+        return pa.array(values)  # no fields, or non-string names: Arrow's own answer
+    count = len(values)
+    columns = [pa.array(list(map(_get, values, repeat(name, count)))) for name in names]
+    return pa.StructArray.from_arrays(columns, names=names)
+
+
 class _Buffer:
     """Buffer of one topic partition: Arrow chunks plus the newest dict records (< ``_CHUNK_ROWS``).
 
@@ -51,13 +67,15 @@ class _Buffer:
     ``last`` is the newest offset, to detect a rewound partition.
     """
 
-    __slots__ = ("values", "chunks", "chunk_rows", "held", "next_seal", "convert", "keys", "timestamps",
+    __slots__ = ("values", "chunks", "chunk_rows", "chunk_bytes", "held", "next_seal", "convert", "keys",
+                 "timestamps",
                  "offsets", "last")
 
     def __init__(self) -> None:
         self.values: List[dict] = []
         self.chunks: List[pa.StructArray] = []
         self.chunk_rows = 0
+        self.chunk_bytes = 0  # sum of the chunks' nbytes
         self.held = 0  # bytes counted against the sink's bound: Arrow chunks, or estimated dicts
         self.next_seal = _CHUNK_ROWS  # len(offsets) at which add() calls seal()
         self.convert = True
@@ -72,17 +90,18 @@ class _Buffer:
         before = self.held
         if self.convert and self.values:
             try:
-                chunk = pa.array(self.values)
+                chunk = _struct_chunk(self.values)
             except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
                 chunk = None
             if chunk is not None and pa.types.is_struct(chunk.type) and (
                     not self.chunks or chunk.type == self.chunks[0].type):
                 self.chunks.append(chunk)
                 self.chunk_rows += len(chunk)
+                self.chunk_bytes += chunk.nbytes
                 self.values = []
             else:
                 self._unconvert()  # let the flush infer (or diagnose) over the whole batch
-        self.held = sum(c.nbytes for c in self.chunks) + len(self.values) * _DICT_ROW_BYTES
+        self.held = self.chunk_bytes + len(self.values) * _DICT_ROW_BYTES
         return self.held - before
 
     def _unconvert(self) -> None:
@@ -90,7 +109,7 @@ class _Buffer:
         for chunk in self.chunks:
             rows.extend(chunk.to_pylist())
         rows.extend(self.values)
-        self.values, self.chunks, self.chunk_rows, self.convert = rows, [], 0, False
+        self.values, self.chunks, self.chunk_rows, self.chunk_bytes, self.convert = rows, [], 0, 0, False
 
     def records(self, start: int) -> Any:
         """The records from index ``start`` on: a list of dicts, or an Arrow table when chunked."""
@@ -121,7 +140,8 @@ class _Buffer:
         if self.keys:
             del self.keys[keep:], self.timestamps[keep:]
         self.last = self.offsets[-1] if self.offsets else -1
-        self.held = sum(c.nbytes for c in self.chunks) + len(self.values) * _DICT_ROW_BYTES
+        self.chunk_bytes = sum(c.nbytes for c in self.chunks)
+        self.held = self.chunk_bytes + len(self.values) * _DICT_ROW_BYTES
         self.next_seal = len(self.offsets) + _CHUNK_ROWS
 
 
@@ -317,15 +337,17 @@ class DataLakeSink(BatchingSink):
 
     def _add_lean(self, value: Any, key: Any, timestamp: int, headers: HeadersTuples,
                   topic: str, partition: int, offset: int) -> None:
-        if value.__class__ is not dict and not isinstance(value, dict):
-            raise RecordTypeError(value, topic, partition, offset)
         buffer = self._buffers.get((topic, partition))
-        if buffer is None or offset <= buffer.last:
-            buffer = self._buffer_for(topic, partition, offset)
+        if buffer is None or offset <= buffer.last or value.__class__ is not dict:
+            if not isinstance(value, dict):
+                raise RecordTypeError(value, topic, partition, offset)
+            if buffer is None or offset <= buffer.last:
+                buffer = self._buffer_for(topic, partition, offset)
         buffer.last = offset
         buffer.values.append(value)
-        buffer.offsets.append(offset)
-        if len(buffer.offsets) >= buffer.next_seal:
+        offsets = buffer.offsets
+        offsets.append(offset)
+        if len(offsets) >= buffer.next_seal:
             self._seal(buffer)
 
     @property
