@@ -171,16 +171,20 @@ def print_stages(spark, table: str, rows: int, kind: str) -> None:
 
 
 def print_plan(spark, table: str, spec) -> None:
-    """The native job's physical plan (what ``explain()`` prints), for the notes."""
-    from lakehouse.window_recompute import (WindowRecomputeOptions, _extra_columns, _value_type, compute_windows,
-                                            group_columns, prepare_input)
+    """The native job's physical plan (what ``explain()`` prints), for the notes: for sliding
+    windows the one-sort plan a full run tries first (the exact plan runs only after it reports
+    dirty groups)."""
+    from lakehouse.window_recompute import (WindowRecomputeOptions, _extra_columns, _presorted_sliding,
+                                            _value_type, compute_windows, group_columns, prepare_input)
 
     options = WindowRecomputeOptions(table=table, output="unused", value_column="temperature", window=spec)
     raw = spark.table(table)
     data = prepare_input(raw, options).where("ts IS NOT NULL AND value IS NOT NULL")
-    rows, _ = compute_windows(data, spec, ["__order_0", "__order_1"],
-                              group_columns(options, _extra_columns(options, raw.columns)),
-                              _value_type(data.schema["value"].dataType, spec.aggregation), "native")
+    groups = group_columns(options, _extra_columns(options, raw.columns))
+    value_type = _value_type(data.schema["value"].dataType, spec.aggregation)
+    presorted = _presorted_sliding(data, spec, ["__order_0", "__order_1"], groups, value_type, "native")
+    rows = presorted[0] if presorted is not None else compute_windows(
+        data, spec, ["__order_0", "__order_1"], groups, value_type, "native")[0]
     rows.explain()
 
 

@@ -322,10 +322,23 @@ def run_window_recompute(spark: "SparkSession", options: WindowRecomputeOptions,
     read = Observation(f"windows_read_{uuid.uuid4().hex}")
     data = data.observe(read, F.count(F.lit(1)).alias("rows"),
                         F.sum(F.when(complete, 0).otherwise(1)).alias("skipped")).where(complete)
-    windows, note = compute_windows(data, spec, order_cols, group_cols, value_type, path)
-    report.windows = _write_output(spark, windows, options, say,
-                                   bookmark_properties(until, definition_fingerprint(options)),
-                                   sort=not note.clustered)
+    bookmark = bookmark_properties(until, definition_fingerprint(options))
+    presorted = _presorted_sliding(data, spec, order_cols, group_cols, value_type, path)
+    if presorted is not None:  # one sort; written without the bookmark until no group needs the exact plan
+        windows, note = presorted
+        report.windows = _write_output(spark, windows, options, say, {}, sort=False)
+        dirty = int(note.observation.get["dirty"] or 0)
+        if dirty:
+            say(f"windows: {dirty} groups have records later than the grace period; exact plan for all")
+            exact = prepare_input(raw, options).where(complete)
+            windows, exact_note = compute_windows(exact, spec, order_cols, group_cols, value_type, path)
+            report.windows = _write_output(spark, windows, options, say, bookmark, sort=not exact_note.clustered)
+            note = exact_note
+        elif bookmark:
+            _commit_properties(target, bookmark)
+    else:
+        windows, note = compute_windows(data, spec, order_cols, group_cols, value_type, path)
+        report.windows = _write_output(spark, windows, options, say, bookmark, sort=not note.clustered)
     if isinstance(target, IcebergTable) and until is not None:  # what the next incremental run starts from
         from lakehouse.window_state import save_full_state
 
@@ -339,6 +352,33 @@ def run_window_recompute(spark: "SparkSession", options: WindowRecomputeOptions,
     report.seconds = time.monotonic() - started
     say(f"windows: {report.rows_read} rows, {report.groups} groups in {options.table}")
     return report
+
+
+def _presorted_sliding(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str], group_cols: Sequence[str],
+                       value_type: Any, path: str) -> tuple["DataFrame", "PathNote"] | None:
+    """The one-sort sliding plan of a full run (:mod:`lakehouse.window_presorted`), or None where
+    it does not apply (other kinds, the python-engine path, no single offset column)."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    from lakehouse.window_presorted import offset_column, presorted_sliding_windows
+
+    offset = offset_column(order_cols, group_cols)
+    if path != "native" or spec.kind != "sliding" or offset is None:
+        return None
+    note = PathNote("native", Observation(f"windows_groups_{uuid.uuid4().hex}"), clustered=True)
+    rows = presorted_sliding_windows(data, spec, offset, group_cols, note.observation)
+    return rows.withColumn("value", F.col("value").cast(value_type)), note
+
+
+def _commit_properties(target: Any, properties: dict[str, str]) -> None:
+    """A commit that adds no files, only ``properties`` in its snapshot summary (the bookmark of
+    rows written by the commit before it)."""
+    append = target.java_table().newFastAppend()
+    for key, value in properties.items():
+        append = append.set(key, value)
+    append.commit()
+    target.refresh()
 
 
 def choose_path(spec: WindowSpec, engine: str = "auto") -> str:
@@ -425,7 +465,13 @@ def _native_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[st
     value_type = schema["value"].dataType
     note = PathNote("native", Observation(f"windows_groups_{uuid.uuid4().hex}"))
     if spec.kind != "sliding":
-        rows = native_fixed_windows(data, spec, order_cols, group_cols, note.observation)
+        from lakehouse.window_presorted import bucketed_applies, bucketed_fixed_windows, offset_column
+
+        offset = offset_column(order_cols, group_cols)
+        if offset is not None and bucketed_applies(spec, data.columns, offset):  # no record-level sort
+            rows = bucketed_fixed_windows(data, spec, order_cols, offset, group_cols, note.observation)
+        else:
+            rows = native_fixed_windows(data, spec, order_cols, group_cols, note.observation)
         return rows.withColumn("value", F.col("value").cast(value_type)), note
     flagged = sliding_key_flags(data, spec, order_cols, group_cols, note.observation)
     rows = native_sliding_windows(flagged, spec, group_cols).withColumn("value", F.col("value").cast(value_type))
