@@ -8,8 +8,9 @@ side is ``lakehouse register``, run by the bench). ``--sink iceberg``: ``Iceberg
 catalog (``--catalog-uri``, ``--table ns.name``). The process stops once every partition of the
 topic has been processed up to the high watermark read at start (a restarted process after a
 ``kill -9`` resumes from the committed offsets), then prints one JSON line: ``first_ms`` (first
-record consumed), ``last_ms`` (last record processed), ``done_ms`` (last checkpoint committed),
-``processed``. ``--follow`` keeps consuming until SIGTERM/SIGINT instead (the freshness runs of
+batch started), ``last_ms`` (end of the last batch processed), ``done_ms`` (last checkpoint
+committed), ``processed`` (counted per batch by a ``RunObserver``, which also detects the end).
+``--follow`` keeps consuming until SIGTERM/SIGINT instead (the freshness runs of
 ``bench/lake_ingest_freshness.py``); ``--register-namespace NS`` makes the data-lake sink add each
 commit's files to the Iceberg table ``NS.<table>`` itself (``register_in_catalog``).
 """
