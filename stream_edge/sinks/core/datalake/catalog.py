@@ -218,6 +218,64 @@ class IcebergRegistrar:
         self._commit(ledger, number, record, schema)
         return True
 
+    def register_many(self, entries: Sequence[Tuple[CommitRecord, List[str], pa.Schema]]) -> int:
+        """Register several commits (of different partitions) in ONE Iceberg commit: each
+        partition still records its own ledger batch and sets its own batch property in that
+        commit, so a crash anywhere registers nothing twice. Returns how many batches it added."""
+        if not entries:
+            return 0
+        table = self._load_table(entries[0][2])
+        table = self._table = table.refresh()
+        ledger = self._ledger(table)
+        known = ledger.registered()
+        batches: List[Tuple[int, CommitRecord, pa.Schema]] = []
+        for record, relative_paths, schema in entries:
+            writer = edge_writer(record.topic, record.partition)
+            self._finish_pending(ledger, writer, record, schema)
+            new = [path for path in relative_paths if path not in known]
+            gone = set(ledger.missing(new))
+            new = [path for path in new if path not in gone]
+            if not new:
+                continue
+            batches.append((self._write_intent(ledger, new, writer), record, schema))
+        if batches:
+            self._commit_many(ledger, batches)
+        return len(batches)
+
+    def _commit_many(self, ledger: "ClaimingLedger", batches: List[Tuple[int, CommitRecord, pa.Schema]]) -> None:
+        """Commit ledger batches of several partitions as one snapshot (see :meth:`_commit`)."""
+        from pyiceberg.exceptions import CommitFailedException
+
+        for attempt in range(1, COMMIT_ATTEMPTS + 1):
+            table = self._table = self._table.refresh()
+            todo = [(number, record, schema) for number, record, schema in batches
+                    if int(table.properties.get(edge_batch_property(record.topic, record.partition), "0")) < number]
+            files: List[str] = []
+            for number, _record, _schema in todo:
+                owned = ledger.owned_files(number)
+                gone = set(ledger.missing(owned))
+                files += [self._uri(path) for path in owned if path not in gone]
+            if not files:
+                break
+            seen: List[pa.Schema] = []
+            for _number, _record, schema in todo:
+                if not any(schema.equals(other) for other in seen):
+                    seen.append(schema)
+                    self._evolve(self._table, schema)
+            summary = {offset_property(r.topic, r.partition): str(r.last_offset) for _n, r, _s in todo}
+            summary["lakehouse.register.batch"] = ",".join(str(n) for n, _r, _s in todo)
+            try:
+                with self._table.transaction() as tx:
+                    tx.add_files(file_paths=files, snapshot_properties=summary)
+                    tx.set_properties({edge_batch_property(r.topic, r.partition): str(n) for n, r, _s in todo})
+                break
+            except CommitFailedException as exc:
+                if attempt == COMMIT_ATTEMPTS:
+                    raise
+                logger.info("Iceberg commit of batches %s conflicted (%s); retrying", summary["lakehouse.register.batch"], exc)
+        for number, _record, _schema in batches:
+            ledger.mark_done(number)
+
     def _write_intent(self, ledger: "ClaimingLedger", files: List[str], writer: str) -> int:
         """Record a batch under the next free number (other edge partitions and the job race for it;
         the claim is exclusive, the loser takes the next number)."""

@@ -361,21 +361,17 @@ class DataLakeSink(BatchingSink):
         bound = self.max_buffer_bytes
         if bound is None or self._early_blocked or self.buffered_bytes < bound:
             return
-        for topic, partition in sorted(self._buffers):
-            pending = self._buffers.pop((topic, partition))
-            if not pending.offsets:
-                continue
-            try:
-                self._write_buffer(topic, partition, pending)
-            except SinkBackpressureError:
-                # Keep the records for the checkpoint's flush, which reports the failure to the runtime.
-                self._buffers[(topic, partition)] = pending
-                self._early_blocked = True
-                return
-            self.early_commits += 1
-            # The partition goes on from here: a replay from before this offset is still detected.
-            self._buffers[(topic, partition)] = _Buffer()
-            self._buffers[(topic, partition)].last = pending.last
+        written: List[Tuple[CommitRecord, pa.Schema]] = []
+        try:
+            for topic, partition in sorted(self._buffers):
+                if not self._buffers[(topic, partition)].offsets:
+                    continue
+                if not self._write_other(topic, partition, written):
+                    self._early_blocked = True
+                    return
+                self.early_commits += 1
+        finally:
+            self._register_all(written)
 
     def _buffer_for(self, topic: str, partition: int, offset: int) -> _Buffer:
         buffer = self._buffers.get((topic, partition))
@@ -393,10 +389,44 @@ class DataLakeSink(BatchingSink):
         self._early_blocked = False
         try:
             buffer = self._buffers.pop((topic, partition), None)
-            if buffer is not None and buffer.offsets:
-                self._write_buffer(topic, partition, buffer)
+            if self._registrar is None:
+                if buffer is not None and buffer.offsets:
+                    self._write_buffer(topic, partition, buffer)
+                return
+            # Registering: the checkpoint's first flush writes every partition's records (each its
+            # own lake commit, as an early commit would) and adds all their files to the Iceberg
+            # table in one catalog commit; the other partitions' flushes then find nothing left.
+            written: List[Tuple[CommitRecord, pa.Schema]] = []
+            try:
+                if buffer is not None and buffer.offsets:
+                    self._collect(self._write_buffer(topic, partition, buffer), written)
+                for other in sorted(self._buffers):
+                    if self._buffers[other].offsets:
+                        self._write_other(other[0], other[1], written)
+            finally:
+                self._register_all(written)
         finally:
             self._tracker.check_now()
+
+    def _write_other(self, topic: str, partition: int, written: List[Tuple[CommitRecord, pa.Schema]]) -> bool:
+        """Write another partition's buffer before its own flush; False if storage refused it (the
+        records stay for that flush, which reports the failure to the runtime)."""
+        pending = self._buffers.pop((topic, partition))
+        try:
+            self._collect(self._write_buffer(topic, partition, pending), written)
+        except SinkBackpressureError:
+            self._buffers[(topic, partition)] = pending
+            return False
+        # The partition goes on from here: a replay from before this offset is still detected.
+        self._buffers[(topic, partition)] = _Buffer()
+        self._buffers[(topic, partition)].last = pending.last
+        return True
+
+    @staticmethod
+    def _collect(result: Optional[Tuple[CommitRecord, pa.Schema]],
+                 written: List[Tuple[CommitRecord, pa.Schema]]) -> None:
+        if result is not None:
+            written.append(result)
 
     def on_paused(self, topic: str, partition: int) -> None:
         self._buffers.pop((topic, partition), None)
@@ -421,9 +451,13 @@ class DataLakeSink(BatchingSink):
             buffer.offsets.append(item.offset)
         buffer.convert = False  # one batch, converted once by the flush
         if buffer.offsets:
-            self._write_buffer(batch.topic, batch.partition, buffer)
+            written: List[Tuple[CommitRecord, pa.Schema]] = []
+            self._collect(self._write_buffer(batch.topic, batch.partition, buffer), written)
+            self._register_all(written)
 
-    def _write_buffer(self, topic: str, partition: int, buffer: _Buffer) -> None:
+    def _write_buffer(self, topic: str, partition: int, buffer: _Buffer) -> Optional[Tuple[CommitRecord, pa.Schema]]:
+        """Write the buffer as one lake commit; returns the commit and its file schema when it
+        should be registered in the catalog (the caller registers, several commits at once)."""
         if self._writer is None:
             self.setup()
         writer = self._writer
@@ -448,7 +482,7 @@ class DataLakeSink(BatchingSink):
                         "(last committed offset %d)", topic, partition, start, offsets[0],
                         offsets[start - 1], last_committed)
         if start == len(offsets):
-            return
+            return None
         values = buffer.records(start)
         keys, timestamps = buffer.keys, buffer.timestamps
         if start:
@@ -463,8 +497,23 @@ class DataLakeSink(BatchingSink):
             )
         except OSError as exc:
             raise self._backpressure(topic, partition, "writing the lake commit", exc) from exc
-        if self._registrar is not None:
-            self._register(record, schema)
+        return (record, schema) if self._registrar is not None else None
+
+    def _register_all(self, written: List[Tuple[CommitRecord, pa.Schema]]) -> None:
+        """Register lake commits just written, all in one catalog commit."""
+        if not written or self._registrar is None or self._writer is None:
+            return
+        if len(written) == 1:
+            self._register(*written[0])
+            return
+        root = self._writer.root
+        entries = []
+        for record, schema in written:
+            relative = [path[len(root) + 1:] for path in self._writer.committed_file_paths(record)]
+            entries.append((record, relative, schema))
+        self._registrar.register_many(entries)
+        for record, _schema in written:
+            self._registered[(record.topic, record.partition)] = record.last_offset
 
     def _register(self, record: CommitRecord, schema: Optional[pa.Schema] = None) -> None:
         assert self._registrar is not None and self._writer is not None  # only called when registering
