@@ -279,7 +279,7 @@ def start(name: str, li: Any, env: Dict[str, str], topic: str, tag: str, work: P
         if inline:
             cmd += ["--catalog-uri", env["ICEBERG_REST_URI"], "--register-namespace", ns]
             return Contender(name, f"{ns}.{table}", [_spawn(cmd, env, root, log)],
-                             f"edge checkpoint {args.commit_interval:g} s, each commit registered by the sink")
+                             f"edge checkpoint {args.commit_interval:g} s, the sink registers once per checkpoint")
         proc = _spawn(cmd, env, root, log)
         reg = [str(root / ".venv" / "bin" / "lakehouse"), "register", "--source", (lake / table).as_uri(),
                "--table", f"lake.{ns}.{table}", "--catalog-uri", env["ICEBERG_REST_URI"], "--quiet"]
