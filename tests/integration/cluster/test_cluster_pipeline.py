@@ -29,6 +29,20 @@ def namespaces(services_env):
         return made[-1]
 
     yield make
+    drop_namespaces(services_env, made)
+
+
+@pytest.fixture(scope="module")
+def local_reference(services_env, s3_edge_lake):
+    """The same pipeline on ``local[2]`` over the module's edge lake: the reference both cluster
+    runs are compared with (run once; each test's cluster run is its own)."""
+    namespace = f"on_local_{uuid.uuid4().hex[:8]}"
+    yield run_pipeline(services_env, "local[2]", s3_edge_lake[0], namespace)
+    drop_namespaces(services_env, [namespace])
+
+
+def drop_namespaces(services_env: dict[str, str], made: list[str]) -> None:
+    """Drop the namespaces and their tables from the REST catalog (a failure is printed, not raised)."""
     from pyiceberg.catalog import load_catalog
 
     catalog = load_catalog("rest", type="rest", uri=services_env["ICEBERG_REST_URI"])
@@ -49,10 +63,10 @@ def without_windows(result: dict) -> dict:
 
 
 def test_register_windows_sql_on_the_cluster_equal_local_spark(services_env, spark_cluster, s3_edge_lake,
-                                                                namespaces):
+                                                                namespaces, local_reference):
     source, rows = s3_edge_lake
     on_cluster = run_pipeline(services_env, spark_cluster, source, namespaces("on_cluster"))
-    on_local = run_pipeline(services_env, "local[2]", source, namespaces("on_local"))
+    on_local = local_reference
     assert on_cluster["master"] == spark_cluster and on_local["master"] == "local[2]"
     assert on_cluster["raw_rows"] == len(rows)
     for name, expected in expected_windows(rows).items():
@@ -64,7 +78,8 @@ def test_register_windows_sql_on_the_cluster_equal_local_spark(services_env, spa
     assert " sensor-0 " in on_cluster["sql"] and "avg_mean" in on_cluster["sql"]
 
 
-def test_a_worker_killed_mid_job_changes_nothing(services_env, spark_cluster, s3_edge_lake, namespaces):
+def test_a_worker_killed_mid_job_changes_nothing(services_env, spark_cluster, s3_edge_lake, namespaces,
+                                                 local_reference):
     source, rows = s3_edge_lake
     worker = SparkWorker1()
     pid = worker.pid()
@@ -75,7 +90,7 @@ def test_a_worker_killed_mid_job_changes_nothing(services_env, spark_cluster, s3
         assert not worker.running()
         lost = [w for w in SparkMaster().state().get("workers", []) if w.get("port") == worker._saved_port("rpc")]
         assert all(w["state"] != "ALIVE" for w in lost)
-        reference = run_pipeline(services_env, "local[2]", source, namespaces("reference"))
+        reference = local_reference
         assert without_windows(survived) == without_windows(reference)
         for name, expected in expected_windows(rows).items():
             assert same_rows(survived["windows"][name]["rows"], expected)
