@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -41,8 +42,16 @@ def first_row(printed: str) -> list[str]:
 
 def test_spark_submit_conf_is_what_the_job_runs_with(spark_cluster, tmp_path):
     query = "SET spark.sql.shuffle.partitions"
-    given = submit_sql(spark_cluster, query, tmp_path, "--conf", "spark.sql.shuffle.partitions=8")
-    assert first_row(given) == ["spark.sql.shuffle.partitions", "8"]
+    # three independent submissions (each its own driver and folder), run side by side
+    for name in ("given", "cluster", "local"):
+        (tmp_path / name).mkdir()
+    runs = {"given": (spark_cluster, ("--conf", "spark.sql.shuffle.partitions=8")), "cluster": (spark_cluster, ()),
+            "local": ("local[2]", ())}
+    with ThreadPoolExecutor(len(runs)) as pool:
+        futures = {name: pool.submit(submit_sql, master, query, tmp_path / name, *conf)
+                   for name, (master, conf) in runs.items()}
+        printed = {name: future.result() for name, future in futures.items()}
+    assert first_row(printed["given"]) == ["spark.sql.shuffle.partitions", "8"]
     # Spark's own default: the 2 of local runs is not forced on a cluster
-    assert first_row(submit_sql(spark_cluster, query, tmp_path))[1] == "200"
-    assert first_row(submit_sql("local[2]", query, tmp_path))[1] == "2"
+    assert first_row(printed["cluster"])[1] == "200"
+    assert first_row(printed["local"])[1] == "2"
