@@ -222,7 +222,7 @@ def run_increment(spark: "SparkSession", options: "WindowRecomputeOptions", plan
         say(f"windows: rebuilding the per-group window state from source snapshot {plan.since}")
         old = prepare_input(source_at(spark, source.sql_name, plan.since), options).where(complete)
         state = build_state(old, group_cols, order_cols, bound)
-    state = state.localCheckpoint(eager=True)  # one row per group: small, and read several times
+    state = state.cache()  # one row per group: small, read several times (kept by the first job reading it)
     old_stats = state.select(*group_cols, F.col("latest").alias("__old_latest"), F.col("last").alias("__old_last"))
     recent = state_records(state).unionByName(new)  # every record a window closing from now on can hold
     groups = split_groups_by_stats(old_stats, new, group_cols, order_cols, bound).cache()
@@ -261,6 +261,7 @@ def run_increment(spark: "SparkSession", options: "WindowRecomputeOptions", plan
         return new_rows, written, f"incremental, {path}" + (f", {replacing} keys recomputed" if replacing else "")
     finally:
         groups.unpersist()
+        state.unpersist()
 
 
 def append_windows(target: Any, inserted: list["DataFrame"], properties: dict[str, str]) -> int:

@@ -324,12 +324,13 @@ def run_window_recompute(spark: "SparkSession", options: WindowRecomputeOptions,
                         F.sum(F.when(complete, 0).otherwise(1)).alias("skipped")).where(complete)
     bookmark = bookmark_properties(until, definition_fingerprint(options))
     presorted = _presorted_sliding(data, spec, order_cols, group_cols, value_type, path)
-    if presorted is not None:  # one sort; written without the bookmark until no group needs the exact plan
+    if presorted is not None:  # one sort; the bookmark follows once no record needs the exact plan
         windows, note = presorted
         report.windows = _write_output(spark, windows, options, say, {}, sort=False)
-        dirty = int(note.observation.get["dirty"] or 0)
-        if dirty:
-            say(f"windows: {dirty} groups have records later than the grace period; exact plan for all")
+        late = int(note.observation.get["late"] or 0)
+        if late:
+            say(f"windows: {late} records arrived after their sliding window closed or lie near time 0; "
+                "the exact plan replaces the rows")
             exact = prepare_input(raw, options).where(complete)
             windows, exact_note = compute_windows(exact, spec, order_cols, group_cols, value_type, path)
             report.windows = _write_output(spark, windows, options, say, bookmark, sort=not exact_note.clustered)
@@ -465,13 +466,7 @@ def _native_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[st
     value_type = schema["value"].dataType
     note = PathNote("native", Observation(f"windows_groups_{uuid.uuid4().hex}"))
     if spec.kind != "sliding":
-        from lakehouse.window_presorted import bucketed_applies, bucketed_fixed_windows, offset_column
-
-        offset = offset_column(order_cols, group_cols)
-        if offset is not None and bucketed_applies(spec, data.columns, offset):  # no record-level sort
-            rows = bucketed_fixed_windows(data, spec, order_cols, offset, group_cols, note.observation)
-        else:
-            rows = native_fixed_windows(data, spec, order_cols, group_cols, note.observation)
+        rows = native_fixed_windows(data, spec, order_cols, group_cols, note.observation)
         return rows.withColumn("value", F.col("value").cast(value_type)), note
     flagged = sliding_key_flags(data, spec, order_cols, group_cols, note.observation)
     rows = native_sliding_windows(flagged, spec, group_cols).withColumn("value", F.col("value").cast(value_type))
