@@ -62,6 +62,7 @@ RAW = st.lists(st.tuples(st.integers(0, 3), st.integers(0, 12), st.sampled_from(
                          st.integers(0, 9)), min_size=4, max_size=50)
 
 
+@pytest.mark.timeout(1800)  # six examples of up to four window jobs each, on 2 cores shared with the suite
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture])
 @given(raw=RAW, batches=st.lists(st.integers(0, 2), min_size=50, max_size=50), kind=st.sampled_from(list(SPECS)),
