@@ -12,6 +12,8 @@ each contender lands it in its own table of the project's Iceberg REST catalog:
 
 - ``edge-datalake``: the edge (``bench/lake_ingest_edge.py``) with ``DataLakeSink`` (Hive
   ``year/month/day/hour``), then ``lakehouse register`` (Spark) adds the files to the catalog;
+  then the same worker once more with the sink registering each checkpoint itself
+  (``register_in_catalog``), reported in its notes (rows/s to visible, CPU, RSS);
 - ``edge-iceberg``: the edge with ``IcebergSink`` straight into the catalog;
 - ``spark``: Spark Structured Streaming (``infra/local/spark_kafka_ingest.py``, ``local[2]``,
   ``availableNow``, checkpoint location);
@@ -121,10 +123,20 @@ def run_edge_datalake(env, topic, n, tag, work: Path, args) -> Run:
          "--table", f"lake.{table}", "--catalog-uri", env["ICEBERG_REST_URI"], "--quiet"],
         dict(env, LAKEHOUSE_LOCAL_DIR=str(work / "lakehouse")))
     visible = time.time()
+    # The same worker with the sink registering each checkpoint itself (register_in_catalog): rows
+    # are visible when the last checkpoint is committed.
+    inline_ns = f"{NAMESPACE}_inline_{tag}"
+    in_out, in_meter, in_cpu = metered(edge_cmd(env, topic, f"bench-lake-inline-{tag}", "datalake", "readings",
+                                                 (work / "lake-inline").as_uri(), args.commit_interval)
+                                        + ["--catalog-uri", env["ICEBERG_REST_URI"], "--register-namespace", inline_ns],
+                                        env)
+    inline = last_json(in_out)
+    inline_rows = visible_rows(env, f"{inline_ns}.readings")
     return Run(name="edge-datalake", rows=n, seconds=(done["done_ms"] - done["first_ms"]) / 1000,
                seconds_visible=(done["done_ms"] - done["first_ms"]) / 1000 + (visible - registered),
                cpu=cpu, cpu_register=reg_cpu, rss_mb=meter.peak_rss_mb, rss_register_mb=reg_meter.peak_rss_mb,
-               table=table, has_partitions=True)
+               seconds_inline=(inline["done_ms"] - inline["first_ms"]) / 1000, cpu_inline=in_cpu,
+               rss_inline_mb=in_meter.peak_rss_mb, rows_inline=inline_rows, table=table, has_partitions=True)
 
 
 def run_edge_iceberg(env, topic, n, tag, work: Path, args) -> Run:
@@ -441,7 +453,10 @@ def report(env, runs: List[Run], n: int) -> None:
         notes = ""
         if run["name"] == "edge-datalake":
             notes = (f"+ lakehouse register: {run['rows'] / run['seconds_visible']:,.0f} rows/s to visible, "
-                     f"register {run['cpu_register']:.1f} CPU s, {run['rss_register_mb']:.0f} MB")
+                     f"register {run['cpu_register']:.1f} CPU s, {run['rss_register_mb']:.0f} MB; "
+                     f"registering inline: {run['rows'] / run['seconds_inline']:,.0f} rows/s to visible "
+                     f"({run['rows_inline']:,} rows), {run['cpu_inline'] / run['rows'] * 1e6:.1f} CPU s/M, "
+                     f"{run['rss_inline_mb']:.0f} MB")
         elif run["name"] == "spark":
             notes = f"query only; {run['rows'] / run['seconds_wall']:,.0f} rows/s with the JVM start"
         print(f"{run['name']:<15} {run.rows_per_s:>10,.0f} {run.cpu_per_m:>13.1f} {run['rss_mb']:>12.0f}  {notes}")
