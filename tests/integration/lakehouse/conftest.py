@@ -9,6 +9,20 @@ import pytest
 from lh_testkit import EdgeLake, TargetTable
 
 @pytest.fixture()
+def s3_bucket(services_env, monkeypatch):
+    """A fresh bucket on the S3 server (its name), with the S3 settings in the environment, as a
+    deployment gives them."""
+    import boto3
+
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION", "S3_ENDPOINT"):
+        monkeypatch.setenv(key, services_env[key])
+    bucket = f"lake-{uuid.uuid4().hex[:12]}"
+    boto3.client("s3", endpoint_url=services_env["S3_ENDPOINT"],
+                 region_name=services_env["AWS_REGION"]).create_bucket(Bucket=bucket)
+    return bucket
+
+
+@pytest.fixture()
 def edge_lake(tmp_path: Path):
     """Factory: ``edge_lake()`` -> a fresh :class:`EdgeLake` (kwargs go to EdgeLake)."""
     count = iter(range(100))

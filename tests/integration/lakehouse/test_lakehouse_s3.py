@@ -3,7 +3,6 @@ REST catalog (Iceberg's S3FileIO) and the embedded catalog (S3A), and Delta."""
 
 from __future__ import annotations
 
-import uuid
 from datetime import timedelta
 
 import pytest
@@ -18,15 +17,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 
 @pytest.fixture()
-def s3_lake(services_env, monkeypatch):
+def s3_lake(s3_bucket, services_env):
     """A fresh bucket holding an edge table written by the real sink; returns (uri, records)."""
-    import boto3
-
-    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION", "S3_ENDPOINT"):
-        monkeypatch.setenv(key, services_env[key])
-    bucket = f"lake-{uuid.uuid4().hex[:12]}"
-    boto3.client("s3", endpoint_url=services_env["S3_ENDPOINT"],
-                 region_name=services_env["AWS_REGION"]).create_bucket(Bucket=bucket)
+    bucket = s3_bucket
     sink = DataLakeSink("sensor_readings", storage_url=f"s3://{bucket}", s3_prefix="time-series",
                         hive_columns=["year", "month", "day", "hour", "sensor"], timestamp_column="ts_ms",
                         s3_endpoint_url=services_env["S3_ENDPOINT"])

@@ -25,16 +25,9 @@ ROWS = 5     # per commit
 
 
 @pytest.fixture()
-def s3_root(services_env, monkeypatch):
+def s3_root(s3_bucket):
     """A fresh bucket; the S3 settings in the environment, as a deployment gives them."""
-    import boto3
-
-    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION", "S3_ENDPOINT"):
-        monkeypatch.setenv(key, services_env[key])
-    bucket = f"race-{uuid.uuid4().hex[:12]}"
-    boto3.client("s3", endpoint_url=services_env["S3_ENDPOINT"],
-                 region_name=services_env["AWS_REGION"]).create_bucket(Bucket=bucket)
-    return bucket
+    return s3_bucket
 
 
 def s3_fs(services_env):
