@@ -196,85 +196,39 @@ class IcebergRegistrar:
     def register(self, record: CommitRecord, relative_paths: List[str], schema: pa.Schema) -> bool:
         """Add the commit's files (paths relative to the table root) unless the ledger already
         has them; returns False when there was nothing left to add."""
-        table = self._load_table(schema)
-        table = self._table = table.refresh()
-        ledger = self._ledger(table)
-        writer = edge_writer(record.topic, record.partition)
-        self._finish_pending(ledger, writer, record, schema)
-        known = ledger.registered()
-        new = [path for path in relative_paths if path not in known]
-        gone = set(ledger.missing(new))
-        if gone:
-            # Registered, compacted, deleted and forgotten by the ledger's checkpoint (or never
-            # there): claiming them again would fail on every flush.
-            logger.info("commit %s[%s]@%s: %d file(s) no longer exist (compacted); not registering them",
-                        record.topic, record.partition, record.last_offset, len(gone))
-            new = [path for path in new if path not in gone]
-        if not new:
-            logger.info("commit %s[%s]@%s already registered in %s; skipping", record.topic,
-                        record.partition, record.last_offset, ".".join(self.identifier))
-            return False
-        number = self._write_intent(ledger, new, writer)
-        self._commit(ledger, number, record, schema)
-        return True
+        return self.register_many([(record, relative_paths, schema)]) > 0
 
     def register_many(self, entries: Sequence[Tuple[CommitRecord, List[str], pa.Schema]]) -> int:
-        """Register several commits (of different partitions) in ONE Iceberg commit: each
-        partition still records its own ledger batch and sets its own batch property in that
-        commit, so a crash anywhere registers nothing twice. Returns how many batches it added."""
+        """Register commits (of different partitions) in ONE Iceberg commit: each partition still
+        records its own ledger batch and sets its own batch property in that commit, so a crash
+        anywhere registers nothing twice. Returns how many batches it added."""
         if not entries:
             return 0
         table = self._load_table(entries[0][2])
         table = self._table = table.refresh()
         ledger = self._ledger(table)
+        for record, _paths, schema in entries:  # what a crash left half done, before reading what is known
+            self._finish_pending(ledger, edge_writer(record.topic, record.partition), record, schema)
         known = ledger.registered()
         batches: List[Tuple[int, CommitRecord, pa.Schema]] = []
         for record, relative_paths, schema in entries:
-            writer = edge_writer(record.topic, record.partition)
-            self._finish_pending(ledger, writer, record, schema)
             new = [path for path in relative_paths if path not in known]
             gone = set(ledger.missing(new))
-            new = [path for path in new if path not in gone]
+            if gone:
+                # Registered, compacted, deleted and forgotten by the ledger's checkpoint (or never
+                # there): claiming them again would fail on every flush.
+                logger.info("commit %s[%s]@%s: %d file(s) no longer exist (compacted); not registering them",
+                            record.topic, record.partition, record.last_offset, len(gone))
+                new = [path for path in new if path not in gone]
             if not new:
+                logger.info("commit %s[%s]@%s already registered in %s; skipping", record.topic,
+                            record.partition, record.last_offset, ".".join(self.identifier))
                 continue
-            batches.append((self._write_intent(ledger, new, writer), record, schema))
+            batches.append((self._write_intent(ledger, new, edge_writer(record.topic, record.partition)),
+                            record, schema))
         if batches:
-            self._commit_many(ledger, batches)
+            self._commit(ledger, batches)
         return len(batches)
-
-    def _commit_many(self, ledger: "ClaimingLedger", batches: List[Tuple[int, CommitRecord, pa.Schema]]) -> None:
-        """Commit ledger batches of several partitions as one snapshot (see :meth:`_commit`)."""
-        from pyiceberg.exceptions import CommitFailedException
-
-        for attempt in range(1, COMMIT_ATTEMPTS + 1):
-            table = self._table = self._table.refresh()
-            todo = [(number, record, schema) for number, record, schema in batches
-                    if int(table.properties.get(edge_batch_property(record.topic, record.partition), "0")) < number]
-            files: List[str] = []
-            for number, _record, _schema in todo:
-                owned = ledger.owned_files(number)
-                gone = set(ledger.missing(owned))
-                files += [self._uri(path) for path in owned if path not in gone]
-            if not files:
-                break
-            seen: List[pa.Schema] = []
-            for _number, _record, schema in todo:
-                if not any(schema.equals(other) for other in seen):
-                    seen.append(schema)
-                    self._evolve(self._table, schema)
-            summary = {offset_property(r.topic, r.partition): str(r.last_offset) for _n, r, _s in todo}
-            summary["lakehouse.register.batch"] = ",".join(str(n) for n, _r, _s in todo)
-            try:
-                with self._table.transaction() as tx:
-                    tx.add_files(file_paths=files, snapshot_properties=summary)
-                    tx.set_properties({edge_batch_property(r.topic, r.partition): str(n) for n, r, _s in todo})
-                break
-            except CommitFailedException as exc:
-                if attempt == COMMIT_ATTEMPTS:
-                    raise
-                logger.info("Iceberg commit of batches %s conflicted (%s); retrying", summary["lakehouse.register.batch"], exc)
-        for number, _record, _schema in batches:
-            ledger.mark_done(number)
 
     def _write_intent(self, ledger: "ClaimingLedger", files: List[str], writer: str) -> int:
         """Record a batch under the next free number (other edge partitions and the job race for it;
@@ -294,39 +248,48 @@ class IcebergRegistrar:
         for batch in ledger.batches():
             if batch.done or batch.writer != writer:
                 continue
-            self._commit(ledger, batch.number, record, schema)
+            self._commit(ledger, [(batch.number, record, schema)])
 
-    def _commit(self, ledger: "ClaimingLedger", number: int, record: CommitRecord, schema: pa.Schema) -> None:
-        """Commit batch ``number`` (the files it owns) with its number as a table property, once."""
+    def _commit(self, ledger: "ClaimingLedger", batches: List[Tuple[int, CommitRecord, pa.Schema]]) -> None:
+        """Commit ledger batches (``(number, record, schema)``, at most one per partition: the files
+        each owns) as one snapshot, each number as its partition's table property, once."""
         from pyiceberg.exceptions import CommitFailedException
 
-        prop = edge_batch_property(record.topic, record.partition)
         for attempt in range(1, COMMIT_ATTEMPTS + 1):
             table = self._table = self._table.refresh()
-            if int(table.properties.get(prop, "0")) >= number:
-                break  # committed before a crash cut off the done marker
-            owned = ledger.owned_files(number)
-            gone = set(ledger.missing(owned))
-            if gone:
-                logger.warning("batch %d: %d file(s) no longer exist and are skipped: %s", number, len(gone),
-                               ", ".join(sorted(gone)[:5]))
-            files = [self._uri(path) for path in owned if path not in gone]
+            # a batch whose number the table already has was committed before a crash cut off its done marker
+            todo = [(number, record, schema) for number, record, schema in batches
+                    if int(table.properties.get(edge_batch_property(record.topic, record.partition), "0")) < number]
+            files: List[str] = []
+            for number, _record, _schema in todo:
+                owned = ledger.owned_files(number)
+                gone = set(ledger.missing(owned))
+                if gone:
+                    logger.warning("batch %d: %d file(s) no longer exist and are skipped: %s", number, len(gone),
+                                   ", ".join(sorted(gone)[:5]))
+                files += [self._uri(path) for path in owned if path not in gone]
             if not files:
                 break  # every file is owned by a lower batch of another writer (or gone)
-            self._evolve(table, schema)
+            seen: List[pa.Schema] = []
+            for _number, _record, schema in todo:
+                if not any(schema.equals(other) for other in seen):
+                    seen.append(schema)
+                    self._evolve(self._table, schema)
+            summary = {offset_property(r.topic, r.partition): str(r.last_offset) for _n, r, _s in todo}
+            if len(todo) == 1:  # one partition's commit: its offset range
+                summary["stream-edge.first-offset"] = str(todo[0][1].first_offset)
+            summary["lakehouse.register.batch"] = ",".join(str(n) for n, _r, _s in todo)
             try:
                 with self._table.transaction() as tx:
-                    tx.add_files(file_paths=files, snapshot_properties={
-                        offset_property(record.topic, record.partition): str(record.last_offset),
-                        "stream-edge.first-offset": str(record.first_offset),
-                        "lakehouse.register.batch": str(number)})
-                    tx.set_properties({prop: str(number)})
+                    tx.add_files(file_paths=files, snapshot_properties=summary)
+                    tx.set_properties({edge_batch_property(r.topic, r.partition): str(n) for n, r, _s in todo})
                 break
             except CommitFailedException as exc:
                 if attempt == COMMIT_ATTEMPTS:
                     raise
-                logger.info("Iceberg commit of batch %d conflicted (%s); retrying", number, exc)
-        ledger.mark_done(number)
+                logger.info("Iceberg commit of batches %s conflicted (%s); retrying", summary["lakehouse.register.batch"], exc)
+        for number, _record, _schema in batches:
+            ledger.mark_done(number)
 
     def _evolve(self, table: Any, schema: pa.Schema) -> None:
         """Apply ``lakehouse register``'s evolution rules for files of ``schema`` (new nullable

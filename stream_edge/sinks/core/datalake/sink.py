@@ -500,37 +500,26 @@ class DataLakeSink(BatchingSink):
         return (record, schema) if self._registrar is not None else None
 
     def _register_all(self, written: List[Tuple[CommitRecord, pa.Schema]]) -> None:
-        """Register lake commits just written, all in one catalog commit."""
+        """Register lake commits just written, all in one catalog commit (one already registered
+        by this sink is skipped)."""
         if not written or self._registrar is None or self._writer is None:
             return
-        if len(written) == 1:
-            self._register(*written[0])
-            return
         root = self._writer.root
-        entries = []
-        for record, schema in written:
-            relative = [path[len(root) + 1:] for path in self._writer.committed_file_paths(record)]
-            entries.append((record, relative, schema))
+        entries = [(record, [path[len(root) + 1:] for path in self._writer.committed_file_paths(record)], schema)
+                   for record, schema in written
+                   if self._registered.get((record.topic, record.partition)) != record.last_offset]
         self._registrar.register_many(entries)
-        for record, _schema in written:
+        for record, _paths, _schema in entries:
             self._registered[(record.topic, record.partition)] = record.last_offset
 
-    def _register(self, record: CommitRecord, schema: Optional[pa.Schema] = None) -> None:
-        assert self._registrar is not None and self._writer is not None  # only called when registering
-        key = (record.topic, record.partition)
-        if self._registered.get(key) == record.last_offset:
-            return
+    def _register(self, record: CommitRecord) -> None:
+        """Register a commit read back from the lake (its file schema decoded from the commit)."""
+        if self._registered.get((record.topic, record.partition)) == record.last_offset:
+            return  # the common case on every flush: nothing to decode
+        schema = _decode_schema(record.schema_ipc) if record.schema_ipc else None
         if schema is None:
-            schema = _decode_schema(record.schema_ipc) if record.schema_ipc else None
-            if schema is None:
-                raise ValueError(f"commit {record.topic}[{record.partition}]@{record.last_offset} has no schema")
-            file_schema = pa.schema([schema.field(n) for n in record.schema if n in schema.names])
-        else:
-            file_schema = schema
-        root = self._writer.root
-        relative = [path[len(root) + 1:] for path in self._writer.committed_file_paths(record)]
-        self._registrar.register(record, relative, file_schema)
-        self._registered[key] = record.last_offset
+            raise ValueError(f"commit {record.topic}[{record.partition}]@{record.last_offset} has no schema")
+        self._register_all([(record, pa.schema([schema.field(n) for n in record.schema if n in schema.names]))])
 
     @staticmethod
     def _backpressure(topic: str, partition: int, what: str, exc: Exception) -> SinkBackpressureError:
