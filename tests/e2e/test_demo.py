@@ -25,7 +25,11 @@ def test_demo_report_accounts_for_every_record(tmp_path, services_env) -> None:
         cwd=REPO, capture_output=True, text=True, timeout=900,
     )
     out = result.stdout
-    assert result.returncode == 0, (out + result.stderr)[-5000:]
+    # On failure: the demo's own verdict, and the first lines of any exception (a Java trace can
+    # bury the head of stderr), then the tail of the output.
+    causes = [line for line in result.stderr.splitlines()
+              if ("Exception" in line or "Error" in line or "FAILED" in line) and not line.lstrip().startswith("at ")]
+    assert result.returncode == 0, "\n".join(causes[:15]) + "\n...\n" + (out + result.stderr)[-4000:]
     # The feed is seeded: the same counts the demo sent (timestamps aside).
     feed = DemoFeed(records=RECORDS, start_ms=0, seed=1)
     assert feed.malformed > 0 and feed.late > 0 and len(feed.silent_sensors) == 3
