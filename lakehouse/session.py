@@ -137,13 +137,10 @@ class SparkSettings:
     def conf(self) -> dict[str, str]:
         """The Spark configuration these settings stand for (contains secrets: never log it).
 
-        Catalogs and extensions only; :data:`LOCAL_DEFAULTS` are added by :func:`build_spark` for
-        local masters. Jars come from the local cache when it has them (else the platform must
-        provide the Iceberg and Delta runtimes: :func:`build_spark` checks)."""
+        Catalogs and extensions only; :data:`LOCAL_DEFAULTS` and the runtime jars
+        (:func:`runtime_jar_conf`) are added by :func:`build_spark`, which knows the master."""
         cat = f"spark.sql.catalog.{self.catalog_name}"
-        jars = cached_spark_jars()
         conf = {
-            **({"spark.jars": ",".join(jars)} if jars else {}),
             "spark.sql.extensions": f"{ICEBERG_EXTENSIONS},{DELTA_EXTENSIONS}",
             "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
             cat: "org.apache.iceberg.spark.SparkCatalog",
@@ -184,13 +181,47 @@ class SparkSettings:
         return conf
 
 
+def jars_on_platform_classpath(jars: list[str], env: dict[str, str] | None = None) -> bool:
+    """True when ``SPARK_DIST_CLASSPATH`` (how Hadoop-free Spark distributions and platform
+    images extend Spark's class path) already lists every one of ``jars``: nothing to add.
+
+    >>> jars_on_platform_classpath(["/j/a.jar"], {"SPARK_DIST_CLASSPATH": "/j/a.jar:/j/b.jar"})
+    True
+    >>> jars_on_platform_classpath(["/j/a.jar", "/j/c.jar"], {"SPARK_DIST_CLASSPATH": "/j/a.jar"})
+    False
+    """
+    listed = set((os.environ if env is None else env).get("SPARK_DIST_CLASSPATH", "").split(":"))
+    return bool(jars) and all(jar in listed for jar in jars)
+
+
+def runtime_jar_conf(local: bool, jars: list[str], env: dict[str, str] | None = None) -> dict[str, str]:
+    """Where the Iceberg/Delta/S3A jars go for a session on a ``local`` master or a cluster.
+
+    Local: on the driver's class path. The executor is the driver's own JVM, and ``spark.jars``
+    would have it copy every jar (~670 MB with the AWS SDK bundle) into the session's work folder
+    at its first task. A cluster: ``spark.jars``, which ships them to the executors. Nothing when
+    there are no cached jars or the platform's class path already has them.
+
+    >>> runtime_jar_conf(True, ["/j/a.jar", "/j/b.jar"], {})
+    {'spark.driver.extraClassPath': '/j/a.jar:/j/b.jar'}
+    >>> runtime_jar_conf(False, ["/j/a.jar", "/j/b.jar"], {})
+    {'spark.jars': '/j/a.jar,/j/b.jar'}
+    >>> runtime_jar_conf(True, ["/j/a.jar"], {"SPARK_DIST_CLASSPATH": "/j/a.jar"})
+    {}
+    """
+    if not jars or (local and jars_on_platform_classpath(jars, env)):
+        return {}
+    return {"spark.driver.extraClassPath": ":".join(jars)} if local else {"spark.jars": ",".join(jars)}
+
+
 def write_spark_defaults(spark_home: Path | None = None) -> Path:
     """Record the runtime jars in ``$SPARK_HOME/conf/spark-defaults.conf``.
 
     Under ``spark-submit`` the driver JVM starts before any Python runs, so jars set by
-    :func:`build_spark` come too late for the driver; listing them in spark-defaults makes a plain
-    ``spark-submit pipelines/jobs/<job>.py`` work. ``./dev bootstrap`` calls this for the project's
-    own pyspark; on a cluster, pass ``--jars`` (the Airflow DAG does) or add them to its defaults.
+    :func:`build_spark` come too late for the driver; putting them on the driver's class path in
+    spark-defaults makes a plain ``spark-submit pipelines/jobs/<job>.py`` work. On a cluster,
+    :func:`build_spark` adds them as ``spark.jars`` for the executors (or pass ``--jars``, as the
+    Airflow DAG does). ``./dev bootstrap`` calls this for the project's own pyspark.
     """
     if spark_home is None:
         import pyspark
@@ -199,8 +230,8 @@ def write_spark_defaults(spark_home: Path | None = None) -> Path:
     conf = Path(spark_home) / "conf" / "spark-defaults.conf"
     conf.parent.mkdir(parents=True, exist_ok=True)
     lines = [line for line in (conf.read_text().splitlines() if conf.exists() else [])
-             if not line.startswith("spark.jars ")]
-    lines.append(f"spark.jars {','.join(spark_jars())}")
+             if not line.startswith(("spark.jars ", "spark.driver.extraClassPath "))]
+    lines.append(f"spark.driver.extraClassPath {':'.join(spark_jars())}")
     tmp = conf.with_suffix(".tmp")
     tmp.write_text("\n".join(lines) + "\n")
     tmp.replace(conf)
@@ -278,7 +309,9 @@ def build_spark(settings: SparkSettings | None = None) -> "SparkSession":
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     conf = settings.conf()
     submitted = _submitted_conf()
-    if (master or submitted.get("spark.master", "")).startswith("local"):
+    local = (master or submitted.get("spark.master", "")).startswith("local")
+    conf = dict(runtime_jar_conf(local, cached_spark_jars()), **conf)
+    if local:
         conf = dict(LOCAL_DEFAULTS, **conf)
     if (master or "").startswith("spark://"):
         # Standalone cluster: executors get the runtime jars from spark.jars (served by the driver);

@@ -14,7 +14,7 @@ from typing import Callable, Iterator, Sequence
 
 import pytest
 
-from infra.local import services
+from infra.local import services, spark_cds
 
 
 @pytest.fixture(scope="session")
@@ -240,8 +240,11 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("TZ", "UTC")
     # The tests' Spark drivers (the session fixture, every spark-submit and CLI job they start) live
     # seconds to minutes on tiny data: the C2 compiler and parallel GC threads cost ~25% of their
-    # CPU and never pay back, and the suite is CPU-bound on 2 cores. Same plans, same results.
-    os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+    # CPU and never pay back, and the suite is CPU-bound on 2 cores; class loading is ~40% of a
+    # short driver, so they map the class-data archive ./dev test builds (infra/local/spark_cds.py).
+    # Same plans, same results.
+    os.environ.setdefault("SPARK_SUBMIT_OPTS", spark_cds.DRIVER_JVM_OPTS)
+    os.environ.update(spark_cds.jvm_env())
     # One id per run, set by the controller before pytest-xdist starts its workers (they inherit it).
     if not _is_xdist_worker(config):
         os.environ["STREAMLAKE_TEST_RUN"] = f"{os.getpid()}-{uuid.uuid4().hex[:6]}"

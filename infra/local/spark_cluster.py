@@ -71,6 +71,9 @@ def _daemon_env(home: Path) -> dict[str, str]:
         "SPARK_DAEMON_MEMORY": DAEMON_MEMORY,
         "SPARK_NO_DAEMONIZE": "1",
         "SPARK_CONF_DIR": str(home / "conf"),
+        # executors get what spark-submit ships, never the runtime jars of the test suite's class
+        # path (infra/local/spark_cds.py), which the workers would otherwise hand down
+        "SPARK_DIST_CLASSPATH": "",
     }
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from lh_testkit import REPO, sensor_records
 
+from infra.local import spark_cds
 from lakehouse.sql_query import run_sql
 from pipelines.cli import main
 
@@ -33,7 +34,11 @@ def test_spark_submit_and_lakehouse_command_run_the_same_register_job(spark, edg
     lake.write(sensor_records(16, 0))
     target = make_target("embedded")
     spark_submit = Path(sys.executable).with_name("spark-submit")
-    env = dict(os.environ, **target.env, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+    # a user's environment: the jars come from the spark-defaults.conf that ./dev bootstrap wrote,
+    # not from the suite's shared class path (infra/local/spark_cds.py)
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_CONF_DIR", "SPARK_DIST_CLASSPATH")}
+    env.update(target.env, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
+               SPARK_SUBMIT_OPTS=spark_cds.DRIVER_JVM_OPTS)
     proc = subprocess.run(
         [str(spark_submit), "pipelines/jobs/register.py", "--source", lake.uri, "--table", target.name,
          "--embedded-catalog"],

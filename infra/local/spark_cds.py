@@ -1,0 +1,163 @@
+"""A class-data-sharing archive (JDK AppCDS) for the local Spark driver JVMs of the test suite.
+
+The suite starts dozens of short Spark drivers (the lanes' sessions, every ``spark-submit`` and
+``lakehouse`` job a test runs, the demo, the Airflow tasks), and each one loads and verifies
+~20,000 classes from Spark's, Iceberg's and Delta's jars before it runs anything. An archive of
+those classes, dumped once by one representative run, is mapped by every later JVM instead: a
+session that creates, fills and reads one Iceberg table costs ~7.5 CPU-s instead of ~13.3 on this
+2-core machine (measured with ``/usr/bin/time`` on the whole process tree). Same JVM, same jars,
+same plans; only class loading is skipped.
+
+JDK 17 maps an archive only when the class path is the one it was dumped with and no folder on
+it holds files. Spark puts its configuration folder first on the class path (where
+``./dev bootstrap`` writes the runtime jars into ``spark-defaults.conf``), so :func:`jvm_env` gives
+the suite's Spark JVMs:
+
+- ``SPARK_CONF_DIR``: an empty folder;
+- ``SPARK_DIST_CLASSPATH``: the runtime jars (as Hadoop-free Spark distributions extend the class
+  path; :func:`lakehouse.session.runtime_jar_conf` then adds nothing for local masters);
+- ``SPARK_SUBMIT_OPTS``: ``-XX:SharedArchiveFile=...`` with the CDS log lines off: a JVM that
+  starts before the archive exists, or whose class path differs (a cluster driver with its own),
+  runs without it.
+
+``./dev test`` builds the archive in the background while the first tests run (``python -m
+infra.local.spark_cds build``; ~60 CPU-s, paid back after a dozen drivers). It lives in
+``.local/spark-cds/`` under a name that hashes the JDK, pyspark's jars and the runtime jars, so a
+change to any of them builds a new one; a run that finds it reuses it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from infra.local.service_base import local_dir
+
+#: JIT and GC settings of the suite's Spark drivers: they live seconds to minutes on tiny data,
+#: where the C2 compiler and parallel GC threads cost ~25% of their CPU and never pay back
+DRIVER_JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+#: a JVM that cannot use the archive says nothing and runs without it
+_QUIET_CDS = "-Xlog:cds=off -Xlog:cds+dynamic=off"
+
+
+def _spark_jars_dir() -> Path:
+    import pyspark
+
+    return Path(os.environ.get("SPARK_HOME") or Path(pyspark.__file__).parent) / "jars"
+
+
+def conf_dir() -> Path:
+    """The empty Spark configuration folder of the suite's JVMs (created on first use)."""
+    path = local_dir() / "spark-cds" / "conf"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def archive_path(runtime_jars: list[str]) -> Path:
+    """Where the archive for this JDK, this pyspark and these runtime jars lives."""
+    java = shutil.which("java", path=os.path.join(os.environ["JAVA_HOME"], "bin")) \
+        if os.environ.get("JAVA_HOME") else shutil.which("java")
+    key = hashlib.sha256()
+    key.update(os.path.realpath(java or "java").encode())
+    for jar in [*sorted(str(p) for p in _spark_jars_dir().glob("*.jar")), *runtime_jars]:
+        stat = os.stat(jar)
+        key.update(f"{jar}:{stat.st_size}:{int(stat.st_mtime)}\n".encode())
+    return local_dir() / "spark-cds" / f"spark-{key.hexdigest()[:16]}.jsa"
+
+
+def jvm_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The variables that make the suite's Spark drivers share the archive (see the module doc);
+    empty when the runtime jars were never fetched."""
+    from lakehouse.session import cached_spark_jars
+
+    base = dict(os.environ if base is None else base)
+    jars = cached_spark_jars()
+    if not jars:
+        return {}
+    opts = base.get("SPARK_SUBMIT_OPTS", DRIVER_JVM_OPTS)
+    if "SharedArchiveFile" not in opts:
+        # set even before the archive exists: ./dev test builds it while the first tests run, and
+        # a JVM that finds no archive (or one for another class path) runs without it
+        opts = f"{opts} -XX:SharedArchiveFile={archive_path(jars)} {_QUIET_CDS}"
+    return {"SPARK_CONF_DIR": str(conf_dir()), "SPARK_DIST_CLASSPATH": ":".join(jars), "SPARK_SUBMIT_OPTS": opts}
+
+
+def build(force: bool = False) -> Path | None:
+    """Dump the archive with one representative local Spark run; returns its path (None when the
+    jars are missing). Written under a temporary name and renamed: a JVM never maps half of one."""
+    from lakehouse.session import cached_spark_jars
+
+    jars = cached_spark_jars()
+    if not jars:
+        return None
+    target = archive_path(jars)
+    if target.exists() and not force:
+        return target
+    for old in target.parent.glob("spark-*.jsa"):  # archives of other jars or JDKs
+        old.unlink(missing_ok=True)
+    partial = target.with_name(f".{target.name}.{os.getpid()}")
+    env = dict(os.environ, **jvm_env({}), TZ="UTC")
+    env["SPARK_SUBMIT_OPTS"] = f"{DRIVER_JVM_OPTS} -XX:ArchiveClassesAtExit={partial} {_QUIET_CDS}"
+    with tempfile.TemporaryDirectory(prefix="spark-cds-") as scratch:
+        env["LAKEHOUSE_LOCAL_DIR"] = scratch
+        proc = subprocess.run([sys.executable, "-m", "infra.local.spark_cds", "workload"], env=env,
+                              capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0 or not partial.exists():
+        partial.unlink(missing_ok=True)
+        raise RuntimeError(f"the archive's Spark run failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    partial.replace(target)
+    return target
+
+
+def workload() -> None:
+    """What the archive holds: the classes of a local session that creates, fills, merges into and
+    reads Iceberg and Delta tables and runs a window query (the suite's jobs in miniature)."""
+    from lakehouse.session import SparkSettings, build_spark
+
+    spark = build_spark(SparkSettings.from_env(app_name="spark-cds"))
+    spark.sql("CREATE TABLE lake.cds.readings (key string, ts bigint, value double) USING iceberg "
+              "PARTITIONED BY (key)")
+    spark.sql("INSERT INTO lake.cds.readings VALUES ('a', 1, 1.0), ('b', 2, 2.0), ('a', 3, 3.0)")
+    spark.sql("MERGE INTO lake.cds.readings t USING (SELECT 'a' AS key, 3 AS ts, 4.0 AS value) s "
+              "ON t.key = s.key AND t.ts = s.ts WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+    spark.sql("SELECT key, ts, avg(value) OVER (PARTITION BY key ORDER BY ts) AS v, "
+              "count(*) OVER (PARTITION BY key) AS n FROM lake.cds.readings").collect()
+    spark.sql("SELECT key, sum(value) FROM lake.cds.readings GROUP BY key ORDER BY key").collect()
+    delta = Path(os.environ["LAKEHOUSE_LOCAL_DIR"], "delta").as_uri()
+    spark.table("lake.cds.readings").write.format("delta").mode("overwrite").save(delta)
+    spark.read.format("delta").load(delta).where("value > 1").count()
+    spark.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m infra.local.spark_cds", description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=["build", "workload", "env"],
+                        help="build: dump the archive unless it exists; env: print the JVM variables")
+    parser.add_argument("--force", action="store_true", help="build again even if the archive exists")
+    args = parser.parse_args(argv)
+    if args.command == "workload":
+        workload()
+    elif args.command == "env":
+        for key, value in jvm_env().items():
+            print(f"{key}={value}")
+    else:
+        t0 = time.monotonic()
+        try:
+            path = build(args.force)
+        except (RuntimeError, subprocess.TimeoutExpired) as exc:
+            # the suite runs without it, only slower
+            print(f"spark-cds: no class-data archive ({exc}); Spark JVMs load their classes", file=sys.stderr)
+            return 0
+        print(f"spark-cds: {path or 'no runtime jars, no archive'} ({time.monotonic() - t0:.0f}s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
