@@ -190,78 +190,235 @@ def split_groups_by_stats(old_stats: "DataFrame", new: "DataFrame", group_cols: 
                          (F.col("__old_latest") - bound_below).alias("__closed_floor"))
 
 
+def group_changes(old_stats: "DataFrame", new: "DataFrame", complete: Any, group_cols: list[str],
+                  order_cols: list[str], bound_below: int) -> "DataFrame":
+    """:func:`split_groups_by_stats` over every prepared new row, ``complete`` or not, plus
+    ``__new_rows`` (the group's new rows, counted so that the run needs no ``count()`` job of its
+    own) and ``__has_new`` (the group got a complete record: only those can change windows)."""
+    from pyspark.sql import functions as F
+
+    new_stats = new.groupBy(*group_cols).agg(F.count(F.lit(1)).alias("__new_rows"),
+                                             F.min(F.when(complete, F.struct(*order_cols))).alias("__new_first"))
+    joined = new_stats.join(old_stats, on=group_cols, how="left")
+    tail = F.col("__old_last").isNull() | (F.col("__new_first") > F.col("__old_last"))
+    return joined.select(*group_cols, "__new_rows", F.col("__new_first").isNotNull().alias("__has_new"),
+                         F.coalesce(tail, F.lit(True)).alias("__tail"),
+                         (F.col("__old_latest") - bound_below).alias("__closed_floor"))
+
+
+@dataclass
+class GroupSummary:
+    """What the driver must know before it picks a plan, from one small Spark job."""
+
+    new_rows: int  # new rows read (NULL timestamps/values included, as ``new.count()`` would)
+    changed: int  # groups that got complete records
+    reordered: int  # of those, the groups whose new records sit between old ones
+    replaced_keys: int  # keys recomputed whole (reordered ones, or every changed key when appending is not
+    # possible); per-key closing only (per partition they are known after a scan of the table)
+
+
+def summarize_groups(groups: "DataFrame", group_cols: list[str], appendable: bool) -> GroupSummary:
+    """One aggregation over the (cached, one row per group) :func:`group_changes`, collected as one
+    row: replaces the separate ``count()`` jobs of the new rows, of the reordered groups and of
+    the replaced keys."""
+    from pyspark.sql import functions as F
+
+    changed = F.col("__has_new")
+    reordered = changed & ~F.col("__tail")
+    columns = [F.sum("__new_rows").alias("rows"), F.count(F.when(changed, 1)).alias("changed"),
+               F.count(F.when(reordered, 1)).alias("reordered")]
+    if "key" in group_cols:
+        columns.append(F.count_distinct(F.when(reordered if appendable else changed, F.col("key"))).alias("replaced"))
+    row = groups.agg(*columns).first()
+    assert row is not None  # a global aggregation has one row
+    return GroupSummary(int(row["rows"] or 0), int(row["changed"]), int(row["reordered"]),
+                        int(row["replaced"]) if "key" in group_cols else 0)
+
+
 def run_increment(spark: "SparkSession", options: "WindowRecomputeOptions", plan: IncrementPlan, source: Any,
                   target: Any, say: Callable[[str], None]) -> tuple[int, int, str] | None:
     """Bring ``options.output`` from ``plan.since`` to ``plan.until``: (new records read, window
     rows inserted, the path's description), or None when only a full recompute can (a Kafka
-    partition closing its windows got records between old ones)."""
+    partition closing its windows got records between old ones).
+
+    The fixed cost is what an increment pays on any table size, so it is kept to three Spark
+    actions: the per-group summary (one row collected), the output commit with its bookmark and,
+    alongside them in a thread of its own, the state's overwrite (it depends on the old state and
+    the new records only; the output commit does not wait for it, nor it for the output)."""
+    from concurrent.futures import ThreadPoolExecutor, wait
+
     from pyspark.sql import functions as F
 
-    from lakehouse.window_recompute import (_extra_columns, _value_type, choose_path, compute_windows,
-                                            group_columns, prepare_input)
+    from lakehouse.window_recompute import _extra_columns, group_columns, prepare_input
 
     if plan.since == plan.until:
         return 0, 0, "incremental (no new source snapshot)"
-    from lakehouse.window_state import build_state, read_state, state_records, write_state
+    bound = options.window.grace_ms + options.window.duration_ms
+    complete = F.col("ts").isNotNull() & F.col("value").isNotNull()
+    appended = appended_between(spark, source.identifier, plan.since, plan.until)
+    arrived = prepare_input(appended, options)  # reads the appended files only
+    order_cols = [f"__order_{i}" for i in range(len(options.order_by))]
+    group_cols = group_columns(options, _extra_columns(options, appended.columns))
+    fingerprint = definition_fingerprint(options)
+    state, trusted = _open_state(spark, options, plan, source, group_cols, order_cols, bound, fingerprint, say)
+    state = state.cache()  # one row per group: small, read by every job of the run (kept by the first)
+    new = arrived.where(complete)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="window-state") as pool:
+        # the state at plan.until is right whatever the output's fate: a run that ends without
+        # its output commit leaves a state the next run does not trust (its bookmark differs from
+        # the output's) and rebuilds; a full recompute (None below) replaces it
+        saving = pool.submit(_save_state, state, new, options, group_cols, order_cols, plan.until, fingerprint,
+                             trusted)
+        try:
+            result = _emit_windows(spark, options, plan, source, target, say, state, arrived, group_cols,
+                                   order_cols, complete)
+        except BaseException:
+            wait([saving])  # no job left running; the output's error is the one to report
+            state.unpersist()
+            raise
+        saving.result()  # the state write's own error, if any
+    state.unpersist()
+    return result
+
+
+def _save_state(state: "DataFrame", new: "DataFrame", options: "WindowRecomputeOptions", group_cols: list[str],
+                order_cols: list[str], until: int, fingerprint: str, trusted: bool) -> None:
+    """Write the state after ``new``: an overwrite of the table the state was read from (same
+    columns), a create-or-replace when it was rebuilt."""
+    from lakehouse.window_state import advance_state, write_state
 
     spec = options.window
-    fingerprint = definition_fingerprint(options)
-    bound = spec.grace_ms + spec.duration_ms
-    complete = F.col("ts").isNotNull() & F.col("value").isNotNull()
-    # read only when keys must be recomputed whole (records between old ones, sliding windows)
-    everything = prepare_input(source_at(spark, source.sql_name, plan.until), options).where(complete)
-    new = prepare_input(appended_between(spark, source.identifier, plan.since, plan.until), options)
-    new_rows = new.count()  # reads the appended files only
-    new = new.where(complete)
-    order_cols = [f"__order_{i}" for i in range(len(options.order_by))]
-    group_cols = group_columns(options, _extra_columns(options, spark.table(source.sql_name).columns))
+    advanced = advance_state(state, new, group_cols, order_cols, spec.grace_ms + spec.duration_ms)
+    overwrite = trusted and advanced.schema.simpleString() == state.schema.simpleString()
+    write_state(advanced, options, until, fingerprint, overwrite=overwrite)
+
+
+def _emit_windows(spark: "SparkSession", options: "WindowRecomputeOptions", plan: IncrementPlan, source: Any,
+                  target: Any, say: Callable[[str], None], state: "DataFrame", arrived: "DataFrame",
+                  group_cols: list[str], order_cols: list[str], complete: Any) -> tuple[int, int, str] | None:
+    """The output's part of :func:`run_increment`: decide the plan from one summary row, then
+    append the new windows (or ``MERGE`` them with the replaced keys' rows) with the bookmark."""
+    from pyspark.sql import functions as F
+
+    from lakehouse.window_recompute import _value_type, choose_path, prepare_input
+    from lakehouse.window_state import state_records
+
+    spec = options.window
+    new = arrived.where(complete)
     path = choose_path(spec, options.engine)
-    value_type = _value_type(everything.schema["value"].dataType, spec.aggregation, spec.value_type)
-    state = read_state(spark, options, plan.since, fingerprint)
-    if state is None:  # no state for this bookmark: rebuild it from the old snapshot (a full scan)
-        say(f"windows: rebuilding the per-group window state from source snapshot {plan.since}")
-        old = prepare_input(source_at(spark, source.sql_name, plan.since), options).where(complete)
-        state = build_state(old, group_cols, order_cols, bound)
-    state = state.cache()  # one row per group: small, read several times (kept by the first job reading it)
+    appendable = path == "native" and spec.kind != "sliding"
+    value_type = _value_type(new.schema["value"].dataType, spec.aggregation, spec.value_type)
     old_stats = state.select(*group_cols, F.col("latest").alias("__old_latest"), F.col("last").alias("__old_last"))
-    recent = state_records(state).unionByName(new)  # every record a window closing from now on can hold
-    groups = split_groups_by_stats(old_stats, new, group_cols, order_cols, bound).cache()
+    bound = spec.grace_ms + spec.duration_ms
+    groups = group_changes(old_stats, arrived, complete, group_cols, order_cols, bound).cache()
     try:
-        appendable = path == "native" and spec.kind != "sliding"
-        if "key" not in group_cols:  # closing per partition: a reordered partition means a full run
-            if groups.where(~F.col("__tail")).limit(1).count():
-                say("windows: full recompute (a partition got records between its old ones)")
-                return None
-            replace_keys = spark.createDataFrame([], everything.select("key").schema) if appendable else \
-                everything.join(groups.select(*group_cols), on=group_cols, how="left_semi").select("key").distinct()
-        else:
-            replace_keys = (groups.where(~F.col("__tail") | F.lit(not appendable)).select("key").distinct())
-        tail = groups.where("__tail").join(replace_keys, on="key", how="left_anti") if "key" in group_cols \
-            else groups
-        replacing = replace_keys.count()
+        summary = summarize_groups(groups, group_cols, appendable)
+        if "key" not in group_cols and summary.reordered:  # closing per partition: a full run
+            say("windows: full recompute (a partition got records between its old ones)")
+            return None
+        changed = groups.where("__has_new")
+        replace_keys = _replace_keys(spark, options, plan, source, changed, group_cols, appendable, complete, summary)
         inserted = []
         if appendable:
-            # a tail group's new windows start above its closed floor: they hold only records with
-            # ts > floor, all of them in the state (old ones) or in the new files
-            tail_records = recent.join(tail.select(*group_cols, "__closed_floor"), on=group_cols)
-            tail_records = tail_records.where(F.col("__closed_floor").isNull() | (F.col("ts") > F.col("__closed_floor")))
-            rows, _ = compute_windows(tail_records, spec, order_cols, group_cols, value_type, path)
-            inserted.append(rows)
-        if replacing:
-            replaced = everything.join(replace_keys, on="key", how="left_semi")
-            rows, note = compute_windows(replaced, spec, order_cols, group_cols, value_type, path)
-            inserted.append(rows)
-        properties = bookmark_properties(plan.until, fingerprint)
-        if replacing:
-            written = merge_windows(spark, target, inserted, replace_keys, properties)
-        else:
-            written = append_windows(target, inserted, properties)
-        # after the output commit: a crash in between leaves a state the next run does not trust
-        write_state(build_state(recent, group_cols, order_cols, bound, prior=state), options, plan.until, fingerprint)
-        return new_rows, written, f"incremental, {path}" + (f", {replacing} keys recomputed" if replacing else "")
+            tail = changed.where("__tail")
+            if replace_keys is not None and "key" in group_cols:
+                tail = tail.join(replace_keys, on="key", how="left_anti")
+            inserted.append(_tail_windows(state_records(state).unionByName(new), tail, spec, order_cols, group_cols,
+                                          value_type, path))
+        if replace_keys is not None:
+            everything = prepare_input(source_at(spark, source.sql_name, plan.until), options).where(complete)
+            inserted.append(compute_windows_of(everything.join(replace_keys, on="key", how="left_semi"), spec,
+                                               order_cols, group_cols, value_type, path))
+        written = _commit_windows(spark, target, inserted, replace_keys,
+                                  bookmark_properties(plan.until, definition_fingerprint(options)))
+        return summary.new_rows, written, f"incremental, {path}" + _replaced_note(summary, replace_keys, group_cols)
     finally:
         groups.unpersist()
-        state.unpersist()
+
+
+def _commit_windows(spark: "SparkSession", target: Any, inserted: list["DataFrame"], replace_keys: "DataFrame | None",
+                    properties: dict[str, str]) -> int:
+    """The output's one commit, carrying ``properties`` (the bookmark): a ``MERGE`` when keys are
+    replaced, else an append; the rows inserted."""
+    if replace_keys is not None:
+        return merge_windows(spark, target, inserted, replace_keys, properties)
+    if inserted:
+        return append_windows(target, inserted, properties)
+    # no window can change (sliding keys whose new records all lack a timestamp or value)
+    from lakehouse.window_recompute import _commit_properties
+
+    pause_point("windows.before-commit")
+    _commit_properties(target, properties)
+    return 0
+
+
+def _replaced_note(summary: GroupSummary, replace_keys: "DataFrame | None", group_cols: list[str]) -> str:
+    """The path's note on what was recomputed whole ("" when nothing was)."""
+    if replace_keys is None:
+        return ""
+    if "key" in group_cols:
+        return f", {summary.replaced_keys} keys recomputed"
+    return f", the keys of {summary.changed} partitions recomputed"
+
+
+def _open_state(spark: "SparkSession", options: "WindowRecomputeOptions", plan: IncrementPlan, source: Any,
+                group_cols: list[str], order_cols: list[str], bound: int, fingerprint: str,
+                say: Callable[[str], None]) -> tuple["DataFrame", bool]:
+    """The window state at ``plan.since`` and whether it came from the state table (else it is
+    rebuilt from the old snapshot, a full scan, and the table is replaced rather than overwritten)."""
+    from pyspark.sql import functions as F
+
+    from lakehouse.window_recompute import prepare_input
+    from lakehouse.window_state import build_state, read_state
+
+    state = read_state(spark, options, plan.since, fingerprint)
+    if state is not None:
+        return state, True
+    say(f"windows: rebuilding the per-group window state from source snapshot {plan.since}")
+    complete = F.col("ts").isNotNull() & F.col("value").isNotNull()
+    old = prepare_input(source_at(spark, source.sql_name, plan.since), options).where(complete)
+    return build_state(old, group_cols, order_cols, bound), False
+
+
+def _replace_keys(spark: "SparkSession", options: "WindowRecomputeOptions", plan: IncrementPlan, source: Any,
+                  changed: "DataFrame", group_cols: list[str], appendable: bool, complete: Any,
+                  summary: GroupSummary) -> "DataFrame | None":
+    """The keys whose windows are recomputed whole (None when there are none, the normal case,
+    known from ``summary`` without a job): with per-key closing the reordered groups' keys (every
+    changed key when appending is not possible); per partition (only when appending is not
+    possible), every key of a changed partition, which takes a scan of the table."""
+    from pyspark.sql import functions as F
+
+    from lakehouse.window_recompute import prepare_input
+
+    if "key" in group_cols:
+        if not summary.replaced_keys:
+            return None
+        return changed.where(~F.col("__tail") | F.lit(not appendable)).select("key").distinct()
+    if appendable or not summary.changed:
+        return None
+    everything = prepare_input(source_at(spark, source.sql_name, plan.until), options).where(complete)
+    return everything.join(changed.select(*group_cols), on=group_cols, how="left_semi").select("key").distinct()
+
+
+def _tail_windows(recent: "DataFrame", tail: "DataFrame", spec: Any, order_cols: list[str], group_cols: list[str],
+                  value_type: Any, path: str) -> "DataFrame":
+    """The windows that close now in the tail groups: they start above the group's closed floor,
+    so they hold only records with ``ts > floor``, all of them in ``recent`` (the state's records
+    and the new ones)."""
+    from pyspark.sql import functions as F
+
+    records = recent.join(F.broadcast(tail.select(*group_cols, "__closed_floor")), on=group_cols)
+    records = records.where(F.col("__closed_floor").isNull() | (F.col("ts") > F.col("__closed_floor")))
+    return compute_windows_of(records, spec, order_cols, group_cols, value_type, path)
+
+
+def compute_windows_of(data: "DataFrame", spec: Any, order_cols: list[str], group_cols: list[str], value_type: Any,
+                       path: str) -> "DataFrame":
+    """The window rows of ``data`` (:func:`lakehouse.window_recompute.compute_windows`, its note dropped)."""
+    from lakehouse.window_recompute import compute_windows
+
+    return compute_windows(data, spec, order_cols, group_cols, value_type, path)[0]
 
 
 def append_windows(target: Any, inserted: list["DataFrame"], properties: dict[str, str]) -> int:

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from lh_testkit import run_job
 
 from lakehouse.window_incremental import SOURCE_SNAPSHOT_PROPERTY, read_bookmark
-from lakehouse.window_state import STATE_SNAPSHOT_PROPERTY, state_table
+from lakehouse.window_state import state_bookmark, state_table
 from lakehouse.tables import open_table
 from lakehouse.window_recompute import WindowRecomputeOptions, WindowSpec, run_window_recompute
 from stream_edge.dataframe.windows.replay import replay
@@ -129,8 +129,10 @@ def test_only_new_windows_are_added_and_nothing_is_read_twice(spark):
     assert not [line for line in said if "rebuilding" in line]
     snapshot = open_table(spark, source).java_table().currentSnapshot().snapshotId()
     assert read_bookmark(open_table(spark, output))[0] == snapshot
-    state = open_table(spark, state_table(output)).java_table().properties()
-    assert state.get(STATE_SNAPSHOT_PROPERTY) == str(snapshot)
+    state = open_table(spark, state_table(output))
+    assert state_bookmark(state)[0] == str(snapshot)
+    # the state's rows were overwritten in place (one plain commit), not the table replaced
+    assert str(state.java_table().currentSnapshot().operation()) == "overwrite"
     # a state that does not match the output's bookmark is not trusted: rebuilt, same result
     spark.sql(f"DROP TABLE {state_table(output)}")
     spark.createDataFrame(rows[350:], SCHEMA).writeTo(source).append()
