@@ -20,8 +20,9 @@ the suite's Spark JVMs:
   starts before the archive exists, or whose class path differs (a cluster driver with its own),
   runs without it.
 
-``./dev test`` builds the archive in the background while the first tests run (``python -m
-infra.local.spark_cds build``; ~60 CPU-s, paid back after a dozen drivers). It lives in
+``./dev test`` builds the archive while the services start (``python -m infra.local.spark_cds
+build``; ~60 CPU-s, paid back after a dozen drivers; built under the tests' load it took six
+minutes, and the drivers started meanwhile went without). It lives in
 ``.local/spark-cds/`` under a name that hashes the JDK, pyspark's jars and the runtime jars, so a
 change to any of them builds a new one; a run that finds it reuses it.
 """
@@ -83,8 +84,8 @@ def jvm_env(base: dict[str, str] | None = None) -> dict[str, str]:
         return {}
     opts = base.get("SPARK_SUBMIT_OPTS", DRIVER_JVM_OPTS)
     if "SharedArchiveFile" not in opts:
-        # set even before the archive exists: ./dev test builds it while the first tests run, and
-        # a JVM that finds no archive (or one for another class path) runs without it
+        # a JVM that finds no archive (a run without ./dev test) or one for another class path
+        # runs without it
         opts = f"{opts} -XX:SharedArchiveFile={archive_path(jars)} {_QUIET_CDS}"
     return {"SPARK_CONF_DIR": str(conf_dir()), "SPARK_DIST_CLASSPATH": ":".join(jars), "SPARK_SUBMIT_OPTS": opts}
 
