@@ -169,31 +169,21 @@ def split_groups(old: "DataFrame", new: "DataFrame", group_cols: list[str], orde
                  bound_below: int) -> "DataFrame":
     """One row per group with new records: the group's columns, ``__tail`` (its new records all
     follow its old ones in offset order) and ``__closed_floor`` (``E_old - bound_below``, the
-    largest window start emitted from the old records; NULL without old records)."""
+    largest window start emitted from the old records; NULL without old records). The old
+    records' per-group stats are what the window state keeps; :func:`group_changes` does the rest."""
     from pyspark.sql import functions as F
 
     old_stats = old.groupBy(*group_cols).agg(F.greatest(F.lit(0).cast("long"), F.max("ts")).alias("__old_latest"),
                                              F.max(F.struct(*order_cols)).alias("__old_last"))
-    return split_groups_by_stats(old_stats, new, group_cols, order_cols, bound_below)
-
-
-def split_groups_by_stats(old_stats: "DataFrame", new: "DataFrame", group_cols: list[str], order_cols: list[str],
-                          bound_below: int) -> "DataFrame":
-    """:func:`split_groups` from the old records' per-group ``__old_latest``/``__old_last`` (the
-    window state) instead of the old records themselves."""
-    from pyspark.sql import functions as F
-
-    new_stats = new.groupBy(*group_cols).agg(F.min(F.struct(*order_cols)).alias("__new_first"))
-    joined = new_stats.join(old_stats, on=group_cols, how="left")
-    tail = F.col("__old_last").isNull() | (F.col("__new_first") > F.col("__old_last"))
-    return joined.select(*group_cols, tail.alias("__tail"),
-                         (F.col("__old_latest") - bound_below).alias("__closed_floor"))
+    changes = group_changes(old_stats, new, F.lit(True), group_cols, order_cols, bound_below)
+    return changes.select(*group_cols, "__tail", "__closed_floor")
 
 
 def group_changes(old_stats: "DataFrame", new: "DataFrame", complete: Any, group_cols: list[str],
                   order_cols: list[str], bound_below: int) -> "DataFrame":
-    """:func:`split_groups_by_stats` over every prepared new row, ``complete`` or not, plus
-    ``__new_rows`` (the group's new rows, counted so that the run needs no ``count()`` job of its
+    """Per group with new rows, from the old records' per-group ``__old_latest``/``__old_last``
+    (the window state): ``__tail`` and ``__closed_floor`` as :func:`split_groups` describes them,
+    over every prepared new row, ``complete`` or not, plus ``__new_rows`` (the group's new rows, counted so that the run needs no ``count()`` job of its
     own) and ``__has_new`` (the group got a complete record: only those can change windows)."""
     from pyspark.sql import functions as F
 

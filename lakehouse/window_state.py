@@ -50,18 +50,13 @@ def state_table(output: str) -> str:
     return f"{output}{STATE_SUFFIX}"
 
 
-def build_state(records: "DataFrame", group_cols: Sequence[str], order_cols: Sequence[str], bound: int,
-                prior: "DataFrame | None" = None) -> "DataFrame":
+def build_state(records: "DataFrame", group_cols: Sequence[str], order_cols: Sequence[str], bound: int) -> "DataFrame":
     """The state after ``records`` (prepared, complete rows): per group ``latest``, ``last`` and
-    the records with ``ts > latest - bound``. ``prior`` (a state) adds the groups' earlier
-    ``latest``/``last`` (its records must already be part of ``records``)."""
+    the records with ``ts > latest - bound``."""
     from pyspark.sql import functions as F
 
     stats = records.groupBy(*group_cols).agg(F.greatest(F.lit(0).cast("long"), F.max("ts")).alias("latest"),
                                              F.max(F.struct(*order_cols)).alias("last"))
-    if prior is not None:
-        stats = (stats.unionByName(prior.select(*group_cols, "latest", "last"))
-                 .groupBy(*group_cols).agg(F.max("latest").alias("latest"), F.max("last").alias("last")))
     columns = records.columns
     open_records = (records.join(F.broadcast(stats.select(*group_cols, "latest")), on=list(group_cols))
                     .where(F.col("ts") > F.col("latest") - F.lit(bound))
@@ -72,7 +67,7 @@ def build_state(records: "DataFrame", group_cols: Sequence[str], order_cols: Seq
 def advance_state(prior: "DataFrame", new: "DataFrame", group_cols: Sequence[str], order_cols: Sequence[str],
                   bound: int) -> "DataFrame":
     """The state after ``prior`` (a state) and ``new`` (prepared, complete rows): what
-    ``build_state(state_records(prior) ∪ new, prior=prior)`` gives, in one aggregation (one
+    :func:`build_state` of every record ``prior`` has seen and ``new`` gives, in one aggregation (one
     shuffle) instead of three: each new record becomes a one-record state row, the rows of a group
     are merged (``latest``/``last`` by ``max``, the records concatenated), then the records a
     window closing from now on cannot hold (``ts <= latest - bound``) are dropped. Every shuffle is
