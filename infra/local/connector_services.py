@@ -21,12 +21,15 @@ from __future__ import annotations
 
 import contextlib
 import getpass
+import hashlib
 import os
 import pwd
 import shutil
 import signal
 import socket
+import stat
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import Callable
@@ -116,7 +119,14 @@ class PostgreSQL(Service):
 
     @property
     def data_dir(self) -> Path:
-        return self.home / "data"
+        """``.local/postgres/data``; as root, when a folder above the checkout is private (``/root``,
+        a ``mktemp -d`` folder) and the ``postgres`` user cannot reach it, a folder of the system
+        temp directory named after this checkout instead."""
+        inside = self.home / "data"
+        if not _is_root() or all(folder.stat().st_mode & stat.S_IXOTH for folder in self.home.parent.parents):
+            return inside
+        digest = hashlib.sha256(str(self.home).encode()).hexdigest()[:12]
+        return Path(tempfile.gettempdir()) / f"streamlake-postgres-{digest}" / "data"
 
     def prepare(self) -> None:
         bindir = self._bindir()
@@ -129,6 +139,7 @@ class PostgreSQL(Service):
         if not (self.data_dir / "PG_VERSION").exists():
             shutil.rmtree(self.data_dir, ignore_errors=True)
             self.data_dir.mkdir(parents=True)
+            self.data_dir.parent.chmod(self.data_dir.parent.stat().st_mode | 0o711)
             if _is_root():
                 os.chown(self.data_dir, pw.pw_uid, pw.pw_gid)
             self.data_dir.chmod(0o700)
