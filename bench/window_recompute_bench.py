@@ -132,15 +132,19 @@ def _timed(name: str, rows: int, action) -> float:
 
 def print_stages(spark, table: str, rows: int, kind: str) -> None:
     """Where the native job's time goes: each stage's plan run to Spark's ``noop`` sink, cumulative
-    (a stage's figure includes the stages above it), then the job's own passes."""
+    (a stage's figure includes the stages above it), the per-group window state on its own (with
+    and without the floor the windows pass observes), then the whole job."""
+    from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
     from lakehouse import window_native as native
+    from lakehouse.window_presorted import presorted_sliding_windows
     from lakehouse.window_recompute import WindowRecomputeOptions, WindowSpec, prepare_input, run_window_recompute
+    from lakehouse.window_state import full_state
 
     spec = WindowSpec.parse(**SPECS[kind])  # type: ignore[arg-type]
     options = WindowRecomputeOptions(table=table, output=f"lake.bench.stages_{kind}", value_column="temperature",
-                                     window=spec, engine="native")
+                                     window=spec, engine="native", full=True)
     data = prepare_input(spark.table(table), options).where(F.col("ts").isNotNull() & F.col("value").isNotNull())
     order = ["__order_0", "__order_1"]
 
@@ -155,19 +159,25 @@ def print_stages(spark, table: str, rows: int, kind: str) -> None:
     hashed = data.withColumn("__gh", native.group_hash(groups))
     _timed("floor: scan + shuffle by key + sort by (key, offset)", rows,
            noop(hashed.repartition("__gh", *groups).sortWithinPartitions("__gh", *groups, *order)))
+    observed = Observation(f"stages_{kind}")
     if kind == "sliding":
-        flags = native.sliding_key_flags(data, spec, order, groups)
-        _timed("1 offset-order window functions (lateness, key flags)", rows, noop(flags))
-        _timed("2 + per-timestamp partials, RANGE frame (= rows)", rows,
-               noop(native.native_sliding_windows(flags, spec, groups)))
+        _timed("one-sort plan: sort by time, one window operator (= rows)", rows,
+               noop(presorted_sliding_windows(data, spec, "__order_1", groups, observed)))
     else:
         timed = native.fixed_event_times(data, spec, order, groups)
         _timed("1 offset-order window functions (lateness)", rows, noop(timed))
         _timed("2 + window ranges, partial aggregation", rows,
                noop(native.fixed_window_parts(timed, spec, groups)))
         _timed("3 + window expansion, aggregation (= rows)", rows,
-               noop(native.native_fixed_windows(data, spec, order, groups)))
-    _timed("whole job (rows, Iceberg create-or-replace)", rows,
+               noop(native.native_fixed_windows(data, spec, order, groups, observed)))
+        bound = spec.grace_ms + spec.duration_ms
+        _timed("state alone: full scan + pruned scan (no floor)", rows,
+               noop(full_state(data, groups, order, bound)))
+        metrics = observed.get
+        floor = None if metrics.get("stale_groups") != 0 else metrics.get("state_floor")
+        _timed(f"state alone: pruned scans only (observed floor {floor})", rows,
+               noop(full_state(data, groups, order, bound, floor)))
+    _timed("whole job (rows, Iceberg create-or-replace, state)", rows,
            lambda: run_window_recompute(spark, options, progress=lambda _line: None))
 
 
@@ -175,7 +185,7 @@ def print_plan(spark, table: str, spec) -> None:
     """The native job's physical plan (what ``explain()`` prints), for the notes: for sliding
     windows the one-sort plan a full run tries first (the exact plan runs only after it reports
     dirty groups)."""
-    from lakehouse.window_recompute import (WindowRecomputeOptions, _extra_columns, _presorted_sliding,
+    from lakehouse.window_recompute import (WindowRecomputeOptions, _extra_columns, presorted_sliding,
                                             _value_type, compute_windows, group_columns, prepare_input)
 
     options = WindowRecomputeOptions(table=table, output="unused", value_column="temperature", window=spec)
@@ -183,7 +193,7 @@ def print_plan(spark, table: str, spec) -> None:
     data = prepare_input(raw, options).where("ts IS NOT NULL AND value IS NOT NULL")
     groups = group_columns(options, _extra_columns(options, raw.columns))
     value_type = _value_type(data.schema["value"].dataType, spec.aggregation)
-    presorted = _presorted_sliding(data, spec, ["__order_0", "__order_1"], groups, value_type, "native")
+    presorted = presorted_sliding(data, spec, ["__order_0", "__order_1"], groups, value_type, "native")
     rows = presorted[0] if presorted is not None else compute_windows(
         data, spec, ["__order_0", "__order_1"], groups, value_type, "native")[0]
     rows.explain()

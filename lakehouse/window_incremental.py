@@ -115,6 +115,15 @@ def _changes_since(source: "IcebergTable", since: int, until: int) -> str | None
     return None
 
 
+def uses_state(spec: Any, path: str, group_cols: list[str]) -> bool:
+    """Whether incremental runs read the per-group window state (``lakehouse.window_state``), so
+    a full run must write it: to add the windows of tail groups (native tumbling and hopping), or
+    to find the partitions that got records between old ones (closing per partition). Otherwise
+    (sliding windows, the Python-engine path, per key) an increment recomputes every changed key
+    from the table, and the state would be written for nothing."""
+    return (path == "native" and spec.kind != "sliding") or "key" not in group_cols
+
+
 @dataclass
 class IncrementPlan:
     """What an incremental run reads: the source snapshots it spans."""
@@ -179,7 +188,7 @@ def split_groups(old: "DataFrame", new: "DataFrame", group_cols: list[str], orde
     return changes.select(*group_cols, "__tail", "__closed_floor")
 
 
-def group_changes(old_stats: "DataFrame", new: "DataFrame", complete: Any, group_cols: list[str],
+def group_changes(old_stats: "DataFrame | None", new: "DataFrame", complete: Any, group_cols: list[str],
                   order_cols: list[str], bound_below: int) -> "DataFrame":
     """Per group with new rows, from the old records' per-group ``__old_latest``/``__old_last``
     (the window state): ``__tail`` and ``__closed_floor`` as :func:`split_groups` describes them,
@@ -189,7 +198,11 @@ def group_changes(old_stats: "DataFrame", new: "DataFrame", complete: Any, group
 
     new_stats = new.groupBy(*group_cols).agg(F.count(F.lit(1)).alias("__new_rows"),
                                              F.min(F.when(complete, F.struct(*order_cols))).alias("__new_first"))
-    joined = new_stats.join(old_stats, on=group_cols, how="left")
+    if old_stats is None:  # no state read: every group counts as a tail with no closed floor
+        joined = new_stats.select("*", F.lit(None).cast("long").alias("__old_latest"),
+                                  F.lit(None).cast(new_stats.schema["__new_first"].dataType).alias("__old_last"))
+    else:
+        joined = new_stats.join(old_stats, on=group_cols, how="left")
     tail = F.col("__old_last").isNull() | (F.col("__new_first") > F.col("__old_last"))
     return joined.select(*group_cols, "__new_rows", F.col("__new_first").isNotNull().alias("__has_new"),
                          F.coalesce(tail, F.lit(True)).alias("__tail"),
@@ -239,7 +252,7 @@ def run_increment(spark: "SparkSession", options: "WindowRecomputeOptions", plan
 
     from pyspark.sql import functions as F
 
-    from lakehouse.window_recompute import _extra_columns, group_columns, prepare_input
+    from lakehouse.window_recompute import _extra_columns, choose_path, group_columns, prepare_input
 
     if plan.since == plan.until:
         return 0, 0, "incremental (no new source snapshot)"
@@ -250,6 +263,9 @@ def run_increment(spark: "SparkSession", options: "WindowRecomputeOptions", plan
     order_cols = [f"__order_{i}" for i in range(len(options.order_by))]
     group_cols = group_columns(options, _extra_columns(options, appended.columns))
     fingerprint = definition_fingerprint(options)
+    if not uses_state(options.window, choose_path(options.window, options.engine), group_cols):
+        return _emit_windows(spark, options, plan, source, target, say, None, arrived, group_cols, order_cols,
+                             complete)
     state, trusted = _open_state(spark, options, plan, source, group_cols, order_cols, bound, fingerprint, say)
     state = state.cache()  # one row per group: small, read by every job of the run (kept by the first)
     new = arrived.where(complete)
@@ -284,10 +300,12 @@ def _save_state(state: "DataFrame", new: "DataFrame", options: "WindowRecomputeO
 
 
 def _emit_windows(spark: "SparkSession", options: "WindowRecomputeOptions", plan: IncrementPlan, source: Any,
-                  target: Any, say: Callable[[str], None], state: "DataFrame", arrived: "DataFrame",
+                  target: Any, say: Callable[[str], None], state: "DataFrame | None", arrived: "DataFrame",
                   group_cols: list[str], order_cols: list[str], complete: Any) -> tuple[int, int, str] | None:
     """The output's part of :func:`run_increment`: decide the plan from one summary row, then
-    append the new windows (or ``MERGE`` them with the replaced keys' rows) with the bookmark."""
+    append the new windows (or ``MERGE`` them with the replaced keys' rows) with the bookmark.
+    ``state`` is None when the path does not use it (:func:`uses_state`): every changed key is
+    recomputed, so whether its new records follow its old ones does not matter."""
     from pyspark.sql import functions as F
 
     from lakehouse.window_recompute import _value_type, choose_path, prepare_input
@@ -298,7 +316,8 @@ def _emit_windows(spark: "SparkSession", options: "WindowRecomputeOptions", plan
     path = choose_path(spec, options.engine)
     appendable = path == "native" and spec.kind != "sliding"
     value_type = _value_type(new.schema["value"].dataType, spec.aggregation, spec.value_type)
-    old_stats = state.select(*group_cols, F.col("latest").alias("__old_latest"), F.col("last").alias("__old_last"))
+    old_stats = None if state is None else state.select(*group_cols, F.col("latest").alias("__old_latest"),
+                                                        F.col("last").alias("__old_last"))
     bound = spec.grace_ms + spec.duration_ms
     groups = group_changes(old_stats, arrived, complete, group_cols, order_cols, bound).cache()
     try:
@@ -310,6 +329,7 @@ def _emit_windows(spark: "SparkSession", options: "WindowRecomputeOptions", plan
         replace_keys = _replace_keys(spark, options, plan, source, changed, group_cols, appendable, complete, summary)
         inserted = []
         if appendable:
+            assert state is not None
             tail = changed.where("__tail")
             if replace_keys is not None and "key" in group_cols:
                 tail = tail.join(replace_keys, on="key", how="left_anti")

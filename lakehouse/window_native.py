@@ -91,10 +91,22 @@ def _first_of_group(group_cols: Sequence[str], order_cols: Sequence[str]) -> "Co
     return (F.row_number().over(_group_window(group_cols).orderBy(*order_cols)) == 1).cast("int")
 
 
-def _final_event_time(group_cols: Sequence[str]) -> "Column":
+def _whole_group(group_cols: Sequence[str], order_cols: Sequence[str] = ()) -> Any:
+    """The whole group as a frame; ordered like the offset-order frames when ``order_cols`` are
+    given, so Spark evaluates it in the same window operator as them (an unordered window is an
+    operator of its own: one more pass that buffers every group)."""
+    from pyspark.sql import Window
+
+    if not order_cols:
+        return _group_window(group_cols)
+    return (_group_window(group_cols).orderBy(*order_cols)
+            .rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing))
+
+
+def _final_event_time(group_cols: Sequence[str], order_cols: Sequence[str] = ()) -> "Column":
     from pyspark.sql import functions as F
 
-    return F.greatest(F.lit(0).cast("long"), F.max("ts").over(_group_window(group_cols)))
+    return F.greatest(F.lit(0).cast("long"), F.max("ts").over(_whole_group(group_cols, order_cols)))
 
 
 def _partials(aggregation: str) -> list["Column"]:
@@ -169,14 +181,44 @@ def fixed_event_times(data: "DataFrame", spec: "WindowSpec", order_cols: Sequenc
     closed_upto = _event_time(group_cols, order_cols) - closed_below
     if "__closed_floor" in data.columns:  # an incremental run: windows up to it were emitted before
         closed_upto = F.greatest(closed_upto, F.col("__closed_floor"))
+    # every window function here shares the offset order, so one window operator computes them all
     timed = _with_group_hash(data, group_cols).select(
         *_kept_columns(group_cols), "value", "ts", closed_upto.alias("__closed_upto"),
-        (_final_event_time(group_cols) - closed_below).alias("__final_closed_upto"),
-        _first_of_group(group_cols, order_cols).alias("__first_of_group"))
+        (_final_event_time(group_cols, order_cols) - closed_below).alias("__final_closed_upto"),
+        _first_of_group(group_cols, order_cols).alias("__first_of_group"),
+        *_state_columns(group_cols, order_cols, observation))
     if observation is not None:
-        timed = timed.observe(observation, F.sum("__first_of_group").alias("groups"))
+        timed = timed.observe(observation, *_state_observations())
     # else no window of the record is emitted
-    return timed.where(F.col("ts") - spec.duration_ms < F.col("__final_closed_upto")).drop("__first_of_group")
+    kept = timed.where(F.col("ts") - spec.duration_ms < F.col("__final_closed_upto"))
+    return kept.drop("__first_of_group", "__is_last", "__max_ts")
+
+
+def _state_columns(group_cols: Sequence[str], order_cols: Sequence[str], observation: Any) -> list["Column"]:
+    """What :func:`_state_observations` needs per record (nothing without an observation)."""
+    from pyspark.sql import functions as F
+
+    if observation is None:
+        return []
+    whole = _whole_group(group_cols, order_cols)
+    last = F.row_number().over(_group_window(group_cols).orderBy(*order_cols)) == F.count(F.lit(1)).over(whole)
+    return [last.alias("__is_last"), F.max("ts").over(whole).alias("__max_ts")]
+
+
+def _state_observations() -> list["Column"]:
+    """The observed ``groups``, and what the per-group window state written after a full run
+    (:func:`lakehouse.window_state.full_state`) can take from this pass instead of a scan of its
+    own: ``state_floor``, the smallest per-group bound ``latest - grace - duration`` (the state
+    holds each group's records above its bound), and ``stale_groups``, the groups whose last
+    record in offset order or newest record lies at or below their bound. Without stale groups
+    the records above ``state_floor`` hold every group's newest and last record, so the state
+    comes from them alone (a scan that Iceberg prunes to the newest files)."""
+    from pyspark.sql import functions as F
+
+    bound = F.col("__final_closed_upto")
+    stale = F.col("__is_last") & ((F.col("ts") <= bound) | (F.col("__max_ts") <= bound))
+    return [F.sum("__first_of_group").alias("groups"), F.min(bound).alias("state_floor"),
+            F.count(F.when(stale, 1)).alias("stale_groups")]
 
 
 def fixed_window_parts(timed: "DataFrame", spec: "WindowSpec", group_cols: Sequence[str]) -> "DataFrame":

@@ -82,23 +82,22 @@ def presorted_sliding_windows(data: "DataFrame", spec: "WindowSpec", offset: str
     # newest first: every frame then grows or slides forward (a frame reaching to the end of the
     # partition would be recomputed for every row), and all of them share one window operator
     by_time = Window.partitionBy("__gh", *group_cols).orderBy(F.col("ts").desc())
-    # the smallest offset among the group's records at least grace + 1 ms newer than this one: a
-    # smaller offset than this record's means one of them came first, so this record arrived late
-    newer_first = F.min(offset).over(by_time.rangeBetween(Window.unboundedPreceding, -(g + 1)))
+    # the group's records at least grace + 1 ms newer than this one: the smallest offset among
+    # them (smaller than this record's: one of them came first, so this record arrived late), and
+    # whether there is any (then the group's final event time is at least ts + grace + 1, which is
+    # when final() emits the window ending at ts; timestamps are positive here, or __late is set).
+    # Two aggregates of one frame: three frames per row in all (the sum, this one, lag)
+    newer = by_time.rangeBetween(Window.unboundedPreceding, -(g + 1))
     rows = _with_group_hash(data, group_cols).select(
         "__gh", "key", "ts",
         _frame_value(spec.aggregation, by_time.rangeBetween(0, d)).alias("value"),
-        ((newer_first < F.col(offset)) | (F.col("ts") <= 2 * d + g)).cast("int").alias("__late"),
+        ((F.min(offset).over(newer) < F.col(offset)) | (F.col("ts") <= 2 * d + g)).cast("int").alias("__late"),
         F.lag("ts").over(by_time).alias("__newer_ts"),
-        # newest first: the running max is the group's final event time on every row
-        F.greatest(F.lit(0).cast("long"), F.max("ts").over(by_time.rowsBetween(Window.unboundedPreceding,
-                                                                                 Window.currentRow)))
-        .alias("__final"))
+        (F.count(F.lit(1)).over(newer) > 0).alias("__closed"))
     rows = rows.observe(observation, F.sum(F.col("__newer_ts").isNull().cast("int")).alias("groups"),
                         F.sum("__late").alias("late"))
     # one window per distinct timestamp (the first of its peers; the frame gives peers one value)
-    emitted = rows.where((F.col("ts") <= F.col("__final") - g - 1)
-                         & (F.col("__newer_ts").isNull() | (F.col("__newer_ts") != F.col("ts"))))
+    emitted = rows.where(F.col("__closed") & (F.col("__newer_ts").isNull() | (F.col("__newer_ts") != F.col("ts"))))
     return emitted.select("__gh", "key", F.greatest(F.lit(0).cast("long"), F.col("ts") - d).alias("window_start"),
                           F.col("ts").alias("window_end"), "value")
 

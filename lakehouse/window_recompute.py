@@ -50,9 +50,9 @@ from lakehouse.delta_tables import DeltaTable
 from lakehouse.iceberg_tables import IcebergTable
 from lakehouse.fault_injection import pause_point
 from lakehouse.window_incremental import (bookmark_properties, current_snapshot_id, definition_fingerprint,
-                                          plan_increment, run_increment, source_at)
-from lakehouse.window_native import (group_hash, native_fixed_windows, native_sliding_windows,
-                                     native_unsupported_reason, sliding_key_flags)
+                                          plan_increment, run_increment, source_at, uses_state)
+from lakehouse.window_native import group_hash
+from lakehouse.window_paths import PathNote, choose_path, compute_windows, engine_windows, presorted_sliding
 from lakehouse.tables import open_table, resolve_format
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -323,7 +323,7 @@ def run_window_recompute(spark: "SparkSession", options: WindowRecomputeOptions,
     data = data.observe(read, F.count(F.lit(1)).alias("rows"),
                         F.sum(F.when(complete, 0).otherwise(1)).alias("skipped")).where(complete)
     bookmark = bookmark_properties(until, definition_fingerprint(options))
-    presorted = _presorted_sliding(data, spec, order_cols, group_cols, value_type, path)
+    presorted = presorted_sliding(data, spec, order_cols, group_cols, value_type, path)
     if presorted is not None:  # one sort; the bookmark follows once no record needs the exact plan
         windows, note = presorted
         report.windows = _write_output(spark, windows, options, say, {}, sort=False)
@@ -340,11 +340,11 @@ def run_window_recompute(spark: "SparkSession", options: WindowRecomputeOptions,
     else:
         windows, note = compute_windows(data, spec, order_cols, group_cols, value_type, path)
         report.windows = _write_output(spark, windows, options, say, bookmark, sort=not note.clustered)
-    if isinstance(target, IcebergTable) and until is not None:  # what the next incremental run starts from
-        from lakehouse.window_state import save_full_state
+    if isinstance(target, IcebergTable) and until is not None and uses_state(spec, path, group_cols):
+        from lakehouse.window_state import save_full_state  # what the next incremental run starts from
 
         save_full_state(prepare_input(raw, options).where(complete), options, group_cols, order_cols, until,
-                        definition_fingerprint(options))
+                        definition_fingerprint(options), note.state_floor())
     pause_point("windows.after-commit")
     counts = read.get
     report.rows_read, report.rows_skipped = int(counts["rows"] or 0), int(counts["skipped"] or 0)
@@ -355,23 +355,6 @@ def run_window_recompute(spark: "SparkSession", options: WindowRecomputeOptions,
     return report
 
 
-def _presorted_sliding(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str], group_cols: Sequence[str],
-                       value_type: Any, path: str) -> tuple["DataFrame", "PathNote"] | None:
-    """The one-sort sliding plan of a full run (:mod:`lakehouse.window_presorted`), or None where
-    it does not apply (other kinds, the python-engine path, no single offset column)."""
-    from pyspark.sql import Observation
-    from pyspark.sql import functions as F
-
-    from lakehouse.window_presorted import offset_column, presorted_sliding_windows
-
-    offset = offset_column(order_cols, group_cols)
-    if path != "native" or spec.kind != "sliding" or offset is None:
-        return None
-    note = PathNote("native", Observation(f"windows_groups_{uuid.uuid4().hex}"), clustered=True)
-    rows = presorted_sliding_windows(data, spec, offset, group_cols, note.observation)
-    return rows.withColumn("value", F.col("value").cast(value_type)), note
-
-
 def _commit_properties(target: Any, properties: dict[str, str]) -> None:
     """A commit that adds no files, only ``properties`` in its snapshot summary (the bookmark of
     rows written by the commit before it)."""
@@ -380,100 +363,6 @@ def _commit_properties(target: Any, properties: dict[str, str]) -> None:
         append = append.set(key, value)
     append.commit()
     target.refresh()
-
-
-def choose_path(spec: WindowSpec, engine: str = "auto") -> str:
-    """``native`` when the spec is expressible natively (unless ``engine="python"``), else
-    ``python-engine``; ``engine="native"`` with a custom aggregation is an error."""
-    if engine not in ("auto", "native", "python"):
-        raise ValueError(f"engine must be auto, native or python, got {engine!r}")
-    reason = native_unsupported_reason(spec)
-    if engine == "native" and reason:
-        raise ValueError(f"the native path cannot compute {reason}; use engine 'auto' or 'python'")
-    return "native" if engine != "python" and reason is None else "python-engine"
-
-
-@dataclass
-class PathNote:
-    """Which path computed the rows; read (``str``, :meth:`groups`) only after the rows were
-    computed: the native path's counts are observations of that job."""
-
-    path: str
-    observation: Any = None  # native: groups (and replayed groups for sliding windows)
-    clustered: bool = False  # the rows come out grouped by key and in time order (no sort needed to write)
-
-    def _metrics(self) -> dict[str, Any]:
-        return self.observation.get if self.observation is not None else {}
-
-    def __str__(self) -> str:
-        replayed = int(self._metrics().get("replayed") or 0)
-        if not replayed:
-            return self.path
-        return (f"native ({replayed} of {self.groups()} keys through the edge's engines: sliding records "
-                "inside closed windows or near time 0)")
-
-    def groups(self, data: "DataFrame | None" = None, group_cols: Sequence[str] = ()) -> int:
-        """The number of closing groups (observed; counted on ``data`` for the python-engine path)."""
-        if self.observation is not None:
-            return int(self._metrics().get("groups") or 0)
-        if data is None:
-            return 0
-        return data.select(*group_cols).distinct().count()
-
-
-def compute_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str], group_cols: Sequence[str],
-                    value_type: Any, path: str) -> tuple["DataFrame", PathNote]:
-    """The window rows of ``data`` (columns ``key``, ``ts``, ``value`` and ``order_cols``, no NULL
-    timestamp or value) on ``path`` (``native`` or ``python-engine``), and the path's note for the
-    report line. ``group_cols`` make a closing group (:func:`group_columns`). The rows may carry a
-    ``__gh`` column (the group's hash, to sort by; :func:`_write_output` drops it)."""
-    from pyspark.sql import types as T
-
-    schema = T.StructType([T.StructField("key", data.schema["key"].dataType),
-                           T.StructField("window_start", T.LongType()),
-                           T.StructField("window_end", T.LongType()), T.StructField("value", value_type)])
-    if path == "native":
-        return _native_windows(data, spec, order_cols, group_cols, schema)
-    reason = native_unsupported_reason(spec)
-    return (engine_windows(data, spec, order_cols, group_cols, schema),
-            PathNote(f"python-engine ({reason})" if reason else "python-engine (forced)"))
-
-
-def engine_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str], group_cols: Sequence[str],
-                   schema: Any) -> "DataFrame":
-    """The Python-engine path: each group's records through the edge's engines (applyInPandas)."""
-    from pyspark.sql import types as T
-
-    integral = isinstance(schema["value"].dataType, (T.LongType, T.IntegerType))
-
-    def compute(group: "pd.DataFrame") -> "pd.DataFrame":
-        result = windows_of_group(group, spec, order_cols)
-        if integral:
-            result["value"] = result["value"].astype("int64")
-        return result
-
-    columns = list(dict.fromkeys(["key", "ts", "value", *order_cols, *group_cols]))
-    return data.select(*columns).groupBy(*group_cols).applyInPandas(compute, schema=schema)
-
-
-def _native_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str], group_cols: Sequence[str],
-                    schema: Any) -> tuple["DataFrame", PathNote]:
-    """The native path; sliding keys without the closed form go through the engines (in the same
-    job: their rows are a union branch, empty when every key has the closed form)."""
-    from pyspark.sql import Observation
-    from pyspark.sql import functions as F
-
-    value_type = schema["value"].dataType
-    note = PathNote("native", Observation(f"windows_groups_{uuid.uuid4().hex}"))
-    if spec.kind != "sliding":
-        rows = native_fixed_windows(data, spec, order_cols, group_cols, note.observation)
-        return rows.withColumn("value", F.col("value").cast(value_type)), note
-    flagged = sliding_key_flags(data, spec, order_cols, group_cols, note.observation)
-    rows = native_sliding_windows(flagged, spec, group_cols).withColumn("value", F.col("value").cast(value_type))
-    rest = flagged.where(~F.col("__native")).select(*data.columns)
-    replayed = engine_windows(rest, spec, order_cols, group_cols, schema)
-    note.clustered = True  # the RANGE frame's sort: by group, then window end
-    return rows.unionByName(replayed.withColumn("__gh", group_hash(["key"]))), note
 
 
 def _write_output(spark: "SparkSession", windows: "DataFrame", options: WindowRecomputeOptions,

@@ -138,12 +138,17 @@ def write_state(state: "DataFrame", options: "WindowRecomputeOptions", until: in
         writer.using("iceberg").createOrReplace()
 
 
-def full_state(data: "DataFrame", group_cols: Sequence[str], order_cols: Sequence[str], bound: int) -> "DataFrame":
+def full_state(data: "DataFrame", group_cols: Sequence[str], order_cols: Sequence[str], bound: int,
+               floor: int | None = None) -> "DataFrame":
     """:func:`build_state` of every record, in two light passes instead of a sort: the per-group
     ``latest``/``last`` by a hash aggregation (``last`` from the largest offset when the other
     order columns are part of the group), kept in memory (one row per group), then only the
     records newer than the smallest ``latest - bound`` of all groups (a literal filter that
-    Iceberg's file statistics prune before reading) are joined to their group's bound."""
+    Iceberg's file statistics prune before reading) are joined to their group's bound.
+
+    ``floor``: that smallest ``latest - bound``, when the windows job observed it and saw every
+    group's newest and last record above it (``state_floor`` with no ``stale_groups``): then the
+    per-group stats come from the records above it too, and the whole table is never scanned."""
     from pyspark.sql import functions as F
 
     from lakehouse.window_presorted import offset_column
@@ -151,6 +156,8 @@ def full_state(data: "DataFrame", group_cols: Sequence[str], order_cols: Sequenc
     offset = offset_column(order_cols, group_cols)
     if offset is None:
         return build_state(data, group_cols, order_cols, bound)
+    if floor is not None:
+        data = data.where(F.col("ts") > F.lit(int(floor)))
     stats = (data.groupBy(*group_cols).agg(F.greatest(F.lit(0).cast("long"), F.max("ts")).alias("latest"),
                                            F.max(offset).alias("__last_offset"))
              .select(*group_cols, "latest",
@@ -173,10 +180,11 @@ def _ddl(df: "DataFrame") -> str:
 
 
 def save_full_state(data: "DataFrame", options: "WindowRecomputeOptions", group_cols: Sequence[str],
-                    order_cols: Sequence[str], until: Any, fingerprint: str) -> None:
-    """After a full recompute at source snapshot ``until``: the state from all (prepared, complete) records."""
+                    order_cols: Sequence[str], until: Any, fingerprint: str, floor: int | None = None) -> None:
+    """After a full recompute at source snapshot ``until``: the state from all (prepared, complete)
+    records (``floor``: :func:`full_state`)."""
     if until is None:
         return
     spec = options.window
-    write_state(full_state(data, group_cols, order_cols, spec.grace_ms + spec.duration_ms), options,
+    write_state(full_state(data, group_cols, order_cols, spec.grace_ms + spec.duration_ms, floor), options,
                 int(until), fingerprint)
