@@ -8,11 +8,14 @@ session that creates, fills and reads one Iceberg table costs ~7.5 CPU-s instead
 2-core machine (measured with ``/usr/bin/time`` on the whole process tree). Same JVM, same jars,
 same plans; only class loading is skipped.
 
-JDK 17 maps an archive only when the class path is the one it was dumped with and no folder on
-it holds files. Spark puts its configuration folder first on the class path (where
-``./dev bootstrap`` writes the runtime jars into ``spark-defaults.conf``), so :func:`jvm_env` gives
-the suite's Spark JVMs:
+JDK 17 maps an archive only when the class path is, path for path, the one it was dumped with and
+no folder on it holds files. Spark puts its configuration folder first on the class path (where
+``./dev bootstrap`` writes the runtime jars into ``spark-defaults.conf``), then
+``$SPARK_HOME/jars``, which lives in each checkout's virtual environment. So :func:`jvm_env` gives
+the suite's Spark JVMs paths that are the same for every checkout on the machine:
 
+- ``SPARK_HOME``: :func:`stable_spark_home`, pyspark's launcher scripts and jars under the
+  project's cache (the jars hard-linked: no copy, the same size and time stamp the JVM checks);
 - ``SPARK_CONF_DIR``: an empty folder;
 - ``SPARK_DIST_CLASSPATH``: the runtime jars (as Hadoop-free Spark distributions extend the class
   path; :func:`lakehouse.session.runtime_jar_conf` then adds nothing for local masters);
@@ -22,9 +25,10 @@ the suite's Spark JVMs:
 
 ``./dev test`` builds the archive while the services start (``python -m infra.local.spark_cds
 build``; ~60 CPU-s, paid back after a dozen drivers; built under the tests' load it took six
-minutes, and the drivers started meanwhile went without). It lives in
-``.local/spark-cds/`` under a name that hashes the JDK, pyspark's jars and the runtime jars, so a
-change to any of them builds a new one; a run that finds it reuses it.
+minutes, and the drivers started meanwhile went without). It lives in the project's cache
+(``~/.cache/streaming-lakehouse/spark-cds/``) under a name that hashes the JDK (and its own base
+archive), pyspark's jars and the runtime jars, so a change to any of them builds a new one, and
+every checkout on the machine (a clean clone, a CI workspace) reuses the one built before.
 """
 
 from __future__ import annotations
@@ -39,8 +43,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from infra.local.service_base import local_dir
-
 #: JIT and GC settings of the suite's Spark drivers: they live seconds to minutes on tiny data,
 #: where the C2 compiler and parallel GC threads cost ~25% of their CPU and never pay back
 DRIVER_JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
@@ -48,29 +50,79 @@ DRIVER_JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 _QUIET_CDS = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 
 
-def _spark_jars_dir() -> Path:
+def cache_dir() -> Path:
+    """The machine-wide home of the archives, next to the jar cache (shared by every checkout)."""
+    from lakehouse.session import jar_cache
+
+    return jar_cache().parent / "spark-cds"
+
+
+def _file_key(paths: list[str]) -> str:
+    key = hashlib.sha256()
+    for path in paths:
+        stat = os.stat(path)
+        key.update(f"{path}:{stat.st_size}:{int(stat.st_mtime)}\n".encode())
+    return key.hexdigest()[:16]
+
+
+def stable_spark_home() -> Path:
+    """pyspark's launcher scripts, Python libraries and jars at a path that does not depend on the checkout.
+
+    The archive records the class path it was dumped with; with each checkout's own
+    ``.venv/.../pyspark/jars`` on it, every clean clone would dump its own (a minute of CPU). The
+    jars are hard-linked (copied across file systems), the scripts copied; built under a temporary
+    name and renamed, so concurrent test workers never see half of it.
+    """
     import pyspark
 
-    return Path(os.environ.get("SPARK_HOME") or Path(pyspark.__file__).parent) / "jars"
+    source = Path(pyspark.__file__).parent
+    jars = sorted(str(p) for p in (source / "jars").glob("*.jar"))
+    # named by version and jar names and sizes, not paths or times: every checkout of the same
+    # pins maps to one home (and so to one archive), however its environment was installed
+    names = hashlib.sha256("".join(f"{Path(j).name}:{os.path.getsize(j)}\n" for j in jars).encode())
+    home = cache_dir() / f"spark-home-{pyspark.__version__}-{names.hexdigest()[:12]}"
+    if (home / "jars").is_dir():
+        return home
+    home.parent.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=f".{home.name}.", dir=home.parent))
+    partial.chmod(0o755)  # mkdtemp's 0700 would hide it from a service that runs as another user
+    shutil.copytree(source / "bin", partial / "bin")
+    # python/lib holds the pyspark.zip and py4j that Spark puts on its Python workers' path
+    shutil.copytree(source / "python", partial / "python", ignore=shutil.ignore_patterns("__pycache__"))
+    (partial / "jars").mkdir()
+    for jar in jars:
+        try:
+            os.link(jar, partial / "jars" / Path(jar).name)
+        except OSError:
+            shutil.copy2(jar, partial / "jars")
+    try:
+        partial.rename(home)
+    except OSError:  # another worker won the race: its copy is the same
+        shutil.rmtree(partial, ignore_errors=True)
+    return home
 
 
 def conf_dir() -> Path:
     """The empty Spark configuration folder of the suite's JVMs (created on first use)."""
-    path = local_dir() / "spark-cds" / "conf"
+    path = cache_dir() / "conf"
     path.mkdir(parents=True, exist_ok=True)
     return path
 
 
-def archive_path(runtime_jars: list[str]) -> Path:
-    """Where the archive for this JDK, this pyspark and these runtime jars lives."""
+def _java() -> str:
     java = shutil.which("java", path=os.path.join(os.environ["JAVA_HOME"], "bin")) \
         if os.environ.get("JAVA_HOME") else shutil.which("java")
-    key = hashlib.sha256()
-    key.update(os.path.realpath(java or "java").encode())
-    for jar in [*sorted(str(p) for p in _spark_jars_dir().glob("*.jar")), *runtime_jars]:
-        stat = os.stat(jar)
-        key.update(f"{jar}:{stat.st_size}:{int(stat.st_mtime)}\n".encode())
-    return local_dir() / "spark-cds" / f"spark-{key.hexdigest()[:16]}.jsa"
+    return os.path.realpath(java or "java")
+
+
+def archive_path(runtime_jars: list[str]) -> Path:
+    """Where the archive for this JDK, this pyspark and these runtime jars lives."""
+    java = _java()
+    # a dynamic archive is tied to the JDK's base archive too (regenerated by "java -Xshare:dump")
+    base = [str(p) for p in Path(java).parents[1].glob("lib/server/classes.jsa")]
+    spark_jars = sorted(str(p) for p in (stable_spark_home() / "jars").glob("*.jar"))
+    key = _file_key([java, *base, *spark_jars, *runtime_jars])
+    return cache_dir() / f"spark-{key}.jsa"
 
 
 def jvm_env(base: dict[str, str] | None = None) -> dict[str, str]:
@@ -87,7 +139,8 @@ def jvm_env(base: dict[str, str] | None = None) -> dict[str, str]:
         # a JVM that finds no archive (a run without ./dev test) or one for another class path
         # runs without it
         opts = f"{opts} -XX:SharedArchiveFile={archive_path(jars)} {_QUIET_CDS}"
-    return {"SPARK_CONF_DIR": str(conf_dir()), "SPARK_DIST_CLASSPATH": ":".join(jars), "SPARK_SUBMIT_OPTS": opts}
+    return {"SPARK_HOME": str(stable_spark_home()), "SPARK_CONF_DIR": str(conf_dir()),
+            "SPARK_DIST_CLASSPATH": ":".join(jars), "SPARK_SUBMIT_OPTS": opts}
 
 
 def build(force: bool = False) -> Path | None:

@@ -29,7 +29,8 @@ LAKEHOUSE_HOME              checkout of this project on the worker (the folder a
 LAKEHOUSE_SPARK_SUBMIT      spark-submit to run (``$LAKEHOUSE_HOME/.venv/bin/spark-submit``)
 LAKEHOUSE_PYTHON            Python of the jobs (``$LAKEHOUSE_HOME/.venv/bin/python``)
 LAKEHOUSE_SPARK_CONN_ID     Airflow connection holding the Spark master (``spark_default``)
-LAKEHOUSE_SPARK_JARS        comma-separated runtime jars (the project's jar cache)
+LAKEHOUSE_SPARK_JARS        comma-separated runtime jars (the project's jar cache): ``--jars`` on a
+                            cluster, the driver's class path on a ``local[...]`` master
 LAKE_SOURCE                 edge table root, e.g. ``s3://lake/data-lake/time-series/sensor_readings``
 LAKEHOUSE_TABLE             target table (``lake.db.sensor_readings``)
 LAKEHOUSE_FORMAT            ``iceberg`` or ``delta`` (``iceberg``)
@@ -155,12 +156,32 @@ def _timeout() -> timedelta:
     return timedelta(minutes=float(os.environ.get("LAKEHOUSE_TASK_TIMEOUT_MINUTES", "120")))
 
 
+def jar_args(conn_id: str, jars: str, dist_classpath: str = "") -> dict[str, str | None]:
+    """``jars`` and ``driver_class_path`` of a task, templated on its connection's master.
+
+    A ``local[...]`` master runs the executor in the driver's JVM: the jars belong on the driver's
+    class path (those not already on it through ``SPARK_DIST_CLASSPATH``); shipped with ``--jars``,
+    the executor would copy every one (~670 MB) into a scratch folder at each job. Any other
+    master ships them with ``--jars``, as its executors need them. Example (rendered when the task
+    runs): ``jar_args("spark_default", "/j/a.jar,/j/b.jar", "/j/b.jar")["driver_class_path"]`` is
+    ``"{% if (conn.get('spark_default').host or '').startswith('local') %}/j/a.jar{% endif %}"``.
+    """
+    if not jars:
+        return {"jars": None, "driver_class_path": None}
+    local = "(conn.get(%r).host or '').startswith('local')" % conn_id
+    on_path = set(dist_classpath.split(":"))
+    classpath = ":".join(jar for jar in jars.split(",") if jar not in on_path)
+    return {"jars": "{% if " + local + " %}{% else %}" + jars + "{% endif %}",
+            "driver_class_path": "{% if " + local + " %}" + classpath + "{% endif %}" if classpath else None}
+
+
 def _common(home: Path) -> dict:
     python = os.environ.get("LAKEHOUSE_PYTHON") or str(home / ".venv" / "bin" / "python")
+    conn_id = os.environ.get("LAKEHOUSE_SPARK_CONN_ID", "spark_default")
     return dict(
-        conn_id=os.environ.get("LAKEHOUSE_SPARK_CONN_ID", "spark_default"),
+        conn_id=conn_id,
         spark_binary=os.environ.get("LAKEHOUSE_SPARK_SUBMIT") or str(home / ".venv" / "bin" / "spark-submit"),
-        jars=_jars() or None,
+        **jar_args(conn_id, _jars(), os.environ.get("SPARK_DIST_CLASSPATH", "")),
         py_files=_py_files(home),
         env_vars=_job_env(home, python),
         conf={"spark.ui.enabled": "false"},

@@ -10,7 +10,9 @@ import zipfile
 import subprocess
 import uuid
 from pathlib import Path
+from types import SimpleNamespace
 
+import jinja2
 import pytest
 
 from stream_edge.sinks.core.datalake.sink import DataLakeSink
@@ -29,7 +31,8 @@ def _airflow_python() -> Path:
 
 
 def _airflow_env(tmp_path: Path, extra: dict[str, str]) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "PYSPARK", "SPARK_HOME"))}
+    # SPARK_HOME stays: the DAG hands it to its jobs (the suite's is the one its class-data archive maps)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "PYSPARK"))}
     env.update({
         "AIRFLOW_HOME": str(tmp_path / "airflow"),
         "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "pipelines" / "airflow"),
@@ -63,6 +66,7 @@ def _parse_dag(tmp_path: Path, extra: dict[str, str], name: str = "dag") -> dict
             "'tasks': {t.task_id: sorted(t.downstream_task_ids) for t in d.tasks}, "
             "'apps': {t.task_id: t.application for t in d.tasks}, "
             "'py_files': {t.task_id: t.py_files for t in d.tasks}, "
+            "'jars': {t.task_id: [t.jars, t.driver_class_path] for t in d.tasks}, "
             "'args': {t.task_id: t.application_args for t in d.tasks}}))")
     dag_file = str(REPO / "pipelines" / "airflow" / "lakehouse_dag.py")
     result = subprocess.run([str(_airflow_python()), "-c", code, dag_file], env=_airflow_env(tmp_path, extra),
@@ -90,6 +94,18 @@ def test_dag_parses_into_register_then_windows_and_a_daily_maintenance_dag(tmp_p
     assert {"lakehouse/window_native.py", "pipelines/jobs/windows.py", "stream_edge/dataframe/windows/replay.py",
             "pipelines/quality/sensor_readings.json"} <= names
     assert _parse_dag(tmp_path, {"LAKEHOUSE_PY_FILES": ""})["py_files"] == {"register": None}
+    # the runtime jars: --jars for a cluster's executors; on a local master, the driver's class path
+    # minus what SPARK_DIST_CLASSPATH already gives it (templates rendered against the task's connection)
+    jars = _parse_dag(tmp_path, {"LAKEHOUSE_SPARK_JARS": "/j/iceberg.jar,/j/delta.jar",
+                                 "SPARK_DIST_CLASSPATH": "/j/delta.jar"})["jars"]["register"]
+
+    def render(template: str | None, master: str) -> str:
+        connection = SimpleNamespace(get=lambda conn_id: SimpleNamespace(host=master if conn_id == "spark_default"
+                                                                         else None))
+        return jinja2.Template(template or "").render(conn=connection)
+
+    assert [render(t, "spark://10.0.0.5:7077") for t in jars] == ["/j/iceberg.jar,/j/delta.jar", ""]
+    assert [render(t, "local[2]") for t in jars] == ["", "/j/iceberg.jar"]
 
     maintenance = _parse_dag(tmp_path, {"LAKEHOUSE_TASK_TIMEOUT_MINUTES": "30"}, name="maintenance_dag")
     assert maintenance["dag_id"] == "lakehouse_maintenance"

@@ -34,9 +34,9 @@ def test_spark_submit_and_lakehouse_command_run_the_same_register_job(spark, edg
     lake.write(sensor_records(16, 0))
     target = make_target("embedded")
     spark_submit = Path(sys.executable).with_name("spark-submit")
-    # a user's environment: the jars come from the spark-defaults.conf that ./dev bootstrap wrote,
-    # not from the suite's shared class path (infra/local/spark_cds.py)
-    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_CONF_DIR", "SPARK_DIST_CLASSPATH")}
+    # a user's environment: pyspark's own Spark home, the jars from the spark-defaults.conf that
+    # ./dev bootstrap wrote there, not the suite's shared home and class path (infra/local/spark_cds.py)
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_HOME", "SPARK_CONF_DIR", "SPARK_DIST_CLASSPATH")}
     env.update(target.env, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
                SPARK_SUBMIT_OPTS=spark_cds.DRIVER_JVM_OPTS)
     proc = subprocess.run(
