@@ -148,7 +148,8 @@ def full_state(data: "DataFrame", group_cols: Sequence[str], order_cols: Sequenc
 
     ``floor``: that smallest ``latest - bound``, when the windows job observed it and saw every
     group's newest and last record above it (``state_floor`` with no ``stale_groups``): then the
-    per-group stats come from the records above it too, and the whole table is never scanned."""
+    per-group stats come from the records above it too, read once (kept in memory, spilled to disk
+    if large), and the whole table is never scanned."""
     from pyspark.sql import functions as F
 
     from lakehouse.window_presorted import offset_column
@@ -156,19 +157,22 @@ def full_state(data: "DataFrame", group_cols: Sequence[str], order_cols: Sequenc
     offset = offset_column(order_cols, group_cols)
     if offset is None:
         return build_state(data, group_cols, order_cols, bound)
-    if floor is not None:
-        data = data.where(F.col("ts") > F.lit(int(floor)))
+    if floor is not None:  # one scan, pruned to the newest files; both passes below read what it kept
+        data = data.where(F.col("ts") > F.lit(int(floor))).localCheckpoint(eager=True)
     stats = (data.groupBy(*group_cols).agg(F.greatest(F.lit(0).cast("long"), F.max("ts")).alias("latest"),
                                            F.max(offset).alias("__last_offset"))
              .select(*group_cols, "latest",
                      F.struct(*[F.col("__last_offset" if c == offset else c).alias(c) for c in order_cols])
-                     .alias("last"))).localCheckpoint(eager=True)
-    first = stats.agg(F.min("latest")).first()
-    oldest = None if first is None else first[0]
-    if oldest is None:  # no records
-        return stats.withColumn("records", F.lit(None).cast(f"array<struct<{_ddl(data)}>>"))
+                     .alias("last")))
+    if floor is None:
+        stats = stats.localCheckpoint(eager=True)
+        first = stats.agg(F.min("latest")).first()
+        oldest = None if first is None else first[0]
+        if oldest is None:  # no records
+            return stats.withColumn("records", F.lit(None).cast(f"array<struct<{_ddl(data)}>>"))
+        floor = int(oldest) - bound
     columns = data.columns
-    open_records = (data.where(F.col("ts") > F.lit(int(oldest) - bound))
+    open_records = (data.where(F.col("ts") > F.lit(int(floor)))
                     .join(F.broadcast(stats.select(*group_cols, "latest")), on=list(group_cols))
                     .where(F.col("ts") > F.col("latest") - F.lit(bound))
                     .groupBy(*group_cols).agg(F.collect_list(F.struct(*columns)).alias("records")))
