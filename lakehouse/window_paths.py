@@ -4,7 +4,7 @@
 plans: offset order first), :func:`presorted_sliding` the one-sort sliding plan a full run tries
 first; :class:`PathNote` carries what the report line and the window state need from a plan's
 observations. Split from :mod:`lakehouse.window_recompute` (the job itself: options, input,
-output), which re-exports these names.
+output), which imports the three functions from here.
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ from lakehouse.fault_injection import pause_point
 from lakehouse.window_incremental import (bookmark_properties, current_snapshot_id, definition_fingerprint,
                                           plan_increment, run_increment, source_at, uses_state)
 from lakehouse.window_native import group_hash
-from lakehouse.window_paths import PathNote, choose_path, compute_windows, engine_windows, presorted_sliding
+from lakehouse.window_paths import choose_path, compute_windows, presorted_sliding
 from lakehouse.tables import open_table, resolve_format
 
 if TYPE_CHECKING:  # pragma: no cover
