@@ -43,11 +43,29 @@ import tempfile
 import time
 from pathlib import Path
 
-#: JIT and GC settings of the suite's Spark drivers: they live seconds to minutes on tiny data,
-#: where the C2 compiler and parallel GC threads cost ~25% of their CPU and never pay back
-DRIVER_JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+#: SQL settings of the suite's Spark drivers, as JVM system properties (a SparkConf takes every
+#: ``-Dspark.*`` as a default; builder options and ``--conf`` still win). On the suite's tiny
+#: tables, re-planning after every stage (adaptive execution) and generating and compiling Java
+#: code for every query cost ~30% of a lakehouse test's CPU and never pay back. The plans compute
+#: the same rows: Spark evaluates every expression interpreted or generated alike (its own tests
+#: run both). Deployments keep Spark's defaults; the cluster and Airflow tests run with them.
+DRIVER_SQL_DEFAULTS = ("-Dspark.sql.adaptive.enabled=false -Dspark.sql.codegen.wholeStage=false "
+                       "-Dspark.sql.codegen.factoryMode=NO_CODEGEN")
+#: JIT, GC and SQL settings of the suite's Spark drivers: they live seconds to minutes on tiny
+#: data, where the C2 compiler and parallel GC threads cost ~25% of their CPU and never pay back
+DRIVER_JVM_OPTS = f"-XX:TieredStopAtLevel=1 -XX:+UseSerialGC {DRIVER_SQL_DEFAULTS}"
 #: a JVM that cannot use the archive says nothing and runs without it
 _QUIET_CDS = "-Xlog:cds=off -Xlog:cds+dynamic=off"
+
+
+def deployed_jvm_opts(opts: str) -> str:
+    """``opts`` (a ``SPARK_SUBMIT_OPTS``) without :data:`DRIVER_SQL_DEFAULTS`: Spark's own SQL
+    defaults, as a deployment runs (and nothing an executor's ``extraJavaOptions`` may not hold).
+
+    >>> deployed_jvm_opts(f"-Xss4m {DRIVER_SQL_DEFAULTS} -XX:+UseSerialGC")
+    '-Xss4m -XX:+UseSerialGC'
+    """
+    return " ".join(flag for flag in opts.split() if not flag.startswith("-Dspark."))
 
 
 def cache_dir() -> Path:
@@ -122,7 +140,9 @@ def archive_path(runtime_jars: list[str]) -> Path:
     base = [str(p) for p in Path(java).parents[1].glob("lib/server/classes.jsa")]
     spark_jars = sorted(str(p) for p in (stable_spark_home() / "jars").glob("*.jar"))
     key = _file_key([java, *base, *spark_jars, *runtime_jars])
-    return cache_dir() / f"spark-{key}.jsa"
+    # the classes a run loads depend on its settings too (interpreted or generated expressions)
+    settings = hashlib.sha256(f"{key}:{DRIVER_JVM_OPTS}".encode()).hexdigest()[:16]
+    return cache_dir() / f"spark-{settings}.jsa"
 
 
 def jvm_env(base: dict[str, str] | None = None) -> dict[str, str]:

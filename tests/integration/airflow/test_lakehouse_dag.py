@@ -15,6 +15,7 @@ from types import SimpleNamespace
 import jinja2
 import pytest
 
+from infra.local import spark_cds
 from stream_edge.sinks.core.datalake.sink import DataLakeSink
 
 REPO = Path(__file__).resolve().parents[3]
@@ -39,6 +40,8 @@ def _airflow_env(tmp_path: Path, extra: dict[str, str]) -> dict[str, str]:
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
         "LAKEHOUSE_HOME": str(REPO),
+        # the jobs run with Spark's SQL defaults, as deployed (not the suite's tiny-data settings)
+        "SPARK_SUBMIT_OPTS": spark_cds.deployed_jvm_opts(os.environ.get("SPARK_SUBMIT_OPTS", "")),
     })
     env.update(extra)
     return env

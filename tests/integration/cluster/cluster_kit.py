@@ -11,16 +11,24 @@ import subprocess
 import sys
 from pathlib import Path
 
+from infra.local import spark_cds
+
 REPO = Path(__file__).resolve().parents[3]
 JOB = Path(__file__).with_name("pipeline_job.py")
 CLUSTER = ("spark-master", "spark-worker-1", "spark-worker-2")
 BASE = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 
 
+def deployed_submit_opts() -> str:
+    """The suite's driver JVM flags (``SPARK_SUBMIT_OPTS``, set in tests/conftest.py) without its
+    tiny-data SQL settings: the cluster tests run the jobs with Spark's SQL defaults, as deployed."""
+    return spark_cds.deployed_jvm_opts(os.environ.get("SPARK_SUBMIT_OPTS", ""))
+
+
 def executor_java_options() -> list[str]:
-    """``--conf`` giving the cluster's executors the short-JVM flags the tests' drivers run with
-    (``SPARK_SUBMIT_OPTS``, set in tests/conftest.py): spark-submit passes that to the driver only."""
-    flags = os.environ.get("SPARK_SUBMIT_OPTS", "")
+    """``--conf`` giving the cluster's executors the short-JVM flags the tests' drivers run with:
+    spark-submit passes ``SPARK_SUBMIT_OPTS`` to the driver only."""
+    flags = deployed_submit_opts()
     return ["--conf", f"spark.executor.extraJavaOptions={flags}"] if flags else []
 
 
@@ -46,7 +54,8 @@ def run_pipeline(services_env: dict[str, str], master: str, source: str, namespa
                ICEBERG_REST_URI=services_env["ICEBERG_REST_URI"], ICEBERG_WAREHOUSE=services_env["ICEBERG_WAREHOUSE"],
                S3_ENDPOINT=services_env["S3_ENDPOINT"], AWS_ACCESS_KEY_ID=services_env["AWS_ACCESS_KEY_ID"],
                AWS_SECRET_ACCESS_KEY=services_env["AWS_SECRET_ACCESS_KEY"], AWS_REGION=services_env["AWS_REGION"],
-               PYTHONPATH=str(REPO), LAKEHOUSE_LOCAL_DIR=str(REPO / ".local" / "cluster-tests"))
+               PYTHONPATH=str(REPO), LAKEHOUSE_LOCAL_DIR=str(REPO / ".local" / "cluster-tests"),
+               SPARK_SUBMIT_OPTS=deployed_submit_opts())
     env.pop("SPARK_MASTER", None)
     if executor_java_options():
         env["PYSPARK_SUBMIT_ARGS"] = shlex.join([*executor_java_options(), "pyspark-shell"])

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from cluster_kit import REPO, executor_java_options
+from cluster_kit import REPO, deployed_submit_opts, executor_java_options
 
 from lakehouse.session import cached_spark_jars
 
@@ -21,7 +21,8 @@ pytestmark = pytest.mark.integration
 def submit_sql(master: str, query: str, tmp_path: Path, *conf: str) -> str:
     """``spark-submit --master <master> [--conf ...] pipelines/jobs/sql.py <query>``; its stdout."""
     env = dict(os.environ, LAKEHOUSE_CATALOG="embedded", ICEBERG_REST_URI="", LAKEHOUSE_LOCAL_DIR=str(tmp_path),
-               PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
+               PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1",
+               SPARK_SUBMIT_OPTS=deployed_submit_opts())
     for key in ("SPARK_MASTER", "LAKEHOUSE_SPARK_MASTER"):
         env.pop(key, None)
     args = [str(Path(sys.executable).with_name("spark-submit")), "--master", master,
