@@ -62,26 +62,41 @@ def _write_edge_files(root: Path, batches: int, per_batch: int) -> int:
     return offset
 
 
-def _parse_dag(tmp_path: Path, extra: dict[str, str], name: str = "dag") -> dict:
-    code = (f"import json, runpy, sys; d = runpy.run_path(sys.argv[1])[{name!r}]; "
-            "print(json.dumps({'dag_id': d.dag_id, "
+def _parse_dags(tmp_path: Path, configs: list[tuple[dict[str, str], str]]) -> list[dict]:
+    """Each ``(extra environment, DAG variable)`` parsed as Airflow would (the file run afresh with
+    that environment); one Airflow interpreter for all of them (importing Airflow is the cost)."""
+    code = ("import json, os, runpy, sys\n"
+            "base = dict(os.environ)\n"
+            "for extra, name in json.loads(sys.argv[2]):\n"
+            "    os.environ.clear(); os.environ.update(base, **extra)\n"
+            "    d = runpy.run_path(sys.argv[1])[name]\n"
+            "    print(json.dumps({'dag_id': d.dag_id, "
             "'timeouts': {t.task_id: t.execution_timeout.total_seconds() / 60 for t in d.tasks}, "
             "'tasks': {t.task_id: sorted(t.downstream_task_ids) for t in d.tasks}, "
             "'apps': {t.task_id: t.application for t in d.tasks}, "
             "'py_files': {t.task_id: t.py_files for t in d.tasks}, "
             "'jars': {t.task_id: [t.jars, t.driver_class_path] for t in d.tasks}, "
-            "'args': {t.task_id: t.application_args for t in d.tasks}}))")
+            "'args': {t.task_id: t.application_args for t in d.tasks}}))\n")
     dag_file = str(REPO / "pipelines" / "airflow" / "lakehouse_dag.py")
-    result = subprocess.run([str(_airflow_python()), "-c", code, dag_file], env=_airflow_env(tmp_path, extra),
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run([str(_airflow_python()), "-c", code, dag_file, json.dumps(configs)],
+                            env=_airflow_env(tmp_path, {}), capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    parsed = [json.loads(line) for line in result.stdout.splitlines() if line.startswith('{"dag_id"')]
+    assert len(parsed) == len(configs), result.stdout[-3000:]
+    return parsed
 
 
 @pytest.mark.integration
 def test_dag_parses_into_register_then_windows_and_a_daily_maintenance_dag(tmp_path) -> None:
-    parsed = _parse_dag(tmp_path, {"LAKEHOUSE_WINDOWS_OUTPUT": "lake.db.temp_1m",
-                                   "LAKEHOUSE_WINDOWS_ARGS": "--duration 1m --value-column 'temperature'"})
+    parsed, no_py_files, with_jars, maintenance, delta = _parse_dags(tmp_path, [
+        ({"LAKEHOUSE_WINDOWS_OUTPUT": "lake.db.temp_1m",
+          "LAKEHOUSE_WINDOWS_ARGS": "--duration 1m --value-column 'temperature'"}, "dag"),
+        ({"LAKEHOUSE_PY_FILES": ""}, "dag"),
+        ({"LAKEHOUSE_SPARK_JARS": "/j/iceberg.jar,/j/delta.jar", "SPARK_DIST_CLASSPATH": "/j/delta.jar"}, "dag"),
+        ({"LAKEHOUSE_TASK_TIMEOUT_MINUTES": "30"}, "maintenance_dag"),
+        ({"LAKEHOUSE_FORMAT": "delta", "LAKEHOUSE_TABLE": "db.readings", "LAKEHOUSE_RETENTION": "10d"},
+         "maintenance_dag"),
+    ])
     assert parsed["dag_id"] == "lakehouse"
     assert parsed["tasks"] == {"register": ["windows"], "windows": []}
     assert parsed["apps"]["register"] == str(REPO / "pipelines" / "jobs" / "register.py")
@@ -96,11 +111,10 @@ def test_dag_parses_into_register_then_windows_and_a_daily_maintenance_dag(tmp_p
         names = set(archive.namelist())
     assert {"lakehouse/window_native.py", "pipelines/jobs/windows.py", "stream_edge/dataframe/windows/replay.py",
             "pipelines/quality/sensor_readings.json"} <= names
-    assert _parse_dag(tmp_path, {"LAKEHOUSE_PY_FILES": ""})["py_files"] == {"register": None}
+    assert no_py_files["py_files"] == {"register": None}
     # the runtime jars: --jars for a cluster's executors; on a local master, the driver's class path
     # minus what SPARK_DIST_CLASSPATH already gives it (templates rendered against the task's connection)
-    jars = _parse_dag(tmp_path, {"LAKEHOUSE_SPARK_JARS": "/j/iceberg.jar,/j/delta.jar",
-                                 "SPARK_DIST_CLASSPATH": "/j/delta.jar"})["jars"]["register"]
+    jars = with_jars["jars"]["register"]
 
     def render(template: str | None, master: str) -> str:
         connection = SimpleNamespace(get=lambda conn_id: SimpleNamespace(host=master if conn_id == "spark_default"
@@ -110,7 +124,6 @@ def test_dag_parses_into_register_then_windows_and_a_daily_maintenance_dag(tmp_p
     assert [render(t, "spark://10.0.0.5:7077") for t in jars] == ["/j/iceberg.jar,/j/delta.jar", ""]
     assert [render(t, "local[2]") for t in jars] == ["", "/j/iceberg.jar"]
 
-    maintenance = _parse_dag(tmp_path, {"LAKEHOUSE_TASK_TIMEOUT_MINUTES": "30"}, name="maintenance_dag")
     assert maintenance["dag_id"] == "lakehouse_maintenance"
     assert maintenance["tasks"] == {"compact": ["rewrite_manifests"], "rewrite_manifests": ["expire_snapshots"],
                                     "expire_snapshots": ["remove_orphan_files"], "remove_orphan_files": []}
@@ -119,8 +132,6 @@ def test_dag_parses_into_register_then_windows_and_a_daily_maintenance_dag(tmp_p
     assert maintenance["apps"]["rewrite_manifests"] == str(REPO / "pipelines" / "jobs" / "maintain.py")
     assert maintenance["args"]["rewrite_manifests"][-2:] == ["--action", "rewrite-manifests"]
     assert maintenance["args"]["expire_snapshots"][-4:] == ["--action", "expire-snapshots", "--retention", "7d"]
-    delta = _parse_dag(tmp_path, {"LAKEHOUSE_FORMAT": "delta", "LAKEHOUSE_TABLE": "db.readings",
-                                  "LAKEHOUSE_RETENTION": "10d"}, name="maintenance_dag")
     assert delta["tasks"] == {"compact": ["vacuum"], "vacuum": []}
     assert delta["args"]["vacuum"] == ["--table", "db.readings", "--format", "delta", "--action", "vacuum",
                                        "--retention", "10d"]
@@ -128,8 +139,12 @@ def test_dag_parses_into_register_then_windows_and_a_daily_maintenance_dag(tmp_p
 
 @pytest.mark.integration
 def test_quality_spec_makes_the_dag_write_audit_publish(tmp_path) -> None:
-    parsed = _parse_dag(tmp_path, {"LAKEHOUSE_WINDOWS_OUTPUT": "lake.db.temp_1m",
-                                   "LAKEHOUSE_QUALITY_SPEC": "/etc/lakehouse/readings.json"})
+    parsed, unaudited = _parse_dags(tmp_path, [
+        ({"LAKEHOUSE_WINDOWS_OUTPUT": "lake.db.temp_1m", "LAKEHOUSE_QUALITY_SPEC": "/etc/lakehouse/readings.json"},
+         "dag"),
+        ({"LAKEHOUSE_QUALITY_SPEC": "/s.json", "LAKEHOUSE_INTERVAL_LOOKBACK": "", "LAKEHOUSE_AUDIT": "0",
+          "LAKEHOUSE_WINDOWS_OUTPUT": "lake.db.w"}, "dag"),
+    ])
     assert parsed["tasks"] == {"register": ["validate"], "validate": ["publish"], "publish": ["windows"],
                                "windows": []}
     branch = "audit_{{ data_interval_start.strftime('%Y%m%dT%H%M') }}"
@@ -139,8 +154,6 @@ def test_quality_spec_makes_the_dag_write_audit_publish(tmp_path) -> None:
     assert parsed["args"]["register"][-4:-2] == ["--since", SINCE % 86400]
     assert parsed["args"]["validate"][-2:] == ["--branch", branch]
     assert parsed["args"]["publish"] == ["--table", "lake.db.sensor_readings", "--branch", branch]
-    unaudited = _parse_dag(tmp_path, {"LAKEHOUSE_QUALITY_SPEC": "/s.json", "LAKEHOUSE_INTERVAL_LOOKBACK": "",
-                                      "LAKEHOUSE_AUDIT": "0", "LAKEHOUSE_WINDOWS_OUTPUT": "lake.db.w"})
     assert unaudited["tasks"] == {"register": ["windows"], "windows": ["validate"], "validate": []}
     assert "--since" not in unaudited["args"]["validate"] and "--branch" not in unaudited["args"]["validate"]
     assert "--since" not in unaudited["args"]["register"]
