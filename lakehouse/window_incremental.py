@@ -22,8 +22,11 @@ snapshot ids) and, per closing group (the key within its Kafka partition, or the
   the Python-engine path): every window of the key is recomputed from the table at the new
   snapshot and replaces the key's rows.
 
-Both go to the output in one ``MERGE`` (delete the replaced keys' rows, insert the new rows)
-whose snapshot carries the new bookmark. The run falls back to a full recompute (create or
+The tail groups' new windows are appended first (:mod:`lakehouse.window_tail`), the bookmark
+in a metadata-only commit after them once the write's observation shows no reordered group;
+otherwise one ``MERGE`` (delete the replaced keys' rows, insert their recomputed rows) carries
+the bookmark. An output left without a bookmark (a driver lost between the two commits) gets a
+full recompute. The run falls back to a full recompute (create or
 replace, bookmark included) when there is no usable bookmark: first run, ``--full``, a Delta
 source or output, a changed definition, a source snapshot that is gone (expired) or not an
 ancestor of the current one, or a non-append change in between (delete, overwrite), since those
@@ -244,10 +247,10 @@ def run_increment(spark: "SparkSession", options: "WindowRecomputeOptions", plan
     rows inserted, the path's description), or None when only a full recompute can (a Kafka
     partition closing its windows got records between old ones).
 
-    The fixed cost is what an increment pays on any table size, so it is kept to three Spark
-    actions: the per-group summary (one row collected), the output commit with its bookmark and,
-    alongside them in a thread of its own, the state's overwrite (it depends on the old state and
-    the new records only; the output commit does not wait for it, nor it for the output)."""
+    The fixed cost is what an increment pays on any table size, so for tumbling and hopping
+    windows it is two Spark actions, running side by side: the windows' append (followed by the
+    bookmark's metadata-only commit) and, in a thread of its own, the state's overwrite (it
+    depends on the old state and the new records only)."""
     from concurrent.futures import ThreadPoolExecutor, wait
 
     from pyspark.sql import functions as F
@@ -302,20 +305,37 @@ def _save_state(state: "DataFrame", new: "DataFrame", options: "WindowRecomputeO
 def _emit_windows(spark: "SparkSession", options: "WindowRecomputeOptions", plan: IncrementPlan, source: Any,
                   target: Any, say: Callable[[str], None], state: "DataFrame | None", arrived: "DataFrame",
                   group_cols: list[str], order_cols: list[str], complete: Any) -> tuple[int, int, str] | None:
-    """The output's part of :func:`run_increment`: decide the plan from one summary row, then
-    append the new windows (or ``MERGE`` them with the replaced keys' rows) with the bookmark.
-    ``state`` is None when the path does not use it (:func:`uses_state`): every changed key is
-    recomputed, so whether its new records follow its old ones does not matter."""
+    """The output's part of :func:`run_increment`. Native tumbling and hopping windows append the
+    tail groups' new windows first (:func:`lakehouse.window_tail.append_tail`: no job before the
+    write) and record the bookmark in a commit of its own when no group was reordered, the normal
+    case; otherwise, and on the other paths, one summary row decides which keys are recomputed
+    whole, and one ``MERGE`` replaces their rows and records the bookmark. ``state`` is None when
+    the path does not use it (:func:`uses_state`): every changed key is recomputed, so whether its
+    new records follow its old ones does not matter."""
     from pyspark.sql import functions as F
 
     from lakehouse.window_recompute import _value_type, choose_path, prepare_input
-    from lakehouse.window_state import state_records
+    from lakehouse.window_tail import append_tail
 
     spec = options.window
     new = arrived.where(complete)
     path = choose_path(spec, options.engine)
     appendable = path == "native" and spec.kind != "sliding"
     value_type = _value_type(new.schema["value"].dataType, spec.aggregation, spec.value_type)
+    bookmark = bookmark_properties(plan.until, definition_fingerprint(options))
+    appended = 0
+    if appendable:
+        assert state is not None
+        new_rows, appended, reordered = append_tail(target, state, arrived, complete, spec, group_cols, order_cols,
+                                                     value_type, path)
+        if not reordered:
+            from lakehouse.window_recompute import _commit_properties
+
+            _commit_properties(target, bookmark)
+            return new_rows, appended, f"incremental, {path}"
+        if "key" not in group_cols:  # closing per partition: a full run
+            say("windows: full recompute (a partition got records between its old ones)")
+            return None
     old_stats = None if state is None else state.select(*group_cols, F.col("latest").alias("__old_latest"),
                                                         F.col("last").alias("__old_last"))
     bound = spec.grace_ms + spec.duration_ms
@@ -328,20 +348,13 @@ def _emit_windows(spark: "SparkSession", options: "WindowRecomputeOptions", plan
         changed = groups.where("__has_new")
         replace_keys = _replace_keys(spark, options, plan, source, changed, group_cols, appendable, complete, summary)
         inserted = []
-        if appendable:
-            assert state is not None
-            tail = changed.where("__tail")
-            if replace_keys is not None and "key" in group_cols:
-                tail = tail.join(replace_keys, on="key", how="left_anti")
-            inserted.append(_tail_windows(state_records(state).unionByName(new), tail, spec, order_cols, group_cols,
-                                          value_type, path))
         if replace_keys is not None:
             everything = prepare_input(source_at(spark, source.sql_name, plan.until), options).where(complete)
             inserted.append(compute_windows_of(everything.join(replace_keys, on="key", how="left_semi"), spec,
                                                order_cols, group_cols, value_type, path))
-        written = _commit_windows(spark, target, inserted, replace_keys,
-                                  bookmark_properties(plan.until, definition_fingerprint(options)))
-        return summary.new_rows, written, f"incremental, {path}" + _replaced_note(summary, replace_keys, group_cols)
+        written = _commit_windows(spark, target, inserted, replace_keys, bookmark)
+        return (summary.new_rows, appended + written,
+                f"incremental, {path}" + _replaced_note(summary, replace_keys, group_cols))
     finally:
         groups.unpersist()
 
@@ -409,18 +422,6 @@ def _replace_keys(spark: "SparkSession", options: "WindowRecomputeOptions", plan
         return None
     everything = prepare_input(source_at(spark, source.sql_name, plan.until), options).where(complete)
     return everything.join(changed.select(*group_cols), on=group_cols, how="left_semi").select("key").distinct()
-
-
-def _tail_windows(recent: "DataFrame", tail: "DataFrame", spec: Any, order_cols: list[str], group_cols: list[str],
-                  value_type: Any, path: str) -> "DataFrame":
-    """The windows that close now in the tail groups: they start above the group's closed floor,
-    so they hold only records with ``ts > floor``, all of them in ``recent`` (the state's records
-    and the new ones)."""
-    from pyspark.sql import functions as F
-
-    records = recent.join(F.broadcast(tail.select(*group_cols, "__closed_floor")), on=group_cols)
-    records = records.where(F.col("__closed_floor").isNull() | (F.col("ts") > F.col("__closed_floor")))
-    return compute_windows_of(records, spec, order_cols, group_cols, value_type, path)
 
 
 def compute_windows_of(data: "DataFrame", spec: Any, order_cols: list[str], group_cols: list[str], value_type: Any,

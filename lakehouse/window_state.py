@@ -83,13 +83,6 @@ def advance_state(prior: "DataFrame", new: "DataFrame", group_cols: Sequence[str
                          F.filter("records", lambda r: r["ts"] > F.col("latest") - F.lit(bound)).alias("records"))
 
 
-def state_records(state: "DataFrame") -> "DataFrame":
-    """The open-window records a state holds, as prepared rows."""
-    from pyspark.sql import functions as F
-
-    return state.select(F.explode("records").alias("r")).select("r.*")
-
-
 def read_state(spark: "SparkSession", options: "WindowRecomputeOptions", since: int,
                fingerprint: str) -> "DataFrame | None":
     """The state table if it reflects source snapshot ``since`` under this definition, else None."""
