@@ -225,9 +225,13 @@ def print_incremental(spark, table: str, rows: int, sensors: int, kinds: list[st
         full = time.monotonic() - t0
         make_table(spark, table, added, sensors, start=rows)
         options.full = False
+        said: list[str] = []
         t0 = time.monotonic()
-        report = run_window_recompute(spark, options, progress=lambda _line: None)
+        report = run_window_recompute(spark, options, progress=said.append)
         incremental = time.monotonic() - t0
+        for line in said:  # a rebuilt state or a fallback to a full run is what makes an increment slow
+            if "rebuilding" in line or "full recompute" in line:
+                print(f"  {kind:8} incremental: {line}", flush=True)
         check = WindowRecomputeOptions(table=table, output=f"lake.bench.incremental_{kind}_check",
                                        value_column="temperature", window=spec, full=True)
         run_window_recompute(spark, check, progress=lambda _line: None)
