@@ -140,8 +140,8 @@ def archive_path(runtime_jars: list[str]) -> Path:
     base = [str(p) for p in Path(java).parents[1].glob("lib/server/classes.jsa")]
     spark_jars = sorted(str(p) for p in (stable_spark_home() / "jars").glob("*.jar"))
     key = _file_key([java, *base, *spark_jars, *runtime_jars])
-    # the classes a run loads depend on its settings too (interpreted or generated expressions)
-    settings = hashlib.sha256(f"{key}:{DRIVER_JVM_OPTS}".encode()).hexdigest()[:16]
+    # the classes a run loads depend on its settings and on the workload (both modes since v2)
+    settings = hashlib.sha256(f"{key}:{DRIVER_JVM_OPTS}:workload-v2".encode()).hexdigest()[:16]
     return cache_dir() / f"spark-{settings}.jsa"
 
 
@@ -192,21 +192,28 @@ def build(force: bool = False) -> Path | None:
 
 def workload() -> None:
     """What the archive holds: the classes of a local session that creates, fills, merges into and
-    reads Iceberg and Delta tables and runs a window query (the suite's jobs in miniature)."""
+    reads Iceberg and Delta tables and runs a window query (the suite's jobs in miniature), with
+    the suite's SQL settings and again with Spark's defaults (the cluster and Airflow tests' drivers
+    plan adaptively and generate code: other classes)."""
     from lakehouse.session import SparkSettings, build_spark
 
     spark = build_spark(SparkSettings.from_env(app_name="spark-cds"))
     spark.sql("CREATE TABLE lake.cds.readings (key string, ts bigint, value double) USING iceberg "
               "PARTITIONED BY (key)")
     spark.sql("INSERT INTO lake.cds.readings VALUES ('a', 1, 1.0), ('b', 2, 2.0), ('a', 3, 3.0)")
-    spark.sql("MERGE INTO lake.cds.readings t USING (SELECT 'a' AS key, 3 AS ts, 4.0 AS value) s "
-              "ON t.key = s.key AND t.ts = s.ts WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
-    spark.sql("SELECT key, ts, avg(value) OVER (PARTITION BY key ORDER BY ts) AS v, "
-              "count(*) OVER (PARTITION BY key) AS n FROM lake.cds.readings").collect()
-    spark.sql("SELECT key, sum(value) FROM lake.cds.readings GROUP BY key ORDER BY key").collect()
-    delta = Path(os.environ["LAKEHOUSE_LOCAL_DIR"], "delta").as_uri()
-    spark.table("lake.cds.readings").write.format("delta").mode("overwrite").save(delta)
-    spark.read.format("delta").load(delta).where("value > 1").count()
+    deployed = {"spark.sql.adaptive.enabled": "true", "spark.sql.codegen.wholeStage": "true",
+                "spark.sql.codegen.factoryMode": "FALLBACK"}
+    for settings in ({}, deployed):
+        for key, value in settings.items():
+            spark.conf.set(key, value)
+        spark.sql("MERGE INTO lake.cds.readings t USING (SELECT 'a' AS key, 3 AS ts, 4.0 AS value) s "
+                  "ON t.key = s.key AND t.ts = s.ts WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+        spark.sql("SELECT key, ts, avg(value) OVER (PARTITION BY key ORDER BY ts) AS v, "
+                  "count(*) OVER (PARTITION BY key) AS n FROM lake.cds.readings").collect()
+        spark.sql("SELECT key, sum(value) FROM lake.cds.readings GROUP BY key ORDER BY key").collect()
+        delta = Path(os.environ["LAKEHOUSE_LOCAL_DIR"], f"delta-{len(settings)}").as_uri()
+        spark.table("lake.cds.readings").write.format("delta").mode("overwrite").save(delta)
+        spark.read.format("delta").load(delta).where("value > 1").count()
     spark.stop()
 
 
