@@ -27,8 +27,10 @@ the suite's Spark JVMs paths that are the same for every checkout on the machine
 build``; ~60 CPU-s, paid back after a dozen drivers; built under the tests' load it took six
 minutes, and the drivers started meanwhile went without). It lives in the project's cache
 (``~/.cache/streaming-lakehouse/spark-cds/``) under a name that hashes the JDK (and its own base
-archive), pyspark's jars and the runtime jars, so a change to any of them builds a new one, and
-every checkout on the machine (a clean clone, a CI workspace) reuses the one built before.
+archive), pyspark's jars, the runtime jars and the drivers' settings (:data:`DRIVER_JVM_OPTS`;
+the workload runs in both SQL modes, see :func:`workload`), so a change to any of them builds a
+new one, and every checkout on the machine (a clean clone, a CI workspace) reuses the one built
+before.
 """
 
 from __future__ import annotations
