@@ -314,7 +314,7 @@ def _emit_windows(spark: "SparkSession", options: "WindowRecomputeOptions", plan
     new records follow its old ones does not matter."""
     from pyspark.sql import functions as F
 
-    from lakehouse.window_recompute import _value_type, choose_path, prepare_input
+    from lakehouse.window_recompute import _commit_properties, _value_type, choose_path, prepare_input
     from lakehouse.window_tail import append_tail
 
     spec = options.window
@@ -329,8 +329,6 @@ def _emit_windows(spark: "SparkSession", options: "WindowRecomputeOptions", plan
         new_rows, appended, reordered = append_tail(target, state, arrived, complete, spec, group_cols, order_cols,
                                                      value_type, path)
         if not reordered:
-            from lakehouse.window_recompute import _commit_properties
-
             _commit_properties(target, bookmark)
             return new_rows, appended, f"incremental, {path}"
         if "key" not in group_cols:  # closing per partition: a full run
