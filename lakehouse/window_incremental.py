@@ -61,6 +61,8 @@ SOURCE_SNAPSHOT_PROPERTY = "lakehouse.windows.source-snapshot"
 DEFINITION_PROPERTY = "lakehouse.windows.definition"
 #: snapshot operations between the bookmark and now that keep every record the output was built from
 KEEPS_RECORDS = ("append", "replace")
+#: a prepared row the windows use (the others are counted and skipped), as SQL text
+COMPLETE = "ts IS NOT NULL AND value IS NOT NULL"
 
 
 def definition_fingerprint(options: "WindowRecomputeOptions") -> str:
@@ -260,7 +262,7 @@ def run_increment(spark: "SparkSession", options: "WindowRecomputeOptions", plan
     if plan.since == plan.until:
         return 0, 0, "incremental (no new source snapshot)"
     bound = options.window.grace_ms + options.window.duration_ms
-    complete = F.col("ts").isNotNull() & F.col("value").isNotNull()
+    complete = F.expr(COMPLETE)
     appended = appended_between(spark, source.identifier, plan.since, plan.until)
     arrived = prepare_input(appended, options)  # reads the appended files only
     order_cols = [f"__order_{i}" for i in range(len(options.order_by))]
@@ -326,7 +328,7 @@ def _emit_windows(spark: "SparkSession", options: "WindowRecomputeOptions", plan
     appended = 0
     if appendable:
         assert state is not None
-        new_rows, appended, reordered = append_tail(target, state, arrived, complete, spec, group_cols, order_cols,
+        new_rows, appended, reordered = append_tail(target, state, arrived, COMPLETE, spec, group_cols, order_cols,
                                                      value_type, path)
         if not reordered:
             _commit_properties(target, bookmark)
@@ -424,9 +426,19 @@ def _replace_keys(spark: "SparkSession", options: "WindowRecomputeOptions", plan
 
 def compute_windows_of(data: "DataFrame", spec: Any, order_cols: list[str], group_cols: list[str], value_type: Any,
                        path: str) -> "DataFrame":
-    """The window rows of ``data`` (:func:`lakehouse.window_recompute.compute_windows`, its note dropped)."""
+    """The window rows of ``data`` (:func:`lakehouse.window_recompute.compute_windows`, its note dropped).
+
+    Native tumbling and hopping windows are planned without the full run's observations (the
+    group count and what the window state needs: two more frames and ~250 round trips to the
+    JVM while the plan is built, for figures an increment never reads)."""
+    from pyspark.sql import functions as F
+
+    from lakehouse.window_native import native_fixed_windows
     from lakehouse.window_recompute import compute_windows
 
+    if path == "native" and spec.kind != "sliding":
+        rows = native_fixed_windows(data, spec, order_cols, group_cols)
+        return rows.withColumn("value", F.col("value").cast(value_type))
     return compute_windows(data, spec, order_cols, group_cols, value_type, path)[0]
 
 

@@ -30,36 +30,39 @@ import uuid
 from typing import TYPE_CHECKING, Any, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import DataFrame
 
 __all__ = ("append_tail", "tail_records")
+
+
+def _q(column: str) -> str:
+    """``column`` quoted for SQL text."""
+    return "`" + column.replace("`", "``") + "`"
 
 
 def _state_rows(state: "DataFrame", columns: Sequence[str], group_cols: Sequence[str]) -> "DataFrame":
     """The state's open records as prepared rows, each with its group's ``__old_latest`` and
     ``__old_last``; a group without open records keeps one row with no record (``__record``
     false), so its figures still reach the group."""
-    from pyspark.sql import functions as F
-
-    exploded = state.select(*group_cols, "latest", "last", F.explode_outer("records").alias("__r"))
-    fields = [F.col(c) if c in group_cols else F.col(f"__r.{c}").alias(c) for c in columns]
-    return exploded.select(*fields, F.col("latest").alias("__old_latest"), F.col("last").alias("__old_last"),
-                           F.lit(False).alias("__new"), F.col("__r").isNotNull().alias("__record"))
+    exploded = state.selectExpr(*map(_q, group_cols), "latest", "last", "explode_outer(records) AS __r")
+    fields = [_q(c) if c in group_cols else f"__r.{_q(c)} AS {_q(c)}" for c in columns]
+    return exploded.selectExpr(*fields, "latest AS __old_latest", "last AS __old_last", "false AS __new",
+                               "__r IS NOT NULL AS __record")
 
 
-def _new_rows(arrived: "DataFrame", state: "DataFrame", complete: "Column") -> "DataFrame":
+def _new_rows(arrived: "DataFrame", state: "DataFrame", complete: str) -> "DataFrame":
     """Every new row (incomplete ones too: they are counted, not windowed), typed like the state's."""
-    from pyspark.sql import functions as F
+    types = {f.name: f.dataType.simpleString() for f in state.schema.fields}
+    return arrived.selectExpr(*map(_q, arrived.columns), f"CAST(NULL AS {types['latest']}) AS __old_latest",
+                              f"CAST(NULL AS {types['last']}) AS __old_last", "true AS __new",
+                              f"({complete}) AS __record")
 
-    return arrived.select(*arrived.columns, F.lit(None).cast(state.schema["latest"].dataType).alias("__old_latest"),
-                          F.lit(None).cast(state.schema["last"].dataType).alias("__old_last"),
-                          F.lit(True).alias("__new"), complete.alias("__record"))
 
-
-def tail_records(state: "DataFrame", arrived: "DataFrame", complete: "Column", group_cols: Sequence[str],
+def tail_records(state: "DataFrame", arrived: "DataFrame", complete: str, group_cols: Sequence[str],
                  order_cols: Sequence[str], bound: int) -> tuple["DataFrame", Any]:
     """The records the windows closing now are made of (the prepared columns, ``__gh`` and
-    ``__closed_floor``): those of tail groups with new complete records, newer than the group's
+    ``__closed_floor``): those of tail groups with new complete records (``complete``: the SQL
+    condition of a complete row), newer than the group's
     closed floor ``__old_latest - bound``; and the observation (``pyspark.sql.Observation``) that
     the action computing them fills: ``new_rows`` (every row read, as ``count()`` would),
     ``changed`` (groups with new complete records) and ``reordered`` (of those, the groups whose
@@ -67,36 +70,37 @@ def tail_records(state: "DataFrame", arrived: "DataFrame", complete: "Column", g
 
     The per-group figures are frames over the whole group, partitioned and ordered as the
     windows' offset-order frames (:func:`lakehouse.window_native.fixed_event_times`), so the plan
-    keeps one exchange and one sort."""
-    from pyspark.sql import Observation, Window
-    from pyspark.sql import functions as F
+    keeps one exchange and one sort.
 
-    from lakehouse.window_native import group_hash
+    Written as SQL text: every column expression built in Python is a round trip to the JVM
+    (a ``Column`` object per ``F.col``, operator and alias), ~600 of them for this plan before,
+    which an increment paid on its critical path; a ``selectExpr`` is one."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
 
     columns = list(arrived.columns)
     rows = _state_rows(state, columns, group_cols).unionByName(_new_rows(arrived, state, complete))
-    rows = rows.withColumn("__gh", group_hash(group_cols))
-    ordered = Window.partitionBy("__gh", *group_cols).orderBy(*order_cols)
-    whole = ordered.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
-    new_record = F.col("__new") & F.col("__record")
-    with_group = rows.select(
-        "*", F.max("__old_latest").over(whole).alias("__latest"), F.max("__old_last").over(whole).alias("__last"),
-        F.min(F.when(new_record, F.struct(*order_cols))).over(whole).alias("__new_first"),
-        (F.row_number().over(ordered) == 1).alias("__group_row"))
-    has_new = F.col("__new_first").isNotNull()
-    tail = F.col("__last").isNull() | (F.col("__new_first") > F.col("__last"))
+    # the same hash as lakehouse.window_native.group_hash (xxhash64 of the group's columns)
+    groups = ", ".join(map(_q, group_cols))
+    rows = rows.selectExpr("*", f"xxhash64({groups}) AS __gh")
+    ordered = f"PARTITION BY __gh, {groups} ORDER BY {', '.join(map(_q, order_cols))}"
+    whole = f"({ordered} ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)"
+    with_group = rows.selectExpr(
+        "*", f"max(__old_latest) OVER {whole} AS __latest", f"max(__old_last) OVER {whole} AS __last",
+        f"min(CASE WHEN __new AND __record THEN struct({', '.join(map(_q, order_cols))}) END) OVER {whole}"
+        " AS __new_first", f"row_number() OVER ({ordered}) = 1 AS __group_row")
+    has_new = "__new_first IS NOT NULL"
+    tail = "(__last IS NULL OR __new_first > __last)"
     observation = Observation(f"windows_tail_{uuid.uuid4().hex}")
-    first = F.col("__group_row")
     observed = with_group.observe(
-        observation, F.count(F.when(F.col("__new"), 1)).alias("new_rows"),
-        F.count(F.when(first & has_new, 1)).alias("changed"),
-        F.count(F.when(first & has_new & ~tail, 1)).alias("reordered"))
-    floor = F.col("__latest") - F.lit(bound)
-    kept = observed.where(F.col("__record") & has_new & tail & (F.col("__latest").isNull() | (F.col("ts") > floor)))
-    return kept.select(*columns, "__gh", floor.alias("__closed_floor")), observation
+        observation, F.expr("count(CASE WHEN __new THEN 1 END) AS new_rows"),
+        F.expr(f"count(CASE WHEN __group_row AND {has_new} THEN 1 END) AS changed"),
+        F.expr(f"count(CASE WHEN __group_row AND {has_new} AND NOT {tail} THEN 1 END) AS reordered"))
+    kept = observed.where(f"__record AND {has_new} AND {tail} AND (__latest IS NULL OR ts > __latest - {int(bound)})")
+    return kept.selectExpr(*map(_q, columns), "__gh", f"__latest - {int(bound)} AS __closed_floor"), observation
 
 
-def append_tail(target: Any, state: "DataFrame", arrived: "DataFrame", complete: "Column", spec: Any,
+def append_tail(target: Any, state: "DataFrame", arrived: "DataFrame", complete: str, spec: Any,
                 group_cols: list[str], order_cols: list[str], value_type: Any, path: str) -> tuple[int, int, int]:
     """Append the windows that close now in the tail groups to ``target``, without the bookmark
     (it holds only once the observation says no group was reordered): (new rows, window rows

@@ -23,15 +23,13 @@ def collected(records) -> list[tuple]:
 
 
 def test_tail_records_keep_the_tail_groups_records_above_their_closed_floor(spark):
-    from pyspark.sql import functions as F
-
     old = spark.createDataFrame([("a", 1000, 1, 0, 0), ("a", 3000, 1, 0, 2), ("b", 500, 1, 1, 0)], RECORDS)
     # a: a record between its old ones (reordered); b: a tail; c: a new group; d: only an
     # incomplete record (counted, never windowed)
     new = spark.createDataFrame([("a", 2500, 1, 0, 1), ("b", 4000, 2, 1, 5), ("c", 100, 3, 1, 6),
                                  ("d", None, 4, 1, 7)], RECORDS)
     state = build_state(old, GROUP, ORDER, 1200)
-    complete = F.col("ts").isNotNull() & F.col("value").isNotNull()
+    complete = "ts IS NOT NULL AND value IS NOT NULL"  # the SQL condition the job passes
     records, seen = tail_records(state, new, complete, GROUP, ORDER, 1200)
     assert collected(records) == [("b", 500, 1, 1, 0, -700), ("b", 4000, 2, 1, 5, -700), ("c", 100, 3, 1, 6, None)]
     assert {k: seen.get[k] for k in ("new_rows", "changed", "reordered")} == \
@@ -47,7 +45,7 @@ def test_a_group_whose_state_holds_no_open_record_still_gets_its_closed_floor(sp
                                                                                        "__order_0: int, __order_1: "
                                                                                        "bigint>>"))
     new = spark.createDataFrame([("a", -500, 1, 0, 1), ("a", 2000, 2, 0, 2)], RECORDS)
-    complete = F.col("ts").isNotNull() & F.col("value").isNotNull()
+    complete = "ts IS NOT NULL AND value IS NOT NULL"  # the SQL condition the job passes
     records, seen = tail_records(state, new, complete, GROUP, ORDER, 1200)
     assert collected(records) == [("a", 2000, 2, 0, 2, -200)]
     assert (seen.get["changed"], seen.get["reordered"]) == (1, 0)
