@@ -110,52 +110,26 @@ def _final_event_time(group_cols: Sequence[str], order_cols: Sequence[str] = ())
 
 
 def _partials(aggregation: str) -> list["Column"]:
-    """Partial aggregates of ``value`` that :func:`_merge` combines (mean: a sum and a count)."""
+    """Partial aggregates of ``value`` that :data:`_MERGE_SQL` combines (mean: a sum and a count)."""
     from pyspark.sql import functions as F
 
     parts = []
     if aggregation in ("sum", "mean"):
-        parts.append(F.sum(F.col("value").cast("double") if aggregation == "mean" else "value").alias("__sum"))
+        parts.append("sum(CAST(value AS DOUBLE)) AS __sum" if aggregation == "mean" else "sum(value) AS __sum")
     if aggregation in ("count", "mean"):
-        parts.append(F.count("value").alias("__n"))
+        parts.append("count(value) AS __n")
     if aggregation == "min":
-        parts.append(F.min("value").alias("__min"))
+        parts.append("min(value) AS __min")
     if aggregation == "max":
-        parts.append(F.max("value").alias("__max"))
-    return parts
+        parts.append("max(value) AS __max")
+    return [F.expr(part) for part in parts]
 
 
-def _merge(aggregation: str) -> "Column":
-    """The window's value from the partial aggregates of :func:`_partials` of its rows."""
-    from pyspark.sql import functions as F
-
-    if aggregation == "sum":
-        return F.sum("__sum")
-    if aggregation == "count":
-        return F.sum("__n")
-    if aggregation == "mean":
-        return F.sum("__sum") / F.sum("__n")
-    if aggregation == "min":
-        return F.min("__min")
-    if aggregation == "max":
-        return F.max("__max")
-    raise ValueError(f"aggregation {aggregation!r} has no native form")
-
-
-def _finish(aggregation: str) -> "Column":
-    """The value from one row of :func:`_partials` (a window made of one group of records)."""
-    from pyspark.sql import functions as F
-
-    if aggregation == "mean":
-        return F.col("__sum") / F.col("__n")
-    return F.col({"sum": "__sum", "count": "__n", "min": "__min", "max": "__max"}[aggregation])
-
-
-def _step_floor(value: "Column", step: int) -> "Column":
-    """The largest multiple of ``step`` <= ``value`` (Python's floor, negative values too)."""
-    from pyspark.sql import functions as F
-
-    return value - F.pmod(value, F.lit(step).cast("long"))
+#: per aggregation, the window's value as SQL text: from the partial rows of its records (merged),
+#: and from one partial row (a window made of one group of records)
+_MERGE_SQL = {"sum": ("sum(__sum)", "__sum"), "count": ("sum(__n)", "__n"),
+              "mean": ("sum(__sum) / sum(__n)", "__sum / __n"), "min": ("min(__min)", "__min"),
+              "max": ("max(__max)", "__max")}
 
 
 def _with_group_hash(data: "DataFrame", group_cols: Sequence[str]) -> "DataFrame":
@@ -165,6 +139,29 @@ def _with_group_hash(data: "DataFrame", group_cols: Sequence[str]) -> "DataFrame
 def _kept_columns(group_cols: Sequence[str]) -> list[str]:
     """``__gh``, the group's columns and ``key`` (once)."""
     return ["__gh", *group_cols] + ([] if "key" in group_cols else ["key"])
+
+
+# The fixed windows' plan is written as SQL text: each column expression built in Python is a
+# round trip to the JVM (a ``Column`` per ``F.col``, literal, operator and alias: ~500 of them for
+# this plan), which an incremental run pays on its critical path; a ``selectExpr`` is one.
+_RUNNING = " ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
+_WHOLE = " ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING"
+
+
+def _q(column: str) -> str:
+    """``column`` quoted for SQL text."""
+    return "`" + column.replace("`", "``") + "`"
+
+
+def _over(group_cols: Sequence[str], order_cols: Sequence[str], frame: str = "") -> str:
+    """The SQL window of :func:`_group_window` in offset order, with ``frame``."""
+    return (f"(PARTITION BY {', '.join(map(_q, ['__gh', *group_cols]))} "
+            f"ORDER BY {', '.join(map(_q, order_cols))}{frame})")
+
+
+def _step_floor_sql(value: str, step: int) -> str:
+    """The largest multiple of ``step`` <= ``value`` (Python's floor, negative values too), as SQL text."""
+    return f"(({value}) - pmod(({value}), CAST({int(step)} AS BIGINT)))"
 
 
 def fixed_event_times(data: "DataFrame", spec: "WindowSpec", order_cols: Sequence[str],
@@ -178,19 +175,23 @@ def fixed_event_times(data: "DataFrame", spec: "WindowSpec", order_cols: Sequenc
     from pyspark.sql import functions as F
 
     closed_below = spec.grace_ms + spec.duration_ms  # a window is closed when start <= latest - this
-    closed_upto = _event_time(group_cols, order_cols) - closed_below
+    running = _over(group_cols, order_cols, _RUNNING)
+    closed_upto = f"greatest(CAST(0 AS BIGINT), max(ts) OVER {running}) - {closed_below}"
     if "__closed_floor" in data.columns:  # an incremental run: windows up to it were emitted before
-        closed_upto = F.greatest(closed_upto, F.col("__closed_floor"))
+        closed_upto = f"greatest({closed_upto}, __closed_floor)"
     # every window function here shares the offset order, so one window operator computes them all
-    timed = _with_group_hash(data, group_cols).select(
-        *_kept_columns(group_cols), "value", "ts", closed_upto.alias("__closed_upto"),
-        (_final_event_time(group_cols, order_cols) - closed_below).alias("__final_closed_upto"),
-        _first_of_group(group_cols, order_cols).alias("__first_of_group"),
-        *_state_columns(group_cols, order_cols, observation))
-    if observation is not None:
+    columns = [*map(_q, _kept_columns(group_cols)), "value", "ts", f"{closed_upto} AS __closed_upto",
+               f"greatest(CAST(0 AS BIGINT), max(ts) OVER {_over(group_cols, order_cols, _WHOLE)}) - {closed_below}"
+               " AS __final_closed_upto",
+               f"CAST(row_number() OVER {_over(group_cols, order_cols)} = 1 AS INT) AS __first_of_group"]
+    hashed = _with_group_hash(data, group_cols)
+    if observation is None:
+        timed = hashed.selectExpr(*columns)
+    else:  # the full run: what the group count and the window state need, observed
+        timed = hashed.select(*map(F.expr, columns), *_state_columns(group_cols, order_cols, observation))
         timed = timed.observe(observation, *_state_observations())
     # else no window of the record is emitted
-    kept = timed.where(F.col("ts") - spec.duration_ms < F.col("__final_closed_upto"))
+    kept = timed.where(f"ts - {spec.duration_ms} < __final_closed_upto")
     return kept.drop("__first_of_group", "__is_last", "__max_ts")
 
 
@@ -231,24 +232,21 @@ def fixed_window_parts(timed: "DataFrame", spec: "WindowSpec", group_cols: Seque
     last one ``final()`` emits; records with the same range are aggregated *before* the range is
     expanded, so the expansion multiplies a few partial rows per key and step, not every record.
     """
-    from pyspark.sql import functions as F
-
     assert isinstance(spec.aggregation, str)
-    ts, closed, final = F.col("ts"), F.col("__closed_upto"), F.col("__final_closed_upto")
     if spec.step_ms is None:
         # tumbling: one window; Python's floor modulo, as the edge computes it (negative ts too)
-        first = last = _step_floor(ts, spec.duration_ms)
+        first = last = _step_floor_sql("ts", spec.duration_ms)
     else:
         step = spec.step_ms
-        newest = _step_floor(ts, step)
+        newest = _step_floor_sql("ts", step)
         # the oldest start is the smallest multiple of step above ts - duration, and at least 0
-        oldest = F.greatest(F.lit(0).cast("long"), _step_floor(ts - spec.duration_ms, step) + step)
-        first = F.greatest(oldest, _step_floor(closed, step) + step)  # the first window open at arrival
-        last = F.least(newest, _step_floor(final, step))  # the last window final() emits
+        oldest = f"greatest(CAST(0 AS BIGINT), {_step_floor_sql(f'ts - {spec.duration_ms}', step)} + {step})"
+        first = f"greatest({oldest}, {_step_floor_sql('__closed_upto', step)} + {step})"  # first open at arrival
+        last = f"least({newest}, {_step_floor_sql('__final_closed_upto', step)})"  # the last one final() emits
     kept_cols = _kept_columns(group_cols)
-    ranged = timed.select(*kept_cols, "value", first.alias("__first"), last.alias("__last"), closed, final)
-    kept = ranged.where((F.col("__first") > closed) & (F.col("__first") <= F.col("__last"))
-                        & (F.col("__last") <= final))
+    ranged = timed.selectExpr(*map(_q, kept_cols), "value", f"{first} AS __first", f"{last} AS __last",
+                              "__closed_upto", "__final_closed_upto")
+    kept = ranged.where("__first > __closed_upto AND __first <= __last AND __last <= __final_closed_upto")
     return kept.groupBy(*kept_cols, "__first", "__last").agg(*_partials(spec.aggregation))
 
 
@@ -271,15 +269,15 @@ def native_fixed_windows(data: "DataFrame", spec: "WindowSpec", order_cols: Sequ
     assert isinstance(spec.aggregation, str)
     parts = fixed_window_parts(fixed_event_times(data, spec, order_cols, group_cols, observation), spec, group_cols)
     if spec.step_ms is None:  # one window per record: the parts are the windows already
-        grouped = parts.select("__gh", "key", F.col("__first").alias("window_start"),
-                               _finish(spec.aggregation).alias("value"))
+        grouped = parts.selectExpr("__gh", "key", "__first AS window_start",
+                                   f"{_MERGE_SQL[spec.aggregation][1]} AS value")
     else:
-        starts = parts.withColumn("window_start", F.explode(F.sequence("__first", "__last",
-                                                                       F.lit(spec.step_ms).cast("long"))))
+        starts = parts.selectExpr("*", f"explode(sequence(__first, __last, CAST({spec.step_ms} AS BIGINT))) "
+                                       "AS window_start")
         grouped = (starts.groupBy(*_kept_columns(group_cols), "window_start")
-                   .agg(_merge(spec.aggregation).alias("value")))
-    return grouped.select("__gh", "key", "window_start",
-                          (F.col("window_start") + spec.duration_ms).alias("window_end"), "value")
+                   .agg(F.expr(f"{_MERGE_SQL[spec.aggregation][0]} AS value")))
+    return grouped.selectExpr("__gh", "key", "window_start", f"window_start + {spec.duration_ms} AS window_end",
+                              "value")
 
 
 def sliding_key_flags(data: "DataFrame", spec: "WindowSpec", order_cols: Sequence[str],
