@@ -50,14 +50,9 @@ from pathlib import Path
 #: tables, re-planning after every stage (adaptive execution) and generating and compiling Java
 #: code for every query cost ~30% of a lakehouse test's CPU and never pay back. The plans compute
 #: the same rows: Spark evaluates every expression interpreted or generated alike (its own tests
-#: run both). PySpark's DataFrame debugging (the Python call site attached to every DataFrame
-#: call, for the query context of error messages) costs ~10 Py4J round trips per call (``F.col``:
-#: 1.36 -> 0.38 ms) and ~16% of the window parity tests' CPU (73 -> 61 CPU-s, measured A/B twice);
-#: a failing test still shows the Spark error and pytest's Python traceback. Deployments keep
-#: Spark's defaults; the cluster and Airflow tests run with them.
+#: run both). Deployments keep Spark's defaults; the cluster and Airflow tests run with them.
 DRIVER_SQL_DEFAULTS = ("-Dspark.sql.adaptive.enabled=false -Dspark.sql.codegen.wholeStage=false "
-                       "-Dspark.sql.codegen.factoryMode=NO_CODEGEN "
-                       "-Dspark.python.sql.dataFrameDebugging.enabled=false")
+                       "-Dspark.sql.codegen.factoryMode=NO_CODEGEN")
 #: JIT, GC and SQL settings of the suite's Spark drivers: they live seconds to minutes on tiny
 #: data, where the C2 compiler and parallel GC threads cost ~25% of their CPU and never pay back
 DRIVER_JVM_OPTS = f"-XX:TieredStopAtLevel=1 -XX:+UseSerialGC {DRIVER_SQL_DEFAULTS}"
