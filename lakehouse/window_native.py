@@ -43,7 +43,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from lakehouse.window_recompute import WindowSpec
 
 __all__ = ("NATIVE_AGGREGATIONS", "native_unsupported_reason", "fixed_event_times", "fixed_window_parts",
-           "native_fixed_windows", "native_sliding_windows", "sliding_key_flags")
+           "native_fixed_windows", "native_sliding_windows", "quote_column", "sliding_key_flags")
 
 #: aggregations the native path computes (the rest go through the edge's engines)
 NATIVE_AGGREGATIONS = ("sum", "count", "mean", "min", "max")
@@ -148,15 +148,19 @@ _RUNNING = " ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
 _WHOLE = " ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING"
 
 
-def _q(column: str) -> str:
-    """``column`` quoted for SQL text."""
+def quote_column(column: str) -> str:
+    """``column`` quoted for the SQL text of a plan (``selectExpr``, ``expr``).
+
+    >>> quote_column("__order_0"), quote_column("odd`name")
+    ('`__order_0`', '`odd``name`')
+    """
     return "`" + column.replace("`", "``") + "`"
 
 
 def _over(group_cols: Sequence[str], order_cols: Sequence[str], frame: str = "") -> str:
     """The SQL window of :func:`_group_window` in offset order, with ``frame``."""
-    return (f"(PARTITION BY {', '.join(map(_q, ['__gh', *group_cols]))} "
-            f"ORDER BY {', '.join(map(_q, order_cols))}{frame})")
+    return (f"(PARTITION BY {', '.join(map(quote_column, ['__gh', *group_cols]))} "
+            f"ORDER BY {', '.join(map(quote_column, order_cols))}{frame})")
 
 
 def _step_floor_sql(value: str, step: int) -> str:
@@ -180,7 +184,7 @@ def fixed_event_times(data: "DataFrame", spec: "WindowSpec", order_cols: Sequenc
     if "__closed_floor" in data.columns:  # an incremental run: windows up to it were emitted before
         closed_upto = f"greatest({closed_upto}, __closed_floor)"
     # every window function here shares the offset order, so one window operator computes them all
-    columns = [*map(_q, _kept_columns(group_cols)), "value", "ts", f"{closed_upto} AS __closed_upto",
+    columns = [*map(quote_column, _kept_columns(group_cols)), "value", "ts", f"{closed_upto} AS __closed_upto",
                f"greatest(CAST(0 AS BIGINT), max(ts) OVER {_over(group_cols, order_cols, _WHOLE)}) - {closed_below}"
                " AS __final_closed_upto",
                f"CAST(row_number() OVER {_over(group_cols, order_cols)} = 1 AS INT) AS __first_of_group"]
@@ -244,7 +248,7 @@ def fixed_window_parts(timed: "DataFrame", spec: "WindowSpec", group_cols: Seque
         first = f"greatest({oldest}, {_step_floor_sql('__closed_upto', step)} + {step})"  # first open at arrival
         last = f"least({newest}, {_step_floor_sql('__final_closed_upto', step)})"  # the last one final() emits
     kept_cols = _kept_columns(group_cols)
-    ranged = timed.selectExpr(*map(_q, kept_cols), "value", f"{first} AS __first", f"{last} AS __last",
+    ranged = timed.selectExpr(*map(quote_column, kept_cols), "value", f"{first} AS __first", f"{last} AS __last",
                               "__closed_upto", "__final_closed_upto")
     kept = ranged.where("__first > __closed_upto AND __first <= __last AND __last <= __final_closed_upto")
     return kept.groupBy(*kept_cols, "__first", "__last").agg(*_partials(spec.aggregation))

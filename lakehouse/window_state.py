@@ -77,13 +77,12 @@ def advance_state(prior: "DataFrame", new: "DataFrame", group_cols: Sequence[str
     an increment builds this plan while its windows' plan is built alongside)."""
     from pyspark.sql import functions as F
 
-    def q(column: str) -> str:
-        return "`" + column.replace("`", "``") + "`"
+    from lakehouse.window_native import quote_column
 
-    groups = list(map(q, group_cols))
+    groups = list(map(quote_column, group_cols))
     singles = new.selectExpr(*groups, "greatest(CAST(0 AS BIGINT), ts) AS latest",
-                             f"struct({', '.join(map(q, order_cols))}) AS last",
-                             f"array(struct({', '.join(map(q, new.columns))})) AS records")
+                             f"struct({', '.join(map(quote_column, order_cols))}) AS last",
+                             f"array(struct({', '.join(map(quote_column, new.columns))})) AS records")
     merged = (prior.selectExpr(*groups, "latest", "last", "records").unionByName(singles)
               .groupBy(*group_cols).agg(F.expr("max(latest) AS latest"), F.expr("max(last) AS last"),
                                         F.expr("flatten(collect_list(records)) AS records")))

@@ -29,23 +29,20 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any, Sequence
 
+from lakehouse.window_native import quote_column
+
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
 __all__ = ("append_tail", "tail_records")
 
 
-def _q(column: str) -> str:
-    """``column`` quoted for SQL text."""
-    return "`" + column.replace("`", "``") + "`"
-
-
 def _state_rows(state: "DataFrame", columns: Sequence[str], group_cols: Sequence[str]) -> "DataFrame":
     """The state's open records as prepared rows, each with its group's ``__old_latest`` and
     ``__old_last``; a group without open records keeps one row with no record (``__record``
     false), so its figures still reach the group."""
-    exploded = state.selectExpr(*map(_q, group_cols), "latest", "last", "explode_outer(records) AS __r")
-    fields = [_q(c) if c in group_cols else f"__r.{_q(c)} AS {_q(c)}" for c in columns]
+    exploded = state.selectExpr(*map(quote_column, group_cols), "latest", "last", "explode_outer(records) AS __r")
+    fields = [quote_column(c) if c in group_cols else f"__r.{quote_column(c)} AS {quote_column(c)}" for c in columns]
     return exploded.selectExpr(*fields, "latest AS __old_latest", "last AS __old_last", "false AS __new",
                                "__r IS NOT NULL AS __record")
 
@@ -53,7 +50,7 @@ def _state_rows(state: "DataFrame", columns: Sequence[str], group_cols: Sequence
 def _new_rows(arrived: "DataFrame", state: "DataFrame", complete: str) -> "DataFrame":
     """Every new row (incomplete ones too: they are counted, not windowed), typed like the state's."""
     types = {f.name: f.dataType.simpleString() for f in state.schema.fields}
-    return arrived.selectExpr(*map(_q, arrived.columns), f"CAST(NULL AS {types['latest']}) AS __old_latest",
+    return arrived.selectExpr(*map(quote_column, arrived.columns), f"CAST(NULL AS {types['latest']}) AS __old_latest",
                               f"CAST(NULL AS {types['last']}) AS __old_last", "true AS __new",
                               f"({complete}) AS __record")
 
@@ -81,13 +78,13 @@ def tail_records(state: "DataFrame", arrived: "DataFrame", complete: str, group_
     columns = list(arrived.columns)
     rows = _state_rows(state, columns, group_cols).unionByName(_new_rows(arrived, state, complete))
     # the same hash as lakehouse.window_native.group_hash (xxhash64 of the group's columns)
-    groups = ", ".join(map(_q, group_cols))
+    groups = ", ".join(map(quote_column, group_cols))
     rows = rows.selectExpr("*", f"xxhash64({groups}) AS __gh")
-    ordered = f"PARTITION BY __gh, {groups} ORDER BY {', '.join(map(_q, order_cols))}"
+    ordered = f"PARTITION BY __gh, {groups} ORDER BY {', '.join(map(quote_column, order_cols))}"
     whole = f"({ordered} ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)"
     with_group = rows.selectExpr(
         "*", f"max(__old_latest) OVER {whole} AS __latest", f"max(__old_last) OVER {whole} AS __last",
-        f"min(CASE WHEN __new AND __record THEN struct({', '.join(map(_q, order_cols))}) END) OVER {whole}"
+        f"min(CASE WHEN __new AND __record THEN struct({', '.join(map(quote_column, order_cols))}) END) OVER {whole}"
         " AS __new_first", f"row_number() OVER ({ordered}) = 1 AS __group_row")
     has_new = "__new_first IS NOT NULL"
     tail = "(__last IS NULL OR __new_first > __last)"
@@ -97,7 +94,8 @@ def tail_records(state: "DataFrame", arrived: "DataFrame", complete: str, group_
         F.expr(f"count(CASE WHEN __group_row AND {has_new} THEN 1 END) AS changed"),
         F.expr(f"count(CASE WHEN __group_row AND {has_new} AND NOT {tail} THEN 1 END) AS reordered"))
     kept = observed.where(f"__record AND {has_new} AND {tail} AND (__latest IS NULL OR ts > __latest - {int(bound)})")
-    return kept.selectExpr(*map(_q, columns), "__gh", f"__latest - {int(bound)} AS __closed_floor"), observation
+    floor = f"__latest - {int(bound)} AS __closed_floor"
+    return kept.selectExpr(*map(quote_column, columns), "__gh", floor), observation
 
 
 def append_tail(target: Any, state: "DataFrame", arrived: "DataFrame", complete: str, spec: Any,
