@@ -50,8 +50,12 @@ def jar_cache() -> Path:
 
 
 #: small-machine settings for local runs (``local[...]`` masters) only: on a cluster the platform's
-#: defaults and spark-submit's ``--conf`` decide
+#: defaults and spark-submit's ``--conf`` decide. Adaptive execution is off there: with 2 shuffle
+#: partitions it has nothing to coalesce, yet it runs every shuffle stage as a Spark job of its own
+#: and re-plans after each (an incremental windows run at 10M rows: 1.4-2.5 s -> 1.1-1.8 s per
+#: increment, the full run no slower; bench/README.md)
 LOCAL_DEFAULTS = {
+    "spark.sql.adaptive.enabled": "false",
     "spark.sql.shuffle.partitions": "2",
     "spark.default.parallelism": "2",
     "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
