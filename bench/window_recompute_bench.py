@@ -17,7 +17,7 @@ embedded catalog (a temporary folder). Then, for each window kind, in one proces
 
 Both Spark paths read the table and write (create or replace) the result table inside the timed
 part, after an untimed warm-up of both on 100,000 rows (with ``--incremental``, of the incremental
-path too, on a table of its own). Prints rows/s of each, the ratios (targets: native >= 10x edge replay, >= 5x python-engine)
+path too, on a table of its own, with appends of the timed increments' size). Prints rows/s of each, the ratios (targets: native >= 10x edge replay, >= 5x python-engine)
 and checks that the three produce the same number of windows.
 """
 
@@ -254,23 +254,29 @@ def print_incremental(spark, table: str, rows: int, sensors: int, kinds: list[st
     restore()
 
 
-def warm_incremental(spark, kinds: list[str], rows: int = 100_000) -> None:
+def warm_incremental(spark, kinds: list[str], rows: int = 100_000, batch: int = 1_000, rounds: int = 2) -> None:
     """The incremental path's warm-up, as the full path has one: a small table of its own, a full
-    run, 1% appended, an incremental run, per kind (JIT, class loading, the incremental scan, the
-    state's overwrite: costs of a process's first run, not of an increment)."""
+    run, then ``rounds`` appends of ``batch`` rows, each followed by an incremental run, per kind
+    (JIT, class loading, the incremental scan, the state's overwrite: costs of a process's first
+    run, not of an increment). ``batch`` is the timed increments' size: the JIT compiles a code
+    path after thousands of rows through it, which a full run over millions of rows does within
+    itself and a small increment never does."""
     from lakehouse.window_recompute import WindowRecomputeOptions, WindowSpec, run_window_recompute
 
     table = "lake.bench.warmup_readings"
     make_table(spark, table, rows, 100)
+    start = rows
     for kind in kinds:
         options = WindowRecomputeOptions(table=table, output=f"lake.bench.warmup_incremental_{kind}",
                                          value_column="temperature",
                                          window=WindowSpec.parse(**SPECS[kind]),  # type: ignore[arg-type]
                                          full=True)
         run_window_recompute(spark, options, progress=lambda _line: None)
-        make_table(spark, table, rows // 100, 100, start=rows + kinds.index(kind) * (rows // 100))
         options.full = False
-        run_window_recompute(spark, options, progress=lambda _line: None)
+        for _ in range(rounds):
+            make_table(spark, table, batch, 100, start=start)
+            start += batch
+            run_window_recompute(spark, options, progress=lambda _line: None)
 
 
 def main() -> int:
@@ -324,7 +330,8 @@ def main() -> int:
             window=WindowSpec.parse(**SPECS["tumbling"]), engine=engine,  # type: ignore[arg-type]
             where="_kafka_offset < 50000"), progress=lambda _line: None)
     if args.incremental or args.only_incremental:
-        warm_incremental(spark, kinds=[k.strip() for k in args.kinds.split(",") if k.strip()])
+        warm_incremental(spark, kinds=[k.strip() for k in args.kinds.split(",") if k.strip()],
+                         batch=max(1, int(args.rows * 0.01)))
     print(f"warm-up (both paths on 100,000 rows) in {time.monotonic() - t0:.1f}s", flush=True)
     args.floor_seconds = print_floor(spark, table, args.rows, args.repeat) if args.floor else None
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
