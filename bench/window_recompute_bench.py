@@ -295,7 +295,7 @@ def main() -> int:
                         help="also time an incremental run after 1%% more rows against the full run, per kind")
     parser.add_argument("--only-incremental", action="store_true", help="skip the native/edge comparison")
     parser.add_argument("--increments", type=int, default=1,
-                        help="with --incremental: this many 1%% appends, each followed by an incremental run "
+                        help="with --incremental or --only-incremental: this many 1%% appends, each followed by an incremental run "
                              "(prints each, and the median; default 1)")
     parser.add_argument("--skip-edge-replay", action="store_true",
                         help="no edge replay (with --floor: only the native/floor ratios)")
