@@ -13,6 +13,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import uuid
@@ -71,9 +72,16 @@ class ChangelogRecovery:
                 return self.consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=self.timeout,
                                                            cached=False)
             except KafkaException as exc:
-                if exc.args[0].code() not in transient or time.monotonic() >= deadline:
+                code = exc.args[0].code()
+                if code not in transient or time.monotonic() >= deadline:
                     raise
                 logger.debug("watermarks of %s[%d] not available yet (%s); retrying", topic, partition, exc)
+                if code == KafkaError._UNKNOWN_PARTITION:
+                    # a local error: the client's metadata cache predates the partition, and
+                    # librdkafka refreshes it only every few minutes; ask the broker for the topic now
+                    # (a failure here is left to the next attempt, which reports what is still wrong)
+                    with contextlib.suppress(KafkaException):
+                        self.consumer.list_topics(topic, timeout=min(self.timeout, 5.0))
                 time.sleep(0.2)
 
     def recover(self, backend: StoreBackend, topic: str, partition: int, committed_offset: Optional[int],
