@@ -268,13 +268,7 @@ def remove_orphan_files(table: IcebergTable, orphan_retention: timedelta) -> int
 # -- Delta ---------------------------------------------------------------------------------------
 
 def _delta_files(table: DeltaTable) -> list[dict]:
-    from pyspark.sql import DataFrame
-
-    jvm: Any = table.spark._jvm  # type: ignore[attr-defined]
-    delta_log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(table.spark._jsparkSession, table.location)  # type: ignore[attr-defined]
-    snapshot = delta_log.update(getattr(delta_log, "update$default$1")(), getattr(delta_log, "update$default$2")(),
-                                getattr(delta_log, "update$default$3")())
-    files = DataFrame(snapshot.allFiles().toDF(), table.spark).select("partitionValues", "size").collect()
+    files = table.files().select("partitionValues", "size").collect()
     return [{"partition": dict(r.partitionValues or {}), "size": r.size} for r in files]
 
 

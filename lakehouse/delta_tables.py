@@ -20,7 +20,7 @@ Example::
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from lakehouse.lake_files import EdgeFile, LakeLocation
 
@@ -74,11 +74,27 @@ class DeltaTable:
     def detail(self):
         return self.spark.sql(f"DESCRIBE DETAIL {self.sql_name}").collect()[0]
 
+    def snapshot(self) -> Any:
+        """The table's latest snapshot (a JVM ``org.apache.spark.sql.delta.Snapshot``): its version,
+        metadata and file list come from the log Delta already read, without a Spark job (``DESCRIBE
+        DETAIL`` and ``DESCRIBE HISTORY`` each run one)."""
+        jvm: Any = self.spark._jvm  # type: ignore[attr-defined]
+        delta_log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(self.spark._jsparkSession,  # type: ignore[attr-defined]
+                                                                     self.location)
+        return delta_log.update(getattr(delta_log, "update$default$1")(), getattr(delta_log, "update$default$2")(),
+                                getattr(delta_log, "update$default$3")())
+
+    def files(self) -> "DataFrame":
+        """The current version's ``AddFile`` actions (path, partitionValues, size, stats, ...)."""
+        from pyspark.sql import DataFrame
+
+        return DataFrame(self.snapshot().allFiles().toDF(), self.spark)
+
     def uuid(self) -> str:
-        return str(self.detail().id)
+        return str(self.snapshot().metadata().id())
 
     def version(self) -> int:
-        return int(self.spark.sql(f"DESCRIBE HISTORY {self.sql_name} LIMIT 1").collect()[0].version)
+        return int(self.snapshot().version())
 
     def batch_committed(self, number: int) -> bool:
         """Registration batch ``number`` is in the table (its commit carries the batch number).
@@ -149,10 +165,20 @@ class DeltaTable:
          .save(self.location))
 
     def file_stats(self) -> tuple[int, int, int]:
-        """(data files, rows, bytes) of the current version."""
-        detail = self.detail()
-        rows = self.spark.read.format("delta").load(self.location).count()
-        return int(detail.numFiles), int(rows), int(detail.sizeInBytes)
+        """(data files, rows, bytes) of the current version.
+
+        From the file list, as Iceberg's ``data_files`` gives them: every file Spark writes into a
+        Delta table carries its row count (``stats.numRecords``), less the rows a deletion vector
+        hides. Only when some file has no count (written without statistics) is the table scanned.
+        """
+        row = self.files().selectExpr(
+            "count(*) AS files", "coalesce(sum(size), 0) AS bytes",
+            "coalesce(sum(CAST(get_json_object(stats, '$.numRecords') AS BIGINT)"
+            " - coalesce(deletionVector.cardinality, 0)), 0) AS rows",
+            "count_if(get_json_object(stats, '$.numRecords') IS NULL) AS uncounted",
+        ).collect()[0]
+        rows = row.rows if row.uncounted == 0 else self.spark.read.format("delta").load(self.location).count()
+        return int(row.files), int(rows), int(row.bytes)
 
 
 def declare_warehouse_tables(spark: "SparkSession") -> list[str]:

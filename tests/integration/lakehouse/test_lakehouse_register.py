@@ -116,3 +116,37 @@ def test_register_since_limits_to_recent_partitions(spark, edge_lake, make_targe
     assert {r.hour for r in table_df(spark, target).collect()} == {2}
     report = register(spark, lake, target)  # the older partitions now
     assert report.rows_after == 12
+
+
+def test_delta_file_stats_come_from_the_file_list_and_match_a_scan(spark, tmp_path):
+    """The reports' (files, rows, bytes) of a Delta table: row counts from each file's statistics,
+    less what a deletion vector hides; a file written without statistics falls back to a scan."""
+    from lakehouse.delta_tables import DeltaTable
+
+    table = DeltaTable(spark, f"delta.`{tmp_path / 'stats'}`")
+    table.create([("id", "bigint"), ("part", "string")], ["part"])
+    spark.sql(f"ALTER TABLE {table.sql_name} SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')")
+    spark.range(0, 100).selectExpr("id", "CAST(id % 2 AS STRING) AS part") \
+        .write.format("delta").mode("append").save(table.location)
+
+    def scanned():
+        return spark.read.format("delta").load(table.location).count()
+
+    files, rows, size = table.file_stats()
+    detail = table.detail()
+    assert (files, rows, size) == (detail.numFiles, 100, detail.sizeInBytes) and files >= 2
+    spark.sql(f"DELETE FROM {table.sql_name} WHERE id < 10")  # a deletion vector, the file kept
+    assert table.files().where("deletionVector IS NOT NULL").count() >= 1
+    assert table.file_stats()[1] == scanned() == 90
+    key = "spark.databricks.delta.stats.collect"
+    spark.conf.set(key, "false")
+    try:
+        spark.range(100, 130).selectExpr("id", "'x' AS part").write.format("delta").mode("append").save(table.location)
+    finally:
+        spark.conf.unset(key)
+    before = files
+    assert table.files().where("get_json_object(stats, '$.numRecords') IS NULL").count() >= 1
+    files, rows, _ = table.file_stats()
+    assert files == table.detail().numFiles > before
+    assert rows == scanned() == 120
+    assert table.version() == 4 and table.uuid() == str(table.detail().id)
