@@ -111,7 +111,8 @@ class DeltaTable:
         return {f.name: f.dataType.simpleString() for f in schema.fields}
 
     def partition_columns(self) -> list[str]:
-        return list(self.detail().partitionColumns)
+        columns = self.snapshot().metadata().partitionColumns()  # a Scala Seq[String]
+        return [str(columns.apply(i)) for i in range(columns.size())]
 
     def create(self, columns: Sequence[tuple[str, str]], partition_columns: Sequence[str]) -> None:
         cols = ", ".join(f"`{name}` {ty}" for name, ty in columns)

@@ -150,3 +150,4 @@ def test_delta_file_stats_come_from_the_file_list_and_match_a_scan(spark, tmp_pa
     assert files == table.detail().numFiles > before
     assert rows == scanned() == 120
     assert table.version() == 4 and table.uuid() == str(table.detail().id)
+    assert table.partition_columns() == list(table.detail().partitionColumns) == ["part"]
