@@ -75,7 +75,8 @@ def _daemon_env(home: Path) -> dict[str, str]:
         # path (infra/local/spark_cds.py), which the workers would otherwise hand down
         "SPARK_DIST_CLASSPATH": "",
         # the daemons only schedule and heartbeat: C1 and the serial GC halve their CPU (a master and
-        # two workers started, 30 s idle, stopped: 19.6 -> 10.8 CPU-s); executors keep Spark's defaults
+        # two workers started, 30 s idle, stopped: 19.6 -> 10.8 CPU-s); not the executors they launch
+        # (their flags come from spark.executor.extraJavaOptions)
         "SPARK_DAEMON_JAVA_OPTS": os.environ.get("SPARK_DAEMON_JAVA_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"),
     }
 
