@@ -21,7 +21,7 @@ import urllib.error
 import urllib.request
 from typing import Any, Dict, Optional
 
-from infra.local.service_base import REPO_ROOT, Service, ServiceError, _http_ok, _java, jar_cache
+from infra.local.service_base import REPO_ROOT, Service, ServiceError, _http_ok, _java, jar_cache, service_jvm_opts
 
 __all__ = ("KafkaConnect", "ensure_jar_set", "iceberg_sink_config", "rest")
 
@@ -134,7 +134,7 @@ class KafkaConnect(Service):
 
     def command(self) -> tuple[list[str], dict[str, str]]:
         jars = jar_cache() / JAR_SET
-        return ([_java(), f"-Xmx{HEAP}", "-XX:+UseSerialGC",
+        return ([_java(), f"-Xmx{HEAP}", "-XX:+UseSerialGC", *service_jvm_opts(),
                  f"-Dlog4j2.configurationFile={self.home / 'log4j2.properties'}",
                  "-cp", f"{jars}/*", "org.apache.kafka.connect.cli.ConnectDistributed",
                  str(self.home / "connect.properties")], {})

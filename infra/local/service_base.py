@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -15,6 +16,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -223,3 +225,19 @@ def _alive(pid: int) -> bool:
 def _java() -> str:
     home = os.environ.get("JAVA_HOME")
     return str(Path(home) / "bin" / "java") if home else "java"
+
+
+#: extra flags for the long-running service JVMs (Kafka, Iceberg REST, Kafka Connect), e.g. the
+#: test runner's ``-XX:TieredStopAtLevel=1``; empty by default, so benchmarks meet full-JIT servers
+SERVICE_JVM_OPTS_VAR = "STREAMLAKE_SERVICE_JVM_OPTS"
+
+
+def service_jvm_opts(env: Mapping[str, str] = os.environ) -> list[str]:
+    """The flags of :data:`SERVICE_JVM_OPTS_VAR` in ``env``, split as a shell would.
+
+    >>> service_jvm_opts({SERVICE_JVM_OPTS_VAR: "-XX:TieredStopAtLevel=1  -Xss1m"})
+    ['-XX:TieredStopAtLevel=1', '-Xss1m']
+    >>> service_jvm_opts({})
+    []
+    """
+    return shlex.split(env.get(SERVICE_JVM_OPTS_VAR, ""))

@@ -23,19 +23,37 @@ for the Kafka readiness probe (confluent-kafka, installed with the ``edge`` extr
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import fcntl
+import importlib.util
 import socket
 import subprocess
 import sys
 import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Iterator
 
 # The Service base and shared helpers (re-exported: optional service modules and tests import
 # them from here).
 from infra.local.service_base import (REPO_ROOT, Service, ServiceError, _alive, _http_ok,  # noqa: F401
-                                      _java, _require_jars, env_file, free_port, jar_cache, local_dir)
+                                      _java, _require_jars, env_file, free_port, jar_cache, local_dir,
+                                      service_jvm_opts)
+
+
+def kafka_cluster_id() -> str:
+    """A new KRaft cluster id, as ``kafka-storage.sh random-uuid`` prints it (16 random bytes,
+    URL-safe base64 without padding), without starting a JVM for it.
+
+    >>> len(kafka_cluster_id()), kafka_cluster_id().startswith("-")
+    (22, False)
+    """
+    while True:  # Kafka never hands out an id that starts with "-" (it would read as a flag)
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 class Kafka(Service):
@@ -86,12 +104,8 @@ class Kafka(Service):
         )
         cp = f"{jars}/*"
         if not (data / "meta.properties").exists():
-            cluster_id = subprocess.run(
-                [_java(), "-cp", cp, "kafka.tools.StorageTool", "random-uuid"],
-                check=True, capture_output=True, text=True,
-            ).stdout.strip()
             subprocess.run(
-                [_java(), "-cp", cp, "kafka.tools.StorageTool", "format", "-t", cluster_id,
+                [_java(), *service_jvm_opts(), "-cp", cp, "kafka.tools.StorageTool", "format", "-t", kafka_cluster_id(),
                  "-c", str(conf), "--ignore-formatted"],
                 check=True, capture_output=True, text=True,
             )
@@ -101,7 +115,7 @@ class Kafka(Service):
         return [
             # 1 GB: every topic and partition keeps metadata and meters on the heap; at 512 MB a
             # broker that has hosted a few test runs (thousands of partitions) spent its CPU in full GCs
-            _java(), "-Xmx1g", "-XX:+UseSerialGC",
+            _java(), "-Xmx1g", "-XX:+UseSerialGC", *service_jvm_opts(),
             f"-Dlog4j2.configurationFile={self.home / 'log4j2.properties'}",
             "-Dlog4j2.shutdownHookEnabled=false", f"-Dkafka.logs.dir={self.home}",
             "-cp", f"{jars}/*", "kafka.Kafka", str(self.home / "server.properties"),
@@ -166,7 +180,7 @@ class IcebergRest(Service):
             "CATALOG_JDBC_PASSWORD": "iceberg",
             "CATALOG_REST_PORT": str(self._saved_port("http")),
         }
-        return [_java(), "-Xmx384m", "-XX:+UseSerialGC", "-cp", f"{jars}/*",
+        return [_java(), "-Xmx384m", "-XX:+UseSerialGC", *service_jvm_opts(), "-cp", f"{jars}/*",
                 "org.apache.iceberg.rest.RESTCatalogServer"], env
 
     def uri(self) -> str:
@@ -180,7 +194,8 @@ class IcebergRest(Service):
 
 
 class S3(Service):
-    """moto's S3-compatible server (in memory; data lives as long as the process)."""
+    """moto's S3-compatible server (in memory; data lives as long as the process), conditional
+    writes atomic as on S3."""
 
     startup_timeout = 30.0
 
@@ -191,10 +206,11 @@ class S3(Service):
         self._port("http")
 
     def command(self) -> tuple[list[str], dict[str, str]]:
-        exe = Path(sys.executable).with_name("moto_server")
-        if not exe.exists():
-            raise ServiceError(f"moto_server not found next to {sys.executable}; install the 'dev' extra")
-        return [str(exe), "-H", "127.0.0.1", "-p", str(self._saved_port("http"))], {}
+        if importlib.util.find_spec("moto") is None:
+            raise ServiceError(f"moto's server is not installed for {sys.executable}; install the 'dev' extra")
+        # moto_server, with conditional writes atomic as on S3 (infra/local/s3_server.py)
+        return [sys.executable, "-m", "infra.local.s3_server", "-H", "127.0.0.1", "-p",
+                str(self._saved_port("http"))], {}
 
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self._saved_port('http')}"
@@ -236,8 +252,6 @@ def _factory(name: str) -> Callable[[], Service]:
     if name in SERVICES:
         return SERVICES[name]
     module_name, _, class_name = OPTIONAL_SERVICES[name].partition(":")
-    import importlib
-
     return getattr(importlib.import_module(module_name), class_name)
 
 
@@ -270,7 +284,15 @@ def up(names: list[str] | None = None) -> dict[str, str]:
     caller such as the test runner can stop exactly what it started.
     """
     with _locked():
-        started = [svc.name for svc in _select(names) if svc.start()]
+        selected = _select(names)
+        # The default services depend on nothing: they start side by side (Kafka's ~6 s overlaps
+        # the catalog's and S3's start). Optional ones may need a default one or each other (Kafka
+        # Connect the broker, a Spark worker the master): they start after, in the order given.
+        independent = [svc for svc in selected if svc.name in SERVICES]
+        with ThreadPoolExecutor(max_workers=max(1, len(independent))) as pool:
+            first = list(pool.map(lambda svc: svc.start(), independent))
+        started = [svc.name for svc, did in zip(independent, first) if did]
+        started += [svc.name for svc in selected if svc.name not in SERVICES and svc.start()]
         env = _write_env()
     env["_STARTED"] = ",".join(started)
     return env
