@@ -1,6 +1,7 @@
 """Compatibility tests: the same Quix Streams 3.28 program on stream_edge and on the real package.
 
-``run_both(source)`` runs a program written against ``quixstreams`` twice, as subprocesses: once
+``run_both(source)`` runs a program written against ``quixstreams`` twice, each in a process of its
+own (forked from an interpreter that imported the package: ``fork_server.py``): once
 with the real quixstreams==3.28.1 (its own venv, see ``bench/quix_venv.py``), once with every
 ``quixstreams`` replaced by ``stream_edge`` in the project's venv. It returns both standard outputs,
 which a test compares byte for byte. A program prints what it wants compared (e.g. ``repr`` of
@@ -9,12 +10,14 @@ results, or JSON).
 
 from __future__ import annotations
 
+import atexit
 import subprocess
 import sys
 from pathlib import Path
 from typing import Callable, Dict, List, NamedTuple
 
 import pytest
+from tests.compat.fork_server import ForkServer
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -24,14 +27,33 @@ class BothOutputs(NamedTuple):
     quix: str
 
 
-def _run(python: str, source: str, workdir: Path, name: str, timeout: float, env: dict | None) -> str:
+# One fork server per interpreter and package on each test worker (tests/compat/fork_server.py):
+# a program runs in a fresh process forked from an interpreter that has imported the package.
+_SERVERS: Dict[tuple, ForkServer] = {}
+
+
+def _server(python: str, package: str, env: dict) -> ForkServer:
+    key = (python, package, env.get("PYTHONPATH"))
+    server = _SERVERS.get(key)
+    if server is None or not server.alive():
+        server = _SERVERS[key] = ForkServer(python, [package], env=env, flags=("-W", "ignore"))
+    return server
+
+
+@atexit.register
+def _close_servers() -> None:
+    for server in _SERVERS.values():
+        server.close()
+
+
+def _run(python: str, package: str, source: str, workdir: Path, name: str, timeout: float, env: dict) -> str:
+    """Run ``source`` as ``python -W ignore <name>.py`` would, in ``workdir``; its standard output."""
     script = workdir / f"{name}.py"
     script.write_text(source)
-    proc = subprocess.run([python, "-W", "ignore", str(script)], capture_output=True, text=True, cwd=workdir,
-                          timeout=timeout, env=env)
-    if proc.returncode != 0:
-        raise AssertionError(f"{name} failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
-    return proc.stdout
+    code, out, err = _server(python, package, env).run(script, cwd=workdir, env=env, timeout=timeout)
+    if code != 0:
+        raise AssertionError(f"{name} failed (exit {code}):\n{err[-4000:]}")
+    return out
 
 
 @pytest.fixture(scope="session")
@@ -73,11 +95,12 @@ def _runner(quix_python: str, tmp_path: Path) -> Callable[..., BothOutputs]:
         quix_dir, edge_dir = tmp_path / "quix", tmp_path / "edge"
         quix_dir.mkdir(exist_ok=True)
         edge_dir.mkdir(exist_ok=True)
-        edge = _run(sys.executable, source.replace("quixstreams", "stream_edge"), edge_dir, "edge_program",
-                    timeout, full_env)
+        edge = _run(sys.executable, "stream_edge", source.replace("quixstreams", "stream_edge"), edge_dir,
+                    "edge_program", timeout, full_env)
         quix = ""
         for _ in range(quix_attempts):
-            quix = _run(quix_python, source, quix_dir, "quix_program", timeout, dict(full_env, PYTHONPATH=""))
+            quix = _run(quix_python, "quixstreams", source, quix_dir, "quix_program", timeout,
+                        dict(full_env, PYTHONPATH=""))
             if quix == edge:
                 break
         return BothOutputs(edge=edge, quix=quix)
