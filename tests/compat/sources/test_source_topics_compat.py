@@ -23,6 +23,7 @@ from quixstreams.sources import Source
 from quixstreams.sources.core.kafka import KafkaReplicatorSource
 
 suffix = uuid.uuid4().hex[:8]
+RETENTION_MS = "315360000000"  # ten years
 admin = AdminClient({"bootstrap.servers": BROKER})
 
 
@@ -75,7 +76,9 @@ def main():
 
     print("== replicator")
     src = "rep-src-" + suffix
-    admin.create_topics([NewTopic(src, 2, 1, config={"retention.ms": "3600000", "max.message.bytes": "500000",
+    # A topic-level retention longer than the records' age (2023 timestamps): one hour would let the
+    # broker's retention check delete them mid-test (the broker-wide -1 no longer applies).
+    admin.create_topics([NewTopic(src, 2, 1, config={"retention.ms": RETENTION_MS, "max.message.bytes": "500000",
                                                      "cleanup.policy": "delete"})])[src].result()
     producer = Producer({"bootstrap.servers": BROKER})
     for i in range(4):
@@ -121,4 +124,4 @@ def test_source_topics_match_quixstreams(outputs, section):
 
 def test_replicator_copies_the_topic_settings(outputs):
     shown = compare_section(outputs, "replicator")
-    assert "('retention.ms', '3600000')" in shown and "('max.message.bytes', '500000')" in shown
+    assert "('retention.ms', '315360000000')" in shown and "('max.message.bytes', '500000')" in shown
