@@ -89,6 +89,9 @@ class Kafka(Service):
             # Tests replay fixed, old event timestamps: never let retention delete them.
             "log.retention.ms": "-1",
             "message.max.bytes": str(8 * 1024 * 1024),
+            # One node: the controller's no-op records (every 500 ms by default, each appended,
+            # flushed and fetched by the broker) only show that an idle quorum is alive.
+            "metadata.max.idle.interval.ms": "0",
         }
         conf = self.home / "server.properties"
         conf.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
