@@ -20,7 +20,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -47,14 +46,12 @@ def build_jar(out_dir: Path) -> Path:
     return jar
 
 
-def best_of(repeat: int, action) -> float:
-    action()  # warm: class loading, JIT
-    best = float("inf")
-    for _ in range(max(1, repeat)):
-        t0 = time.monotonic()
-        action()
-        best = min(best, time.monotonic() - t0)
-    return best
+def warmed_best_of(repeat: int, action) -> float:
+    """``action`` run once untimed (class loading, JIT), then the best of ``repeat`` timed runs."""
+    from window_recompute_bench import best_of
+
+    action()
+    return best_of(repeat, action)
 
 
 def main() -> int:
@@ -105,9 +102,9 @@ def main() -> int:
                 ordered.select("*")._jdf, spec.duration_ms, spec.step_ms or spec.duration_ms, spec.grace_ms,
                 spec.aggregation), spark)
 
-        floor = best_of(args.repeat, noop(ordered))
-        ops = best_of(args.repeat, noop(operators))
-        java = best_of(args.repeat, lambda: noop(loop())())
+        floor = warmed_best_of(args.repeat, noop(ordered))
+        ops = warmed_best_of(args.repeat, noop(operators))
+        java = warmed_best_of(args.repeat, lambda: noop(loop())())
         print(f"  {kind:8} floor (scan + shuffle + offset sort) {floor:6.2f}s", flush=True)
         print(f"  {kind:8} windows, Spark's operators           {ops:6.2f}s  = {floor / ops:4.0%} of the floor",
               flush=True)
