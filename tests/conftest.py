@@ -125,6 +125,13 @@ def spark(services_env: dict[str, str], spark_local_dir: Path) -> Iterator["obje
         env=services_env, catalog_name="rest", local_dir=str(spark_local_dir), app_name="tests"
     )
     settings.extra_conf.update({
+        # The tests' tables hold tens to hundreds of rows: one task per stage instead of two halves
+        # what each stage pays per task (the task binary deserialized, per-partition projections
+        # generated, Delta's state reconstruction per partition) and computes the same rows
+        # (test_lakehouse_compact + test_lakehouse_register alone: 168 -> 157 CPU-s)
+        "spark.sql.shuffle.partitions": "1",
+        "spark.default.parallelism": "1",
+        "spark.databricks.delta.snapshotPartitions": "1",
         "spark.sql.catalog.embedded": "org.apache.iceberg.spark.SparkCatalog",
         "spark.sql.catalog.embedded.type": "hadoop",
         "spark.sql.catalog.embedded.warehouse": (spark_local_dir / "embedded-warehouse").as_uri(),
