@@ -50,9 +50,16 @@ from pathlib import Path
 #: tables, re-planning after every stage (adaptive execution) and generating and compiling Java
 #: code for every query cost ~30% of a lakehouse test's CPU and never pay back. The plans compute
 #: the same rows: Spark evaluates every expression interpreted or generated alike (its own tests
-#: run both). Deployments keep Spark's defaults; the cluster and Airflow tests run with them.
+#: run both). One task per stage (shuffle partitions, default parallelism, Delta's snapshot
+#: partitions) for the same reason: each task pays for the stage's deserialized task binary and
+#: per-partition set-up, and the tables hold tens of rows (the session fixture's one task per stage
+#: took a whole run's lane drivers from 610 to 439 CPU-s, their Python workers from 130 to 63;
+#: process accounting, CONTRIBUTING.md). A plain Python job's builder
+#: defaults (``LOCAL_DEFAULTS``) win over these; under spark-submit they count as submitted.
+#: Deployments keep Spark's defaults; the cluster and Airflow tests run with them.
 DRIVER_SQL_DEFAULTS = ("-Dspark.sql.adaptive.enabled=false -Dspark.sql.codegen.wholeStage=false "
-                       "-Dspark.sql.codegen.factoryMode=NO_CODEGEN")
+                       "-Dspark.sql.codegen.factoryMode=NO_CODEGEN -Dspark.sql.shuffle.partitions=1 "
+                       "-Dspark.default.parallelism=1 -Dspark.databricks.delta.snapshotPartitions=1")
 #: JIT, GC and SQL settings of the suite's Spark drivers: they live seconds to minutes on tiny
 #: data, where the C2 compiler and parallel GC threads cost ~25% of their CPU and never pay back
 DRIVER_JVM_OPTS = f"-XX:TieredStopAtLevel=1 -XX:+UseSerialGC {DRIVER_SQL_DEFAULTS}"
