@@ -73,17 +73,22 @@ print("\n".join(sorted(line for line in lines if any(f"Stream '{k}'" in line for
 print("== thread")
 done = threading.Event()
 seen = []
+threads = []
 
 
 def on_silent(key):
     seen.append(key)
+    threads.append(threading.current_thread().name)
     done.set()
 
 
-live = StreamTimeoutTracker(100, on_silent, check_interval_ms=20, thread_name="silence-live")
+# The thread must not self-terminate before the enumeration below: with the default 3 idle checks
+# (60 ms here) a main thread that a loaded machine wakes late found it gone on one package only
+live = StreamTimeoutTracker(100, on_silent, check_interval_ms=20, idle_exit_cycles=1_000_000,
+                            thread_name="silence-live")
 live.start()
 live.touch("k")
-print("fired", done.wait(30), seen)
+print("fired", done.wait(30), seen, threads)
 print("thread", [t.name for t in threading.enumerate() if t.name == "silence-live"][:1])
 live.stop()
 '''
