@@ -128,7 +128,7 @@ def spark(services_env: dict[str, str], spark_local_dir: Path) -> Iterator["obje
         # The tests' tables hold tens to hundreds of rows: one task per stage instead of two halves
         # what each stage pays per task (the task binary deserialized, per-partition projections
         # generated, Delta's state reconstruction per partition) and computes the same rows
-        # (a whole run's lane drivers 610 -> 439 CPU-s; spark_cds.DRIVER_SQL_DEFAULTS does the same
+        # (a whole run's lane drivers 552 -> 439 CPU-s; spark_cds.DRIVER_SQL_DEFAULTS does the same
         # for the drivers the tests start with spark-submit)
         "spark.sql.shuffle.partitions": "1",
         "spark.default.parallelism": "1",

@@ -53,7 +53,7 @@ from pathlib import Path
 #: run both). One task per stage (shuffle partitions, default parallelism, Delta's snapshot
 #: partitions) for the same reason: each task pays for the stage's deserialized task binary and
 #: per-partition set-up, and the tables hold tens of rows (the session fixture's one task per stage
-#: took a whole run's lane drivers from 610 to 439 CPU-s, their Python workers from 130 to 63;
+#: took a whole run's lane drivers from 552 to 439 CPU-s, their Python workers from 130 to 63;
 #: process accounting, CONTRIBUTING.md). A plain Python job's builder
 #: defaults (``LOCAL_DEFAULTS``) win over these; under spark-submit they count as submitted.
 #: Deployments keep Spark's defaults; the cluster and Airflow tests run with them.
