@@ -15,7 +15,8 @@ no folder on it holds files. Spark puts its configuration folder first on the cl
 the suite's Spark JVMs paths that are the same for every checkout on the machine:
 
 - ``SPARK_HOME``: :func:`stable_spark_home`, pyspark's launcher scripts and jars under the
-  project's cache (the jars hard-linked: no copy, the same size and time stamp the JVM checks);
+  project's cache (the jars hard-linked: no copy, the same size and time stamp the JVM checks),
+  and its Python zips with their byte code inside (``infra/local/zip_bytecode.py``);
 - ``SPARK_CONF_DIR``: an empty folder;
 - ``SPARK_DIST_CLASSPATH``: the runtime jars (as Hadoop-free Spark distributions extend the class
   path; :func:`lakehouse.session.runtime_jar_conf` then adds nothing for local masters);
@@ -44,6 +45,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from infra.local.zip_bytecode import copy_with_bytecode
 
 #: SQL settings of the suite's Spark drivers, as JVM system properties (a SparkConf takes every
 #: ``-Dspark.*`` as a default; builder options and ``--conf`` still win). On the suite's tiny
@@ -106,7 +109,9 @@ def stable_spark_home() -> Path:
     jars = sorted(str(p) for p in (source / "jars").glob("*.jar"))
     # named by version and jar names and sizes, not paths or times: every checkout of the same
     # pins maps to one home (and so to one archive), however its environment was installed
+    # (and by the interpreter the zips' byte code is for)
     names = hashlib.sha256("".join(f"{Path(j).name}:{os.path.getsize(j)}\n" for j in jars).encode())
+    names.update(f"{sys.implementation.cache_tag}:zip-bytecode-v1".encode())
     home = cache_dir() / f"spark-home-{pyspark.__version__}-{names.hexdigest()[:12]}"
     if (home / "jars").is_dir():
         return home
@@ -114,8 +119,12 @@ def stable_spark_home() -> Path:
     partial = Path(tempfile.mkdtemp(prefix=f".{home.name}.", dir=home.parent))
     partial.chmod(0o755)  # mkdtemp's 0700 would hide it from a service that runs as another user
     shutil.copytree(source / "bin", partial / "bin")
-    # python/lib holds the pyspark.zip and py4j that Spark puts on its Python workers' path
-    shutil.copytree(source / "python", partial / "python", ignore=shutil.ignore_patterns("__pycache__"))
+    # python/lib holds the pyspark.zip and py4j that Spark puts ahead of the installed pyspark on
+    # its Python processes' path: copied with their byte code inside (zip_bytecode)
+    shutil.copytree(source / "python", partial / "python", ignore=shutil.ignore_patterns("__pycache__", "*.zip"))
+    for archive in sorted((source / "python" / "lib").glob("*.zip")):
+        copy_with_bytecode(archive, partial / "python" / "lib" / archive.name,
+                           location=home / "python" / "lib" / archive.name)
     (partial / "jars").mkdir()
     for jar in jars:
         try:
