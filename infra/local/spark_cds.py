@@ -15,8 +15,8 @@ no folder on it holds files. Spark puts its configuration folder first on the cl
 the suite's Spark JVMs paths that are the same for every checkout on the machine:
 
 - ``SPARK_HOME``: :func:`stable_spark_home`, pyspark's launcher scripts and jars under the
-  project's cache (the jars hard-linked: no copy, the same size and time stamp the JVM checks),
-  and its Python zips with their byte code inside (``infra/local/zip_bytecode.py``);
+  project's cache (the jars hard-linked: no copy, the same size and time stamp the JVM checks;
+  without pyspark's Python zips: its Python processes import the installed pyspark);
 - ``SPARK_CONF_DIR``: an empty folder;
 - ``SPARK_DIST_CLASSPATH``: the runtime jars (as Hadoop-free Spark distributions extend the class
   path; :func:`lakehouse.session.runtime_jar_conf` then adds nothing for local masters);
@@ -45,8 +45,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
-from infra.local.zip_bytecode import copy_with_bytecode
 
 #: SQL settings of the suite's Spark drivers, as JVM system properties (a SparkConf takes every
 #: ``-Dspark.*`` as a default; builder options and ``--conf`` still win). On the suite's tiny
@@ -109,9 +107,8 @@ def stable_spark_home() -> Path:
     jars = sorted(str(p) for p in (source / "jars").glob("*.jar"))
     # named by version and jar names and sizes, not paths or times: every checkout of the same
     # pins maps to one home (and so to one archive), however its environment was installed
-    # (and by the interpreter the zips' byte code is for)
     names = hashlib.sha256("".join(f"{Path(j).name}:{os.path.getsize(j)}\n" for j in jars).encode())
-    names.update(f"{sys.implementation.cache_tag}:zip-bytecode-v1".encode())
+    names.update(b"without-python-zips")
     home = cache_dir() / f"spark-home-{pyspark.__version__}-{names.hexdigest()[:12]}"
     if (home / "jars").is_dir():
         return home
@@ -119,12 +116,14 @@ def stable_spark_home() -> Path:
     partial = Path(tempfile.mkdtemp(prefix=f".{home.name}.", dir=home.parent))
     partial.chmod(0o755)  # mkdtemp's 0700 would hide it from a service that runs as another user
     shutil.copytree(source / "bin", partial / "bin")
-    # python/lib holds the pyspark.zip and py4j that Spark puts ahead of the installed pyspark on
-    # its Python processes' path: copied with their byte code inside (zip_bytecode)
+    # Without python/lib's pyspark.zip and py4j zip. Spark puts both ahead of the installed
+    # packages on the path of every Python process it starts (a submitted job's driver, the Python
+    # workers), where the zip importer compiles pyspark from source in each process (import
+    # pyspark.sql: 0.95 CPU-s, 0.33 from the installed package) and, on Python 3.11, re-reads a
+    # zip's whole directory in pure Python whenever import caches are invalidated, which a worker
+    # does before every task (most of the workers' CPU in the suite). A path entry that does not
+    # exist is skipped, so these processes import the same pyspark and py4j from the environment.
     shutil.copytree(source / "python", partial / "python", ignore=shutil.ignore_patterns("__pycache__", "*.zip"))
-    for archive in sorted((source / "python" / "lib").glob("*.zip")):
-        copy_with_bytecode(archive, partial / "python" / "lib" / archive.name,
-                           location=home / "python" / "lib" / archive.name)
     (partial / "jars").mkdir()
     for jar in jars:
         try:
