@@ -39,6 +39,10 @@ def env_file() -> Path:
     return local_dir() / "services.env"
 
 
+#: starts of a service whose remembered port another process took before it bound it
+_START_ATTEMPTS = 3
+
+
 class ServiceError(RuntimeError):
     """A local service could not be started or is not answering."""
 
@@ -134,7 +138,25 @@ class Service:
                 raise ServiceError(f"{self.name} is running but not answering; see {self.log_file}")
             return False
         self.home.mkdir(parents=True, exist_ok=True)
-        self.prepare()
+        # A port is picked free (``_port``) before the service binds it, seconds later (initdb, a
+        # JVM's start); any process may take it meanwhile (an outgoing connection's ephemeral
+        # port: the suite opens thousands). The service then exits at start-up; it is started
+        # again on new ports, a bounded number of times.
+        attempt = 1
+        while True:
+            self.prepare()
+            code = self._launch()
+            if code is None:
+                return True
+            taken = self._taken_ports()
+            if not taken or attempt == _START_ATTEMPTS:
+                why = f" (port {', '.join(map(str, taken))} taken by another process)" if taken else ""
+                raise ServiceError(f"{self.name} exited with code {code} during start-up{why}; "
+                                   f"last log lines:\n{self.tail(30)}")
+            attempt += 1
+
+    def _launch(self) -> int | None:
+        """Start the process and wait until ready: None, or its exit code if it exited first."""
         argv, extra_env = self.command()
         env = dict(os.environ, **extra_env, STREAMLAKE_SERVICE=f"{self.name}@{local_dir()}")
         with open(self.log_file, "ab") as log:
@@ -146,15 +168,25 @@ class Service:
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             if proc.poll() is not None:
-                raise ServiceError(
-                    f"{self.name} exited with code {proc.returncode} during start-up; "
-                    f"last log lines:\n{self.tail(30)}"
-                )
+                self.pid_file.unlink(missing_ok=True)
+                return proc.returncode
             if self.ready():
-                return True
+                return None
             time.sleep(0.3)
         self.stop()
         raise ServiceError(f"{self.name} not ready after {self.startup_timeout:.0f}s; log: {self.log_file}")
+
+    def _taken_ports(self) -> list[int]:
+        """This service's remembered ports that cannot be bound now (checked after it exited)."""
+        taken = []
+        for path in sorted(self.home.glob("*.port")):
+            port = int(path.read_text())
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                try:
+                    sock.bind(("127.0.0.1", port))
+                except OSError:
+                    taken.append(port)
+        return taken
 
     def wait_ready(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
