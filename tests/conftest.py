@@ -130,9 +130,7 @@ def spark(services_env: dict[str, str], spark_local_dir: Path) -> Iterator["obje
         # generated, Delta's state reconstruction per partition) and computes the same rows
         # (a whole run's lane drivers 552 -> 439 CPU-s; spark_cds.DRIVER_SQL_DEFAULTS does the same
         # for the drivers the tests start with spark-submit)
-        "spark.sql.shuffle.partitions": "1",
-        "spark.default.parallelism": "1",
-        "spark.databricks.delta.snapshotPartitions": "1",
+        **spark_cds.ONE_TASK_PER_STAGE,
         "spark.sql.catalog.embedded": "org.apache.iceberg.spark.SparkCatalog",
         "spark.sql.catalog.embedded.type": "hadoop",
         "spark.sql.catalog.embedded.warehouse": (spark_local_dir / "embedded-warehouse").as_uri(),

@@ -58,9 +58,13 @@ from pathlib import Path
 #: process accounting, CONTRIBUTING.md). A plain Python job's builder
 #: defaults (``LOCAL_DEFAULTS``) win over these; under spark-submit they count as submitted.
 #: Deployments keep Spark's defaults; the cluster and Airflow tests run with them.
-DRIVER_SQL_DEFAULTS = ("-Dspark.sql.adaptive.enabled=false -Dspark.sql.codegen.wholeStage=false "
-                       "-Dspark.sql.codegen.factoryMode=NO_CODEGEN -Dspark.sql.shuffle.partitions=1 "
-                       "-Dspark.default.parallelism=1 -Dspark.databricks.delta.snapshotPartitions=1")
+#: The one-task-per-stage part, also the ``spark`` fixture's session options (its builder
+#: defaults would win over the system properties).
+ONE_TASK_PER_STAGE = {"spark.sql.shuffle.partitions": "1", "spark.default.parallelism": "1",
+                      "spark.databricks.delta.snapshotPartitions": "1"}
+DRIVER_SQL_DEFAULTS = " ".join(
+    ["-Dspark.sql.adaptive.enabled=false -Dspark.sql.codegen.wholeStage=false "
+     "-Dspark.sql.codegen.factoryMode=NO_CODEGEN"] + [f"-D{key}={value}" for key, value in ONE_TASK_PER_STAGE.items()])
 #: JIT, GC and SQL settings of the suite's Spark drivers: they live seconds to minutes on tiny
 #: data, where the C2 compiler and parallel GC threads cost ~25% of their CPU and never pay back
 DRIVER_JVM_OPTS = f"-XX:TieredStopAtLevel=1 -XX:+UseSerialGC {DRIVER_SQL_DEFAULTS}"

@@ -11,9 +11,9 @@ import pytest
 
 from infra.local.service_base import Service, ServiceError
 
-# listens on the port given, or exits 1 when it cannot bind it (as PostgreSQL does)
+# listens on the port given until stopped, or exits 1 when it cannot bind it (as PostgreSQL does)
 _SERVER = """
-import socket, sys, time
+import signal, socket, sys
 sock = socket.socket()
 try:
     sock.bind(("127.0.0.1", int(sys.argv[1])))
@@ -21,7 +21,7 @@ except OSError as error:
     print("could not bind:", error, flush=True)
     sys.exit(1)
 sock.listen()
-time.sleep(120)
+signal.pause()  # until the service is stopped
 """
 
 
