@@ -351,7 +351,7 @@ def _emit_windows(spark: "SparkSession", options: "WindowRecomputeOptions", plan
         if replace_keys is not None:
             everything = prepare_input(source_at(spark, source.sql_name, plan.until), options).where(complete)
             inserted.append(compute_windows_of(everything.join(replace_keys, on="key", how="left_semi"), spec,
-                                               order_cols, group_cols, value_type, path))
+                                               order_cols, group_cols, value_type, path, options.loop))
         written = _commit_windows(spark, target, inserted, replace_keys, bookmark)
         return (summary.new_rows, appended + written,
                 f"incremental, {path}" + _replaced_note(summary, replace_keys, group_cols))
@@ -425,7 +425,7 @@ def _replace_keys(spark: "SparkSession", options: "WindowRecomputeOptions", plan
 
 
 def compute_windows_of(data: "DataFrame", spec: Any, order_cols: list[str], group_cols: list[str], value_type: Any,
-                       path: str) -> "DataFrame":
+                       path: str, loop: str = "auto") -> "DataFrame":
     """The window rows of ``data`` (:func:`lakehouse.window_recompute.compute_windows`, its note dropped).
 
     Native tumbling and hopping windows are planned without the full run's observations (the
@@ -433,13 +433,17 @@ def compute_windows_of(data: "DataFrame", spec: Any, order_cols: list[str], grou
     JVM while the plan is built, for figures an increment never reads)."""
     from pyspark.sql import functions as F
 
+    from lakehouse.window_loop import loop_unavailable_reason, loop_windows
     from lakehouse.window_native import native_fixed_windows
     from lakehouse.window_recompute import compute_windows
 
     if path == "native" and spec.kind != "sliding":
-        rows = native_fixed_windows(data, spec, order_cols, group_cols)
+        if loop_unavailable_reason(data, loop) is None:  # the tail's records are observed: operators
+            rows = loop_windows(data, spec, order_cols, group_cols)
+        else:
+            rows = native_fixed_windows(data, spec, order_cols, group_cols)
         return rows.withColumn("value", F.col("value").cast(value_type))
-    return compute_windows(data, spec, order_cols, group_cols, value_type, path)[0]
+    return compute_windows(data, spec, order_cols, group_cols, value_type, path, loop)[0]
 
 
 def append_windows(target: Any, inserted: list["DataFrame"], properties: dict[str, str]) -> int:

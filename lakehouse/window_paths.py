@@ -3,7 +3,8 @@
 :func:`choose_path` picks the path, :func:`compute_windows` builds the rows of a path (the exact
 plans: offset order first), :func:`presorted_sliding` the one-sort sliding plan a full run tries
 first; :class:`PathNote` carries what the report line and the window state need from a plan's
-observations. Split from :mod:`lakehouse.window_recompute` (the job itself: options, input,
+observations. The native path is the JVM loop (:mod:`lakehouse.window_loop`) wherever it can run,
+else Spark's own operators (:mod:`lakehouse.window_native`); both give the same rows. Split from :mod:`lakehouse.window_recompute` (the job itself: options, input,
 output), which imports the three functions from here.
 """
 
@@ -13,6 +14,7 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
+from lakehouse.window_loop import loop_unavailable_reason, loop_windows
 from lakehouse.window_native import (group_hash, native_fixed_windows, native_sliding_windows,
                                      native_unsupported_reason, sliding_key_flags)
 
@@ -44,6 +46,8 @@ class PathNote:
     path: str
     observation: Any = None  # native: groups (and replayed groups for sliding windows)
     clustered: bool = False  # the rows come out grouped by key and in time order (no sort needed to write)
+    loop: bool = False  # the JVM loop computed the rows (its observation also counts the rows read)
+    operators_reason: str | None = None  # native without the loop: why Spark's operators computed them
 
     def _metrics(self) -> dict[str, Any]:
         return self.observation.get if self.observation is not None else {}
@@ -52,8 +56,16 @@ class PathNote:
         replayed = int(self._metrics().get("replayed") or 0)
         if not replayed:
             return self.path
-        return (f"native ({replayed} of {self.groups()} keys through the edge's engines: sliding records "
+        port = " (their JVM port, in the loop)" if self.loop else ""
+        return (f"native ({replayed} of {self.groups()} keys through the edge's engines{port}: sliding records "
                 "inside closed windows or near time 0)")
+
+    def rows_read(self) -> tuple[int, int] | None:
+        """(rows read, rows skipped for a NULL timestamp or value) when the loop counted them."""
+        if not self.loop:
+            return None
+        metrics = self._metrics()
+        return int(metrics.get("rows") or 0), int(metrics.get("skipped") or 0)
 
     def state_floor(self) -> int | None:
         """The observed ``state_floor`` when no group was stale (``fixed_event_times``), else None."""
@@ -72,18 +84,26 @@ class PathNote:
 
 
 def compute_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str], group_cols: Sequence[str],
-                    value_type: Any, path: str) -> tuple["DataFrame", PathNote]:
+                    value_type: Any, path: str, loop: str = "auto") -> tuple["DataFrame", PathNote]:
     """The window rows of ``data`` (columns ``key``, ``ts``, ``value`` and ``order_cols``, no NULL
-    timestamp or value) on ``path`` (``native`` or ``python-engine``), and the path's note for the
-    report line. ``group_cols`` make a closing group (:func:`group_columns`). The rows may carry a
-    ``__gh`` column (the group's hash, to sort by; :func:`_write_output` drops it)."""
+    timestamp or value; the loop also takes rows with NULLs and counts them as skipped) on ``path``
+    (``native`` or ``python-engine``), and the path's note for the report line. ``group_cols``
+    make a closing group (:func:`group_columns`); ``loop`` is the JVM loop's mode
+    (:data:`lakehouse.window_loop.LOOP_MODES`). The rows may carry a ``__gh`` column (the group's
+    hash, to sort by; :func:`_write_output` drops it)."""
     from pyspark.sql import types as T
 
     schema = T.StructType([T.StructField("key", data.schema["key"].dataType),
                            T.StructField("window_start", T.LongType()),
                            T.StructField("window_end", T.LongType()), T.StructField("value", value_type)])
     if path == "native":
-        return _native_windows(data, spec, order_cols, group_cols, schema)
+        reason = loop_unavailable_reason(data, loop)
+        if reason is None:
+            return _loop_windows(data, spec, order_cols, group_cols, value_type)
+        rows, note = _native_windows(data.where("ts IS NOT NULL AND value IS NOT NULL"), spec, order_cols,
+                                     group_cols, schema)
+        note.operators_reason = reason
+        return rows, note
     reason = native_unsupported_reason(spec)
     return (engine_windows(data, spec, order_cols, group_cols, schema),
             PathNote(f"python-engine ({reason})" if reason else "python-engine (forced)"))
@@ -108,6 +128,19 @@ def engine_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str
     return data.select(*columns).groupBy(*group_cols).applyInPandas(compute, schema=schema)
 
 
+def _loop_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str], group_cols: Sequence[str],
+                  value_type: Any) -> tuple["DataFrame", PathNote]:
+    """The native path through the JVM loop (:func:`lakehouse.window_loop.loop_windows`); per key
+    its rows come out grouped by key and in time order."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    note = PathNote("native", Observation(f"windows_loop_{uuid.uuid4().hex}"), clustered="key" in group_cols,
+                    loop=True)
+    rows = loop_windows(data, spec, order_cols, group_cols, note.observation)
+    return rows.withColumn("value", F.col("value").cast(value_type)), note
+
+
 def _native_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str], group_cols: Sequence[str],
                     schema: Any) -> tuple["DataFrame", PathNote]:
     """The native path; sliding keys without the closed form go through the engines (in the same
@@ -130,8 +163,9 @@ def _native_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[st
 
 def presorted_sliding(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str], group_cols: Sequence[str],
                        value_type: Any, path: str) -> tuple["DataFrame", PathNote] | None:
-    """The one-sort sliding plan of a full run (:mod:`lakehouse.window_presorted`), or None where
-    it does not apply (other kinds, the python-engine path, no single offset column)."""
+    """The one-sort sliding plan of a full run on Spark's operators (:mod:`lakehouse.window_presorted`),
+    or None where it does not apply (other kinds, the python-engine path, no single offset column;
+    the caller does not ask when the JVM loop runs: it is exact in one sort)."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 

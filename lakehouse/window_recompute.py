@@ -51,6 +51,7 @@ from lakehouse.iceberg_tables import IcebergTable
 from lakehouse.fault_injection import pause_point
 from lakehouse.window_incremental import (bookmark_properties, current_snapshot_id, definition_fingerprint,
                                           plan_increment, run_increment, source_at, uses_state)
+from lakehouse.window_loop import loop_unavailable_reason
 from lakehouse.window_native import group_hash
 from lakehouse.window_paths import choose_path, compute_windows, presorted_sliding
 from lakehouse.tables import open_table, resolve_format
@@ -187,6 +188,7 @@ class WindowRecomputeOptions:
     default_catalog: str | None = None
     engine: str = "auto"  # auto (native when expressible), native, python
     full: bool = False  # recompute everything even when the output records a usable source snapshot
+    loop: str = "auto"  # the native path's JVM loop: auto (when its jar is on the class path), on, off
 
 
 @dataclass
@@ -319,10 +321,17 @@ def run_window_recompute(spark: "SparkSession", options: WindowRecomputeOptions,
     complete = F.col("ts").isNotNull() & F.col("value").isNotNull()
     path = choose_path(spec, options.engine)
     say(f"windows: {options.table}; {spec.describe()}; path {path}")
+    bookmark = bookmark_properties(until, definition_fingerprint(options))
+    loop_reason = loop_unavailable_reason(data, options.loop) if path == "native" else None
+    if path == "native" and loop_reason is None:  # one sort, one loop; it counts the rows it reads
+        windows, note = compute_windows(data, spec, order_cols, group_cols, value_type, path, options.loop)
+        report.windows = _write_output(spark, windows, options, say, bookmark, sort=not note.clustered)
+        return _finish(spark, report, options, raw, note, None, group_cols, order_cols, until, started, say)
+    if loop_reason is not None:
+        say(f"windows: Spark's operators compute the native windows: {loop_reason}")
     read = Observation(f"windows_read_{uuid.uuid4().hex}")
     data = data.observe(read, F.count(F.lit(1)).alias("rows"),
                         F.sum(F.when(complete, 0).otherwise(1)).alias("skipped")).where(complete)
-    bookmark = bookmark_properties(until, definition_fingerprint(options))
     presorted = presorted_sliding(data, spec, order_cols, group_cols, value_type, path)
     if presorted is not None:  # one sort; the bookmark follows once no record needs the exact plan
         windows, note = presorted
@@ -332,23 +341,43 @@ def run_window_recompute(spark: "SparkSession", options: WindowRecomputeOptions,
             say(f"windows: {late} records arrived after their sliding window closed or lie near time 0; "
                 "the exact plan replaces the rows")
             exact = prepare_input(raw, options).where(complete)
-            windows, exact_note = compute_windows(exact, spec, order_cols, group_cols, value_type, path)
+            windows, exact_note = compute_windows(exact, spec, order_cols, group_cols, value_type, path,
+                                                   options.loop)
             report.windows = _write_output(spark, windows, options, say, bookmark, sort=not exact_note.clustered)
             note = exact_note
         elif bookmark:
             _commit_properties(target, bookmark)
     else:
-        windows, note = compute_windows(data, spec, order_cols, group_cols, value_type, path)
+        windows, note = compute_windows(data, spec, order_cols, group_cols, value_type, path, options.loop)
         report.windows = _write_output(spark, windows, options, say, bookmark, sort=not note.clustered)
-    if isinstance(target, IcebergTable) and until is not None and uses_state(spec, path, group_cols):
+    return _finish(spark, report, options, raw, note, (read, data), group_cols, order_cols, until, started, say)
+
+
+def _finish(spark: "SparkSession", report: WindowReport, options: WindowRecomputeOptions, raw: "DataFrame",
+            note: Any, read: tuple[Any, "DataFrame"] | None, group_cols: list[str], order_cols: list[str],
+            until: int | None, started: float, say: Callable[[str], None]) -> WindowReport:
+    """After a full run's output commit: the window state for the next incremental run (when the
+    path uses one), then the report's figures, from the loop's observation or from ``read`` (the
+    observation of the rows read, and the rows)."""
+    from pyspark.sql import functions as F
+
+    spec = options.window
+    target = open_table(spark, options.output, resolve_format(options.output, options.output_format),
+                        options.default_catalog)
+    complete = F.col("ts").isNotNull() & F.col("value").isNotNull()
+    if isinstance(target, IcebergTable) and until is not None and uses_state(spec, note.path, group_cols):
         from lakehouse.window_state import save_full_state  # what the next incremental run starts from
 
         save_full_state(prepare_input(raw, options).where(complete), options, group_cols, order_cols, until,
                         definition_fingerprint(options), note.state_floor())
     pause_point("windows.after-commit")
-    counts = read.get
-    report.rows_read, report.rows_skipped = int(counts["rows"] or 0), int(counts["skipped"] or 0)
-    report.groups = note.groups(data, group_cols)
+    counted = note.rows_read()
+    if counted is None:
+        assert read is not None
+        counts = read[0].get
+        counted = int(counts["rows"] or 0), int(counts["skipped"] or 0)
+    report.rows_read, report.rows_skipped = counted
+    report.groups = note.groups(None if read is None else read[1], group_cols)
     report.path = str(note)
     report.seconds = time.monotonic() - started
     say(f"windows: {report.rows_read} rows, {report.groups} groups in {options.table}")

@@ -152,7 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     win = sub.add_parser(
         "windows", parents=[common], help="recompute the edge's time windows from a lake table",
         description="Recompute tumbling/hopping/sliding window results with the edge's exact semantics "
-                    "(records in Kafka offset order; Spark window functions, or the edge's engines for custom "
+                    "(records in Kafka offset order; one JVM loop per sorted task, or the edge's engines for custom "
                     "aggregations) into --output: incrementally from the source snapshot it records, "
                     "else (first run, --full) created or replaced.")
     win.add_argument("--table", required=True, help="source table: [catalog.]db.table (Iceberg) or Delta")
@@ -183,6 +183,10 @@ def build_parser() -> argparse.ArgumentParser:
     win.add_argument("--engine", choices=("auto", "native", "python"), default="auto",
                      help="native: Spark window functions only; python: the edge's engines per group; "
                           "auto (default): native whenever the aggregation has a native form")
+    win.add_argument("--jvm-loop", choices=("auto", "on", "off"), default="auto",
+                     help="the native path's JVM loop (lakehouse/window_loop.py): auto (default) when its jar "
+                          "(built by ./dev bootstrap) is on the class path, on (an error without it), off "
+                          "(Spark's window operators; the same rows)")
     win.add_argument("--full", action="store_true",
                      help="recompute every window; by default a run reads only the records added since the "
                           "source snapshot the output records (Iceberg source and output)")
@@ -291,7 +295,7 @@ def run_command(spark, args: argparse.Namespace, default_catalog: str | None = N
             order_by=tuple(c.strip() for c in args.order_by.split(",") if c.strip()),
             partition_column=args.partition_column, table_format=args.table_format,
             output_format=args.output_format, where=args.where, default_catalog=default_catalog,
-            engine=args.engine, full=args.full))
+            engine=args.engine, full=args.full, loop=args.jvm_loop))
         return report.summary_line()
     if args.command == "validate":
         from lakehouse.quality import ValidateOptions, run_validate

@@ -86,7 +86,10 @@ def _jars() -> str:
         return env
     cache = os.environ.get("STREAMLAKE_JAR_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "streaming-lakehouse", "jars")
-    return ",".join(sorted(glob.glob(os.path.join(cache, "spark", "*.jar"))))
+    # the fetched runtime jars, then the windows job's loop jar when the bootstrap built it
+    # (lakehouse/window_jar.py keeps one version in that folder)
+    return ",".join(sorted(glob.glob(os.path.join(cache, "spark", "*.jar")))
+                    + sorted(glob.glob(os.path.join(cache, "lakehouse", "lakehouse-windows-*.jar"))))
 
 
 #: the packages the jobs import on executors (the python-engine window path runs edge code there)

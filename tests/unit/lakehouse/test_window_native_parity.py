@@ -1,6 +1,7 @@
-"""Parity of the three window implementations on random streams: the native recompute
-(``lakehouse.window_native``), the Python-engine recompute (the edge's engines in applyInPandas)
-and the edge's engines fed each Kafka partition in offset order (``replay``, what ``final()`` emits).
+"""Parity of the window implementations on random streams: the native recompute (the JVM loop,
+``lakehouse.window_loop``, and Spark's operators, ``lakehouse.window_native``, when the loop is
+off), the Python-engine recompute (the edge's engines in applyInPandas) and the edge's engines fed
+each Kafka partition in offset order (``replay``, what ``final()`` emits).
 
 Streams have several keys over two partitions (one key on both), duplicates, out-of-order and late records;
 every window kind, aggregation and closing strategy is drawn. Integer results must be equal;
@@ -69,7 +70,9 @@ def edge_rows(rows: list[tuple], spec: WindowSpec) -> list[tuple]:
     return sorted(result)
 
 
-def spark_rows(spark, rows: list[tuple], spec: WindowSpec, path: str, floats: bool) -> tuple[list[tuple], str]:
+def spark_rows(spark, rows: list[tuple], spec: WindowSpec, path: str, floats: bool,
+               loop: str = "auto") -> tuple[list[tuple], str]:
+    """The rows of ``path``; the native path must run the JVM loop unless ``loop`` is off."""
     shuffled = rows[:]
     random.Random(len(rows)).shuffle(shuffled)  # row order must not matter, only offsets
     value_type = "double" if floats else "bigint"
@@ -79,7 +82,9 @@ def spark_rows(spark, rows: list[tuple], spec: WindowSpec, path: str, floats: bo
     out_type = {"count": "bigint", "mean": "double"}.get(spec.aggregation, value_type)
     from pyspark.sql import types as T
 
-    windows, described = compute_windows(data, spec, ORDER, group, T._parse_datatype_string(out_type), path)
+    windows, described = compute_windows(data, spec, ORDER, group, T._parse_datatype_string(out_type), path, loop)
+    if path == "native":
+        assert described.loop == (loop != "off"), f"the JVM loop did not run: {described.operators_reason}"
     return sorted((r.key, r.window_start, r.window_end, r.value) for r in windows.collect()), str(described)
 
 
@@ -97,11 +102,13 @@ def same(a: list[tuple], b: list[tuple]) -> bool:
     return True
 
 
-def check(spark, rows: list[tuple], spec: WindowSpec, floats: bool) -> str:
+def check(spark, rows: list[tuple], spec: WindowSpec, floats: bool, engines: bool = True, loop: str = "auto") -> str:
     expected = edge_rows(rows, spec)
-    native, described = spark_rows(spark, rows, spec, "native", floats)
-    engines, _ = spark_rows(spark, rows, spec, "python-engine", floats)
-    assert same(engines, expected), f"python-engine path differs for {spec.describe()}:\n{engines}\n{expected}"
+    native, described = spark_rows(spark, rows, spec, "native", floats, loop)
+    if engines:
+        by_engines, _ = spark_rows(spark, rows, spec, "python-engine", floats)
+        assert same(by_engines, expected), (f"python-engine path differs for {spec.describe()}:\n{by_engines}\n"
+                                            f"{expected}")
     assert same(native, expected), f"native path differs for {spec.describe()}:\n{native}\n{expected}"
     return described
 
@@ -159,3 +166,25 @@ def test_custom_aggregation_takes_the_engine_path(spark):
     got, described = spark_rows(spark, rows, spec, "python-engine", floats=False)
     assert described == "python-engine (custom aggregation Reduce)"
     assert got == edge_rows(rows, spec) == [("a", 1000, 2000, 34), ("a", 2000, 3000, 5)]
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(raw=RAW, duration=st.integers(2, 30), kind=st.sampled_from(["tumbling", "hopping", "sliding"]),
+       grace=st.integers(0, 20), aggregation=AGGS, closing=st.sampled_from(["key", "partition"]),
+       origin=st.sampled_from([0, 1000]), floats=st.booleans())
+def test_spark_operators_equal_the_edge_with_the_loop_off(spark, raw, duration, kind, grace, aggregation, closing,
+                                                          origin, floats):
+    # where the loop's jar is missing (or --jvm-loop off) Spark's operators compute the native rows
+    step = max(1, duration // 3) if kind == "hopping" else None
+    spec = WindowSpec(kind, duration, grace, step, aggregation, "key" if kind == "sliding" else closing)
+    check(spark, build_rows(raw, origin, floats), spec, floats, engines=False, loop="off")
+
+
+def test_hopping_windows_wider_than_the_loops_first_ring(spark):
+    # (grace + duration) / step above 4096 open windows per key: the loop's ring grows while a key
+    # still has windows open, and a late record lands in an open window far behind the newest
+    rows = [("a", 100, 1, 0, 0), ("a", 9000, 2, 0, 1), ("a", 4100, 3, 0, 2), ("a", 20000, 4, 0, 3),
+            ("b", 10, 5, 1, 0), ("b", 12010, 6, 1, 1), ("b", 30000, 7, 1, 2)]
+    for aggregation in ("sum", "max"):
+        spec = WindowSpec("hopping", 5000, 3000, 1, aggregation)
+        assert check(spark, rows, spec, floats=False, engines=False) == "native"

@@ -1,0 +1,138 @@
+"""The window loop's jar: ``lakehouse/jvm`` compiled against pyspark's own jars, once per source.
+
+The windows job's native path runs one JVM loop per task (:mod:`lakehouse.window_loop`, Java
+sources in ``lakehouse/jvm/streamlake/windows``). ``./dev bootstrap`` compiles them with the
+installed JDK's ``javac`` against the jars of the installed pyspark into
+``<jar cache>/lakehouse/lakehouse-windows-<digest>.jar``, where the digest covers the sources and
+the pyspark version: a rerun finds the jar and does nothing, a changed source or pyspark builds a
+new one (and removes the old). :func:`lakehouse.session.cached_spark_jars` lists the jar with the
+other runtime jars, so it reaches every class path they reach (the driver's, ``spark.jars`` for a
+cluster's executors, spark-defaults, the tests' ``SPARK_DIST_CLASSPATH``). Without a JDK there is
+no jar, and the jobs compute the same windows with Spark's own operators.
+
+Example::
+
+    python -m lakehouse.window_jar      # build (or find) the jar; prints its path
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+__all__ = ("JAR_SET", "SOURCE_DIR", "build_jar", "built_jar", "jar_dir", "jar_name", "source_digest")
+
+#: the jar cache's folder for the project's own jars (beside the fetched sets)
+JAR_SET = "lakehouse"
+SOURCE_DIR = Path(__file__).resolve().parent / "jvm"
+_PREFIX = "lakehouse-windows-"
+
+
+def source_digest(sources: dict[str, bytes], pyspark_version: str) -> str:
+    """A short digest of the Java sources (relative path -> content) and the pyspark they compile
+    against.
+
+    >>> source_digest({"a/B.java": b"class B {}"}, "4.1.4") == source_digest({"a/B.java": b"class B {}"}, "4.1.4")
+    True
+    >>> source_digest({"a/B.java": b"class B {}"}, "4.1.4") == source_digest({"a/B.java": b"class B {}"}, "4.0.0")
+    False
+    """
+    digest = hashlib.sha256(f"pyspark {pyspark_version}\n".encode())
+    for name in sorted(sources):
+        digest.update(f"{name} {len(sources[name])}\n".encode())
+        digest.update(sources[name])
+    return digest.hexdigest()[:16]
+
+
+def jar_name(digest: str) -> str:
+    """``lakehouse-windows-<digest>.jar``."""
+    return f"{_PREFIX}{digest}.jar"
+
+
+def _sources() -> dict[str, bytes]:
+    return {str(p.relative_to(SOURCE_DIR)): p.read_bytes() for p in sorted(SOURCE_DIR.rglob("*.java"))}
+
+
+def _pyspark_version() -> str:
+    from importlib.metadata import version
+
+    return version("pyspark")
+
+
+def jar_dir() -> Path:
+    """``<jar cache>/lakehouse`` (:func:`lakehouse.session.jar_cache`)."""
+    from lakehouse.session import jar_cache
+
+    return jar_cache() / JAR_SET
+
+
+def built_jar() -> Path | None:
+    """The jar of the current sources and pyspark when it was built, else None."""
+    jar = jar_dir() / jar_name(source_digest(_sources(), _pyspark_version()))
+    return jar if jar.is_file() else None
+
+
+def build_jar(force: bool = False) -> Path:
+    """Compile the sources into the jar (unless it exists and not ``force``); its path. Raises
+    ``RuntimeError`` naming the fix when there is no ``javac`` or the compile fails."""
+    import pyspark
+
+    folder = jar_dir()
+    jar = folder / jar_name(source_digest(_sources(), _pyspark_version()))
+    if jar.is_file() and not force:
+        return jar
+    javac = _javac()
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".build.lock", "w") as lock:  # one build at a time (parallel set-ups)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if jar.is_file() and not force:
+            return jar
+        classpath = str(Path(pyspark.__file__).resolve().parent / "jars" / "*")
+        with tempfile.TemporaryDirectory(prefix="window-jar-") as scratch:
+            classes = Path(scratch) / "classes"
+            proc = subprocess.run([javac, "-nowarn", "-source", "17", "-target", "17", "-d", str(classes),
+                                   "-cp", classpath, *sorted(str(p) for p in SOURCE_DIR.rglob("*.java"))],
+                                  capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise RuntimeError(f"compiling the window loop ({SOURCE_DIR}) failed:\n{proc.stderr[-4000:]}")
+            partial = folder / f".{jar.name}.{os.getpid()}"
+            with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
+                archive.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\nCreated-By: lakehouse.window_jar\n")
+                for path in sorted(classes.rglob("*.class")):
+                    archive.write(path, str(path.relative_to(classes)))
+            partial.replace(jar)
+        for old in folder.glob(f"{_PREFIX}*.jar"):  # other sources' jars: never two versions on a class path
+            if old != jar:
+                old.unlink(missing_ok=True)
+    return jar
+
+
+def _javac() -> str:
+    home = os.environ.get("JAVA_HOME")
+    javac = shutil.which("javac", path=os.path.join(home, "bin")) if home else None
+    javac = javac or shutil.which("javac")
+    if javac is None:
+        raise RuntimeError("no javac (a JDK 17) found: the windows job's loop jar cannot be built, and the "
+                           "jobs compute windows with Spark's own operators; install a JDK and run ./dev bootstrap")
+    return javac
+
+
+def main() -> int:
+    """Build the jar; without a JDK, say so and succeed (the jobs fall back to Spark's operators)."""
+    try:
+        print(build_jar(force="--force" in sys.argv[1:]))
+    except RuntimeError as exc:
+        print(f"lakehouse.window_jar: {exc}", file=sys.stderr)
+        return 0 if "no javac" in str(exc) else 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,134 @@
+"""The native window path's loop: the edge's ``final()`` windows by one JVM loop per sorted task.
+
+Spark's own operators compute the native windows (:mod:`lakehouse.window_native`) with a window
+operator that buffers every group and evaluates interpreted frames per record, then one or two
+aggregations; no arrangement of them gets near the floor of the job (scan, shuffle by group,
+sort by offset; ``bench/README.md``). Here the records take exactly that floor's plan (a shuffle by
+the closing group's hash, a sort by group and Kafka offset within each task) and then one pass of
+``streamlake.windows.WindowLoop`` (Java, ``lakehouse/jvm``, built by ``./dev bootstrap``:
+:mod:`lakehouse.window_jar`) over each task's rows: per group the running event time, the
+edge's lateness rule and the open windows' partial aggregates, emitting each window as it closes.
+Sliding windows of tidy keys take the closed form; a key with a record inside an already-closed
+window switches to the JVM port of the edge's sliding engine (so no key leaves the loop).
+
+The loop's output also carries one summary row per group, which the observation of
+:func:`loop_windows` turns into the figures the job reports and the window state needs (rows read
+and skipped, groups, ``state_floor``, ``stale_groups``, ``replayed``); the rows returned are the
+windows alone.
+
+:func:`loop_unavailable_reason` says when the loop cannot run (no jar on the class path, the
+``loop="off"`` option, an input whose plan observes metrics); the caller then uses Spark's
+operators, which compute the same rows.
+
+Example::
+
+    if loop_unavailable_reason(data, "auto") is None:
+        rows = loop_windows(data, spec, order_cols, group_cols, observation)
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+from lakehouse.window_native import group_hash, quote_column
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame, SparkSession
+
+    from lakehouse.window_recompute import WindowSpec
+
+__all__ = ("LOOP_CLASS", "LOOP_MODES", "loop_available", "loop_input", "loop_unavailable_reason", "loop_windows")
+
+LOOP_CLASS = "streamlake.windows.WindowLoop"
+#: ``auto``: the loop when its jar is on the class path; ``on``: the loop or an error; ``off``: Spark's operators
+LOOP_MODES = ("auto", "on", "off")
+_MISSING = ("the window loop's jar is not on the class path (./dev bootstrap builds it with the JDK's javac; "
+            "spark-submit needs it in --jars like the other runtime jars)")
+
+
+def loop_available(spark: "SparkSession") -> bool:
+    """Whether the session's driver can load the loop's class."""
+    jvm: Any = spark.sparkContext._jvm
+    try:
+        jvm.java.lang.Class.forName(LOOP_CLASS, False, jvm.Thread.currentThread().getContextClassLoader())
+    except Exception:  # noqa: BLE001 - py4j wraps ClassNotFoundException
+        return False
+    return True
+
+
+def loop_unavailable_reason(data: "DataFrame", mode: str = "auto") -> str | None:
+    """None when the loop computes ``data``'s windows under ``mode`` (:data:`LOOP_MODES`), else
+    why Spark's operators do; ``mode="on"`` without the jar is an error."""
+    if mode not in LOOP_MODES:
+        raise ValueError(f"the window loop mode must be one of {', '.join(LOOP_MODES)}, got {mode!r}")
+    if mode == "off":
+        return "the window loop is off"
+    spark = data.sparkSession
+    if not loop_available(spark):
+        if mode == "on":
+            raise ValueError(_MISSING)
+        return _MISSING
+    jvm: Any = spark.sparkContext._jvm
+    if getattr(jvm, LOOP_CLASS).observes(data._jdf):
+        return "the input's plan observes metrics, which a loop over its rows would never report"
+    return None
+
+
+def loop_input(data: "DataFrame", group_cols: Sequence[str], order_cols: Sequence[str],
+               value_integral: bool) -> "DataFrame":
+    """The floor's plan over the columns the loop reads: ``__gh``, the group's columns, ``key``,
+    ``ts``, ``value`` (bigint when ``value_integral``, else double) and ``__closed_floor`` when
+    ``data`` has it, shuffled by the group and sorted by (group, order columns) within each task."""
+    columns = list(dict.fromkeys(["__gh", *group_cols, "key", *order_cols]))
+    value = f"CAST(value AS {'BIGINT' if value_integral else 'DOUBLE'}) AS value"
+    extra = ["__closed_floor"] if "__closed_floor" in data.columns else []
+    hashed = data if "__gh" in data.columns else data.withColumn("__gh", group_hash(group_cols))
+    narrowed = hashed.selectExpr(*map(quote_column, columns), "ts", value, *extra)
+    return narrowed.repartition("__gh", *group_cols).sortWithinPartitions("__gh", *group_cols, *order_cols)
+
+
+def _observed(rows: "DataFrame", observation: Any) -> "DataFrame":
+    """The figures of the summary rows, observed (see the module doc)."""
+    from pyspark.sql import functions as F
+
+    metrics = ["count(CASE WHEN __summary = 1 THEN 1 END) AS groups",
+               "min(CASE WHEN __summary = 1 THEN __bound END) AS state_floor",
+               "count(CASE WHEN __summary = 1 AND __stale THEN 1 END) AS stale_groups",
+               "coalesce(sum(__rows), 0) AS rows", "coalesce(sum(__skipped), 0) AS skipped",
+               "count(CASE WHEN __replayed THEN 1 END) AS replayed"]
+    return rows.observe(observation, *[F.expr(m) for m in metrics])
+
+
+def loop_windows(data: "DataFrame", spec: "WindowSpec", order_cols: Sequence[str], group_cols: Sequence[str],
+                 observation: Any = None) -> "DataFrame":
+    """``final()`` rows of ``data`` (prepared columns; rows with a NULL timestamp or value are
+    counted as skipped): ``__gh``, ``key``, ``window_start``, ``window_end``, ``value`` (bigint for
+    counts and for sums, minima and maxima of integral values, else double). Per key (``key`` in
+    ``group_cols``) the rows come grouped by key and in time order. ``observation`` (a
+    ``pyspark.sql.Observation``) receives ``groups``, ``state_floor``, ``stale_groups``, ``rows``,
+    ``skipped`` and ``replayed``."""
+    from pyspark.sql import DataFrame
+    from pyspark.sql import types as T
+
+    aggregation = spec.aggregation
+    if not isinstance(aggregation, str):
+        raise ValueError(f"the window loop cannot compute a custom aggregation ({type(aggregation).__name__})")
+    integral = isinstance(data.schema["value"].dataType, (T.ByteType, T.ShortType, T.IntegerType, T.LongType))
+    sorted_rows = loop_input(data, group_cols, order_cols, integral)
+    spark = data.sparkSession
+    jvm: Any = spark.sparkContext._jvm
+    gateway: Any = spark.sparkContext._gateway
+    names = gateway.new_array(jvm.String, len(group_cols))
+    for i, column in enumerate(group_cols):
+        names[i] = column
+    loop = getattr(jvm, LOOP_CLASS)
+    if spec.kind == "sliding":
+        jdf = loop.sliding(sorted_rows._jdf, names, spec.duration_ms, spec.grace_ms, aggregation)
+    else:
+        step = spec.step_ms or spec.duration_ms
+        jdf = loop.fixed(sorted_rows._jdf, names, spec.duration_ms, step, spec.grace_ms, aggregation,
+                         "key" in group_cols)
+    rows = DataFrame(jdf, spark)
+    if observation is not None:
+        rows = _observed(rows, observation)
+    return rows.where("__summary = 0").select("__gh", "key", "window_start", "window_end", "value")
