@@ -3,6 +3,8 @@
     ./dev bench window_recompute_bench                      # 10M rows (the reference size)
     ./dev bench window_recompute_bench --rows 2000000 --kinds tumbling,hopping,sliding
     ./dev bench window_recompute_bench --floor --skip-python-engine   # + the Spark floor (scan, sort)
+    ./dev bench window_recompute_bench --kinds tumbling,hopping,sliding --floor --loop both --repeat 2 \
+        --skip-python-engine --skip-edge-replay      # native/floor per kind, Spark's operators vs the JVM loop
     ./dev bench window_recompute_bench --rows 2000000 --stages --kinds hopping   # native job stage by stage
 
 N sensor readings (``--sensors`` keys over 2 Kafka partitions, event time rising 10 ms per record
@@ -181,21 +183,32 @@ def print_stages(spark, table: str, rows: int, kind: str) -> None:
            lambda: run_window_recompute(spark, options, progress=lambda _line: None))
 
 
-def print_plan(spark, table: str, spec) -> None:
-    """The native job's physical plan (what ``explain()`` prints), for the notes: for sliding
-    windows the one-sort plan a full run tries first (the exact plan runs only after it reports
-    dirty groups)."""
+def print_plan(spark, table: str, spec, loop: str = "auto") -> None:
+    """The native job's physical plan (what ``explain()`` prints), for the notes. With the JVM
+    loop: the plan of the rows the loop reads (scan, shuffle, sort: the floor's), then the plan
+    above the loop (its rows are an RDD to Spark). Without it (``loop="off"``): for sliding windows
+    the one-sort plan a full run tries first (the exact plan runs only after it reports dirty
+    groups)."""
+    from lakehouse.window_loop import loop_input, loop_unavailable_reason
     from lakehouse.window_recompute import (WindowRecomputeOptions, _extra_columns, presorted_sliding,
                                             _value_type, compute_windows, group_columns, prepare_input)
 
     options = WindowRecomputeOptions(table=table, output="unused", value_column="temperature", window=spec)
     raw = spark.table(table)
-    data = prepare_input(raw, options).where("ts IS NOT NULL AND value IS NOT NULL")
+    data = prepare_input(raw, options)
     groups = group_columns(options, _extra_columns(options, raw.columns))
+    order = ["__order_0", "__order_1"]
     value_type = _value_type(data.schema["value"].dataType, spec.aggregation)
-    presorted = presorted_sliding(data, spec, ["__order_0", "__order_1"], groups, value_type, "native")
+    if loop_unavailable_reason(data, loop) is None:
+        print("  the JVM loop's input:", flush=True)
+        loop_input(data, groups, order, value_integral=False).explain()
+        print("  above the loop:", flush=True)
+        compute_windows(data, spec, order, groups, value_type, "native", loop)[0].explain()
+        return
+    data = data.where("ts IS NOT NULL AND value IS NOT NULL")
+    presorted = presorted_sliding(data, spec, order, groups, value_type, "native")
     rows = presorted[0] if presorted is not None else compute_windows(
-        data, spec, ["__order_0", "__order_1"], groups, value_type, "native")[0]
+        data, spec, order, groups, value_type, "native", loop)[0]
     rows.explain()
 
 
@@ -299,6 +312,9 @@ def main() -> int:
                              "(prints each, and the median; default 1)")
     parser.add_argument("--skip-edge-replay", action="store_true",
                         help="no edge replay (with --floor: only the native/floor ratios)")
+    parser.add_argument("--loop", choices=("auto", "on", "off", "both"), default="auto",
+                        help="the native path's JVM loop (--jvm-loop of the job); both: time the native path with "
+                             "Spark's operators (off) and with the loop (on), each against the same floor")
     parser.add_argument("--floor", action="store_true",
                         help="also time what any Spark plan of the recompute must do at least: one scan of "
                              "the columns it reads, and that scan grouped by key and sorted in offset order")
@@ -337,29 +353,37 @@ def main() -> int:
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
     if args.incremental or args.only_incremental:
         print_incremental(spark, table, args.rows, args.sensors, kinds, 0.01, args.increments)
+    loops = ["off", "on"] if args.loop == "both" else [args.loop]
+    ratios: list[str] = []
     for kind in [] if args.only_incremental else kinds:
         spec = WindowSpec.parse(**SPECS[kind])  # type: ignore[arg-type]
         figures: dict[str, tuple[float, int]] = {}
         if args.stages:
             print_stages(spark, table, args.rows, kind)
-        engines = ["native"] + ([] if args.skip_python_engine else ["python"])
+        engines = [f"native/{loop}" for loop in loops] + ([] if args.skip_python_engine else ["python"])
         for engine in engines:
+            loop = engine.split("/")[1] if "/" in engine else "auto"
             options = WindowRecomputeOptions(
-                table=table, output=f"lake.bench.windows_{kind}_{engine}", value_column="temperature",
-                window=spec, engine=engine, full=True)
+                table=table, output=f"lake.bench.windows_{kind}_{engine.replace('/', '_')}", value_column="temperature",
+                window=spec, engine=engine.split("/")[0], full=True, loop=loop)
             reports = []
-            seconds = best_of(args.repeat if engine == "native" else 1, lambda: reports.append(
+            seconds = best_of(args.repeat if engine != "python" else 1, lambda: reports.append(
                 run_window_recompute(spark, options, progress=lambda _line: None)))
             report = reports[-1]
             figures[engine] = (seconds, report.windows)
-            if args.explain and engine == "native":
-                print_plan(spark, table, spec)
+            if args.explain and engine != "python":
+                print_plan(spark, table, spec, loop)
             print(f"  {kind:8} {engine:13} {args.rows / figures[engine][0]:>12,.0f} rows/s "
                   f"({figures[engine][0]:.1f}s, {report.windows:,} windows; path {report.path})", flush=True)
-        native = figures["native"][0]
-        if args.floor_seconds:
-            print(f"{kind}: native is {args.floor_seconds / native:.0%} of the floor (scan + group + sort: "
-                  f"{args.floor_seconds:.2f}s; target >= 70%)", flush=True)
+            if args.floor_seconds and engine != "python":
+                line = (f"{kind}: native (loop {loop}) is {args.floor_seconds / seconds:.0%} of the floor "
+                        f"(scan + group + sort: {args.floor_seconds:.2f}s; native {seconds:.2f}s; target >= 70%)")
+                ratios.append(line)
+                print(line, flush=True)
+        if len(loops) == 2:
+            same = figures["native/off"][1] == figures["native/on"][1]
+            print(f"  {kind:8} window counts of the two native runs {'equal' if same else 'DIFFER'}", flush=True)
+        native = figures[engines[-1] if args.skip_python_engine else engines[-2]][0]
         if args.skip_edge_replay:
             continue
         t0 = time.monotonic()
@@ -373,6 +397,8 @@ def main() -> int:
         counts = {name: n for name, (_, n) in figures.items()}
         line += "; window counts " + ("equal" if len(set(counts.values())) == 1 else f"DIFFER {counts}")
         print(line, flush=True)
+    if ratios:
+        print("native / floor, per kind:", *ratios, sep="\n  ", flush=True)
     spark.stop()
     return 0
 

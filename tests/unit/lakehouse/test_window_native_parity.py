@@ -71,13 +71,16 @@ def edge_rows(rows: list[tuple], spec: WindowSpec) -> list[tuple]:
 
 
 def spark_rows(spark, rows: list[tuple], spec: WindowSpec, path: str, floats: bool,
-               loop: str = "auto") -> tuple[list[tuple], str]:
-    """The rows of ``path``; the native path must run the JVM loop unless ``loop`` is off."""
+               loop: str = "auto", shared_hash: bool = False) -> tuple[list[tuple], str]:
+    """The rows of ``path``; the native path must run the JVM loop unless ``loop`` is off.
+    ``shared_hash``: every group gets the same group hash (``__gh``), as colliding hashes would."""
     shuffled = rows[:]
     random.Random(len(rows)).shuffle(shuffled)  # row order must not matter, only offsets
     value_type = "double" if floats else "bigint"
     data = spark.createDataFrame(shuffled, f"key string, ts bigint, value {value_type}, __order_0 int, "
                                            "__order_1 bigint")
+    if shared_hash:
+        data = data.selectExpr("*", "CAST(0 AS BIGINT) AS __gh")
     group = ["__order_0"] if spec.closing == "partition" else ["__order_0", "key"]
     out_type = {"count": "bigint", "mean": "double"}.get(spec.aggregation, value_type)
     from pyspark.sql import types as T
@@ -102,9 +105,10 @@ def same(a: list[tuple], b: list[tuple]) -> bool:
     return True
 
 
-def check(spark, rows: list[tuple], spec: WindowSpec, floats: bool, engines: bool = True, loop: str = "auto") -> str:
+def check(spark, rows: list[tuple], spec: WindowSpec, floats: bool, engines: bool = True, loop: str = "auto",
+          shared_hash: bool = False) -> str:
     expected = edge_rows(rows, spec)
-    native, described = spark_rows(spark, rows, spec, "native", floats, loop)
+    native, described = spark_rows(spark, rows, spec, "native", floats, loop, shared_hash)
     if engines:
         by_engines, _ = spark_rows(spark, rows, spec, "python-engine", floats)
         assert same(by_engines, expected), (f"python-engine path differs for {spec.describe()}:\n{by_engines}\n"
@@ -188,3 +192,16 @@ def test_hopping_windows_wider_than_the_loops_first_ring(spark):
     for aggregation in ("sum", "max"):
         spec = WindowSpec("hopping", 5000, 3000, 1, aggregation)
         assert check(spark, rows, spec, floats=False, engines=False) == "native"
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(raw=RAW, duration=st.integers(2, 30), kind=st.sampled_from(["tumbling", "hopping", "sliding"]),
+       grace=st.integers(0, 20), aggregation=AGGS, closing=st.sampled_from(["key", "partition"]),
+       origin=st.sampled_from([0, 1000]), floats=st.booleans())
+def test_groups_sharing_a_hash_keep_their_own_windows_in_the_loop(spark, raw, duration, kind, grace, aggregation,
+                                                                  closing, origin, floats):
+    # the loop's input is sorted by (group hash, offset, group): groups whose hashes collide come
+    # interleaved in offset order, and each keeps its own event time and windows
+    step = max(1, duration // 3) if kind == "hopping" else None
+    spec = WindowSpec(kind, duration, grace, step, aggregation, "key" if kind == "sliding" else closing)
+    check(spark, build_rows(raw, origin, floats), spec, floats, engines=False, shared_hash=True)

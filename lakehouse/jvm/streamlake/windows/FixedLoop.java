@@ -22,18 +22,21 @@ import org.apache.spark.sql.catalyst.InternalRow;
  * A group is a key within its Kafka partition ({@code perKey}) or a whole partition, whose event
  * time then closes every key's windows (a heap of window starts, as the edge keeps it).
  */
-final class FixedLoop extends LoopIterator {
+final class FixedLoop extends LoopIterator<FixedLoop.State> {
     private final long duration, step, grace;
     private final boolean hopping, perKey;
     private final int capacity;
     private final boolean[] created = new boolean[1];
     private final OpenWindows.Sink sink;
-    // the current group
-    private long maxTs, lastTs;
-    private boolean counted;
-    private OpenWindows single;                       // per key
-    private HashMap<Object, OpenWindows> keys;        // per partition
-    private PriorityQueue<Start> starts;              // per partition: the open windows by start
+
+    /** A group's event time, last timestamp and open windows. */
+    static final class State extends LoopIterator.Group {
+        long maxTs = Long.MIN_VALUE, lastTs;
+        boolean counted;
+        OpenWindows single;                                           // per key
+        final HashMap<Object, OpenWindows> keys = new HashMap<>();    // per partition
+        final PriorityQueue<Start> starts = new PriorityQueue<>((a, b) -> Long.compare(a.k, b.k));
+    }
 
     FixedLoop(Iterator<InternalRow> input, GroupReader reader, int agg, long duration, long step, long grace,
               boolean perKey) {
@@ -49,36 +52,34 @@ final class FixedLoop extends LoopIterator {
     }
 
     @Override
-    protected void startGroup() {
-        maxTs = Long.MIN_VALUE;
-        lastTs = 0;
-        counted = false;
-        single = null;
-        if (!perKey) {
-            keys = new HashMap<>();
-            starts = new PriorityQueue<>((a, b) -> Long.compare(a.k, b.k));
-        }
+    protected State newGroup() {
+        return new State();
     }
 
     @Override
-    protected void record(InternalRow row) {
+    protected void record(State g, InternalRow row) {
         long ts = row.getLong(reader.ts);
-        counted = true;
-        lastTs = ts;
-        if (ts > maxTs) maxTs = ts;
-        long closed = Math.max(0L, maxTs) - grace - duration;
+        g.counted = true;
+        g.lastTs = ts;
+        if (ts > g.maxTs) g.maxTs = ts;
+        long closed = Math.max(0L, g.maxTs) - grace - duration;
         if (reader.closedFloor >= 0 && !row.isNullAt(reader.closedFloor)) {
             closed = Math.max(closed, row.getLong(reader.closedFloor));
         }
         long closedK = Math.floorDiv(closed, step);
         OpenWindows windows;
         if (perKey) {
-            if (single == null) single = new OpenWindows(reader.key(row), capacity);
-            single.closeUpTo(closedK, sink);
-            windows = single;
+            if (g.single == null) g.single = new OpenWindows(reader.key(row), capacity);
+            g.single.closeUpTo(closedK, sink);
+            windows = g.single;
         } else {
-            closeAll(closedK);
-            windows = keyWindows(row);
+            closeAll(g, closedK);
+            Object key = reader.key(row);
+            windows = g.keys.get(key);
+            if (windows == null) {
+                windows = new OpenWindows(key, capacity);
+                g.keys.put(key, windows);
+            }
         }
         long newest = Math.floorDiv(ts, step);
         long oldest = hopping ? Math.max(0L, Math.floorDiv(ts - duration, step) + 1) : newest;
@@ -86,46 +87,36 @@ final class FixedLoop extends LoopIterator {
         double dv = reader.integral ? 0.0 : row.getDouble(reader.value);
         for (long k = Math.max(oldest, closedK + 1); k <= newest; k++) {
             windows.at(k, created).add(agg, reader.integral, lv, dv);
-            if (created[0] && !perKey) starts.add(new Start(k, windows));
+            if (created[0] && !perKey) g.starts.add(new Start(k, windows));
         }
     }
 
-    private OpenWindows keyWindows(InternalRow row) {
-        Object key = reader.key(row);
-        OpenWindows windows = keys.get(key);
-        if (windows == null) {
-            windows = new OpenWindows(key, capacity);
-            keys.put(key, windows);
-        }
-        return windows;
-    }
-
-    private void closeAll(long closedK) {
-        while (!starts.isEmpty() && starts.peek().k <= closedK) {
-            Start top = starts.poll();
+    private void closeAll(State g, long closedK) {
+        while (!g.starts.isEmpty() && g.starts.peek().k <= closedK) {
+            Start top = g.starts.poll();
             Acc acc = top.windows.take(top.k);
             if (acc != null) sink.closed(top.windows, top.k, acc);
         }
     }
 
     @Override
-    protected Long bound() {
-        return counted ? Math.max(0L, maxTs) - grace - duration : null;
+    protected Long bound(State g) {
+        return g.counted ? Math.max(0L, g.maxTs) - grace - duration : null;
     }
 
     @Override
-    protected boolean stale() {
-        long bound = Math.max(0L, maxTs) - grace - duration;
-        return counted && (lastTs <= bound || maxTs <= bound);
+    protected boolean stale(State g) {
+        long bound = Math.max(0L, g.maxTs) - grace - duration;
+        return g.counted && (g.lastTs <= bound || g.maxTs <= bound);
     }
 
     @Override
-    protected boolean counted() {
-        return counted;
+    protected boolean counted(State g) {
+        return g.counted;
     }
 
     /** A window of one key, in the partition's heap of open windows. */
-    private static final class Start {
+    static final class Start {
         final long k;
         final OpenWindows windows;
 

@@ -13,8 +13,8 @@ import org.apache.spark.unsafe.types.UTF8String;
 
 /**
  * Reads the fields the loops need from a sorted row: the closing group (its hash {@code __gh},
- * then the group's columns, compared exactly: two groups may share a hash), the key, the
- * timestamp and the value, and tells where a group ends. Values copied out of a row are
+ * and the group's columns, compared exactly: two groups may share a hash), the key, the
+ * timestamp and the value. Values copied out of a row are
  * independent of the row's buffer, which the sorter reuses.
  */
 final class GroupReader {
@@ -23,8 +23,6 @@ final class GroupReader {
     private final int[] groupFields;
     private final DataType[] groupTypes;
     private final DataType keyType;
-    private long currentGh;
-    private Object[] current;
 
     GroupReader(StructType schema, String[] groupCols) {
         gh = schema.fieldIndex("__gh");
@@ -47,18 +45,11 @@ final class GroupReader {
         keyType = schema.fields()[key].dataType();
     }
 
-    /** True when {@code row} starts a new group (the first row too); it becomes the current group. */
-    boolean startsGroup(InternalRow row) {
-        long rowGh = row.getLong(gh);
-        if (current != null && rowGh == currentGh && sameGroup(row)) return false;
-        currentGh = rowGh;
-        current = new Object[groupFields.length];
-        for (int i = 0; i < groupFields.length; i++) current[i] = copy(row, groupFields[i], groupTypes[i]);
-        return true;
-    }
-
-    long groupHash() {
-        return currentGh;
+    /** The row's group columns, copied (to compare later rows with, {@link #matches}). */
+    Object[] values(InternalRow row) {
+        Object[] values = new Object[groupFields.length];
+        for (int i = 0; i < groupFields.length; i++) values[i] = copy(row, groupFields[i], groupTypes[i]);
+        return values;
     }
 
     /** The row's key, copied; wrapped for hashing when binary (see {@link #outputKey}). */
@@ -76,11 +67,12 @@ final class GroupReader {
         return !row.isNullAt(ts) && !row.isNullAt(value);
     }
 
-    private boolean sameGroup(InternalRow row) {
+    /** Whether {@code row} belongs to the group of {@code values} (from {@link #values}). */
+    boolean matches(InternalRow row, Object[] values) {
         for (int i = 0; i < groupFields.length; i++) {
             int f = groupFields[i];
             DataType t = groupTypes[i];
-            Object c = current[i];
+            Object c = values[i];
             if (row.isNullAt(f) || c == null) {
                 if (row.isNullAt(f) != (c == null)) return false;
             } else if (t instanceof IntegerType) {
@@ -103,13 +95,5 @@ final class GroupReader {
         if (type instanceof StringType) return row.getUTF8String(field).clone();
         if (type instanceof BinaryType) return row.getBinary(field).clone();
         return InternalRow.copyValue(row.get(field, type));
-    }
-
-    /** Whether {@code a} (from {@link #key}) holds the same key as the row's. */
-    boolean sameKey(InternalRow row, Object a) {
-        if (row.isNullAt(key)) return a == null;
-        if (a instanceof UTF8String) return row.getUTF8String(key).equals(a);
-        if (a instanceof ByteBuffer) return java.util.Arrays.equals(row.getBinary(key), ((ByteBuffer) a).array());
-        return a != null && row.get(key, keyType).equals(a);
     }
 }

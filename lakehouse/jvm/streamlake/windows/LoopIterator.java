@@ -1,6 +1,7 @@
 package streamlake.windows;
 
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.Iterator;
 
 import org.apache.spark.sql.catalyst.InternalRow;
@@ -10,17 +11,32 @@ import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
  * One task's sorted rows in, window rows out, streamed: rows are read only while no output row
  * is waiting, so a task holds the windows one row produced at most, never its whole output.
  * After each group comes one summary row (see {@link WindowLoop#OUTPUT_DOC}).
+ *
+ * <p>Rows come sorted by the group's hash {@code __gh}, then in offset order, then by the group's
+ * columns (the offset right after the hash makes almost every comparison of the sort end on the
+ * sort's prefix and the offset, never on the key's bytes). So a group's rows are contiguous unless
+ * two groups share a hash: then their rows interleave in offset order, and the loop keeps one state
+ * per group of that hash until the hash changes.
+ *
+ * @param <G> a group's state
  */
-abstract class LoopIterator implements Iterator<InternalRow> {
+abstract class LoopIterator<G extends LoopIterator.Group> implements Iterator<InternalRow> {
     private final Iterator<InternalRow> input;
     private final ArrayDeque<InternalRow> pending = new ArrayDeque<>();
     protected final GroupReader reader;
     protected final int agg;
-    private boolean started;
     private boolean finished;
-    // the current group's figures
-    protected long rows, skipped;
-    protected boolean replayed;
+    private long gh;
+    private G current;
+    private Object[] currentValues;
+    private final ArrayList<G> others = new ArrayList<>();            // same hash, other groups
+    private final ArrayList<Object[]> otherValues = new ArrayList<>();
+
+    /** What every group counts; subclasses add their own state. */
+    static class Group {
+        long rows, skipped;
+        boolean replayed;
+    }
 
     LoopIterator(Iterator<InternalRow> input, GroupReader reader, int agg) {
         this.input = input;
@@ -33,19 +49,12 @@ abstract class LoopIterator implements Iterator<InternalRow> {
         while (pending.isEmpty()) {
             if (input.hasNext()) {
                 InternalRow row = input.next();
-                if (reader.startsGroup(row)) {
-                    if (started) endGroup();
-                    started = true;
-                    rows = 0;
-                    skipped = 0;
-                    replayed = false;
-                    startGroup();
-                }
-                rows++;
-                if (reader.complete(row)) record(row); else skipped++;
+                G group = groupOf(row);
+                group.rows++;
+                if (reader.complete(row)) record(group, row); else group.skipped++;
             } else if (!finished) {
                 finished = true;
-                if (started) endGroup();
+                endAll();
             } else {
                 return false;
             }
@@ -59,28 +68,61 @@ abstract class LoopIterator implements Iterator<InternalRow> {
         return pending.poll();
     }
 
-    /** A new group starts (its first row follows). */
-    protected abstract void startGroup();
-
-    /** One complete row of the current group (timestamp and value not null). */
-    protected abstract void record(InternalRow row);
-
-    /** The bound reported for the group ({@code null} without one), and whether it is stale. */
-    protected abstract Long bound();
-
-    protected abstract boolean stale();
-
-    /** Whether the group had a complete row (only such groups count as groups). */
-    protected abstract boolean counted();
-
-    private void endGroup() {
-        pending.add(new GenericInternalRow(new Object[] {reader.groupHash(), null, null, null, null,
-            counted() ? 1 : 2, bound(), stale(), rows, skipped, replayed}));
+    private G groupOf(InternalRow row) {
+        long rowGh = row.getLong(reader.gh);
+        if (current == null || rowGh != gh) {
+            endAll();
+            gh = rowGh;
+            currentValues = reader.values(row);
+            current = newGroup();
+        } else if (!reader.matches(row, currentValues)) {  // two groups share the hash
+            int found = -1;
+            for (int i = 0; i < others.size() && found < 0; i++) if (reader.matches(row, otherValues.get(i))) found = i;
+            G group = found < 0 ? newGroup() : others.get(found);
+            Object[] values = found < 0 ? reader.values(row) : otherValues.get(found);
+            if (found >= 0) {
+                others.set(found, current);
+                otherValues.set(found, currentValues);
+            } else {
+                others.add(current);
+                otherValues.add(currentValues);
+            }
+            current = group;
+            currentValues = values;
+        }
+        return current;
     }
 
-    /** Queues one window row. */
+    private void endAll() {
+        if (current != null) endGroup(current);
+        for (G group : others) endGroup(group);
+        current = null;
+        others.clear();
+        otherValues.clear();
+    }
+
+    /** A new group's state (its first row follows). */
+    protected abstract G newGroup();
+
+    /** One complete row of {@code group} (timestamp and value not null). */
+    protected abstract void record(G group, InternalRow row);
+
+    /** The bound reported for the group ({@code null} without one), and whether it is stale. */
+    protected abstract Long bound(G group);
+
+    protected abstract boolean stale(G group);
+
+    /** Whether the group had a complete row (only such groups count as groups). */
+    protected abstract boolean counted(G group);
+
+    private void endGroup(G group) {
+        pending.add(new GenericInternalRow(new Object[] {gh, null, null, null, null,
+            counted(group) ? 1 : 2, bound(group), stale(group), group.rows, group.skipped, group.replayed}));
+    }
+
+    /** Queues one window row of the current hash's groups. */
     protected final void emit(Object key, long start, long end, Object value) {
-        pending.add(new GenericInternalRow(new Object[] {reader.groupHash(), GroupReader.outputKey(key), start, end,
+        pending.add(new GenericInternalRow(new Object[] {gh, GroupReader.outputKey(key), start, end,
             value, 0, null, null, null, null, null}));
     }
 }

@@ -20,105 +20,107 @@ import org.apache.spark.sql.catalyst.InternalRow;
  * ones), then the key continues there. So the loop keeps every record of a key while it is tidy
  * (16 bytes each), which the replay needs.
  */
-final class SlidingLoop extends LoopIterator {
+final class SlidingLoop extends LoopIterator<SlidingLoop.State> {
     private final long duration, grace;
     private final boolean integral;
-    private final SlidingEngine.Sink engineSink;
-    // the current key
-    private Object key;
-    private long latest;
-    private boolean counted;
-    private SlidingEngine engine;
-    private final Records accepted = new Records();  // tidy keys: accepted records by time, from head
-    private final Records arrivals = new Records();  // tidy keys: every record in arrival order
-    private int emitted;                             // accepted records [head, emitted) have had their window
+
+    /** A key's event time, and its tidy records or the engine that took the key over. */
+    static final class State extends LoopIterator.Group {
+        Object key;
+        long latest;
+        boolean counted;
+        SlidingEngine engine;
+        SlidingEngine.Sink engineSink;
+        final Records accepted = new Records();  // tidy keys: accepted records by time, from head
+        final Records arrivals = new Records();  // tidy keys: every record in arrival order
+        int emitted;                             // accepted records [head, emitted) have had their window
+    }
 
     SlidingLoop(Iterator<InternalRow> input, GroupReader reader, int agg, long duration, long grace) {
         super(input, reader, agg);
         this.duration = duration;
         this.grace = grace;
         this.integral = reader.integral;
-        this.engineSink = (start, end, value) -> emit(key, start, end, value);
     }
 
     @Override
-    protected void startGroup() {
-        key = null;
-        latest = 0;
-        counted = false;
-        engine = null;
-        accepted.clear();
-        arrivals.clear();
-        emitted = 0;
+    protected State newGroup() {
+        return new State();
     }
 
     @Override
-    protected void record(InternalRow row) {
-        if (key == null) key = reader.key(row);
-        counted = true;
+    protected void record(State g, InternalRow row) {
+        if (g.key == null) {
+            Object key = reader.key(row);
+            g.key = key;
+            g.engineSink = (start, end, value) -> emit(key, start, end, value);
+        }
+        g.counted = true;
         long ts = row.getLong(reader.ts);
         long lv = integral ? row.getLong(reader.value) : 0L;
         double dv = integral ? 0.0 : row.getDouble(reader.value);
-        if (engine != null) {
-            engine.process(ts, lv, dv, engineSink);
+        if (g.engine != null) {
+            g.engine.process(ts, lv, dv, g.engineSink);
             return;
         }
-        long now = Math.max(latest, ts);
+        long now = Math.max(g.latest, ts);
         boolean isAccepted = ts > now - duration - grace - 1;
         if (isAccepted && (ts <= now - grace - 1 || ts <= 2 * duration + grace)) {
-            switchToEngine();
-            engine.process(ts, lv, dv, engineSink);
+            switchToEngine(g);
+            g.engine.process(ts, lv, dv, g.engineSink);
             return;
         }
-        arrivals.append(ts, lv, dv);
+        g.arrivals.append(ts, lv, dv);
         if (!isAccepted) return;  // late: the edge drops it, and its event time stays
-        latest = now;
-        accepted.insert(ts, lv, dv);
-        emitClosed();
+        g.latest = now;
+        g.accepted.insert(ts, lv, dv);
+        emitClosed(g);
     }
 
     /** Emits the windows of accepted timestamps {@code t <= latest - grace - 1}, one per distinct t. */
-    private void emitClosed() {
-        long closedUpTo = latest - grace - 1;
-        while (emitted < accepted.size && accepted.ts[emitted] <= closedUpTo) {
-            long t = accepted.ts[emitted];
-            int last = emitted;
-            while (last + 1 < accepted.size && accepted.ts[last + 1] == t) last++;
-            while (accepted.ts[accepted.head] < t - duration) accepted.head++;
+    private void emitClosed(State g) {
+        long closedUpTo = g.latest - grace - 1;
+        Records a = g.accepted;
+        while (g.emitted < a.size && a.ts[g.emitted] <= closedUpTo) {
+            long t = a.ts[g.emitted];
+            int last = g.emitted;
+            while (last + 1 < a.size && a.ts[last + 1] == t) last++;
+            while (a.ts[a.head] < t - duration) a.head++;
             Acc acc = new Acc();
-            for (int i = accepted.head; i <= last; i++) acc.add(agg, integral, accepted.l[i], accepted.d[i]);
-            emit(key, t - duration, t, acc.value(agg, integral));
-            emitted = last + 1;
+            for (int i = a.head; i <= last; i++) acc.add(agg, integral, a.l[i], a.d[i]);
+            emit(g.key, t - duration, t, acc.value(agg, integral));
+            g.emitted = last + 1;
         }
-        if (accepted.head > 4096 && accepted.head > accepted.size / 2) emitted -= accepted.compact();
+        if (a.head > 4096 && a.head > a.size / 2) g.emitted -= a.compact();
     }
 
     /** The key turned untidy: the edge's engine takes over, after a replay of the key so far. */
-    private void switchToEngine() {
-        engine = new SlidingEngine(duration, grace, agg, integral);
-        for (int i = 0; i < arrivals.size; i++) engine.process(arrivals.ts[i], arrivals.l[i], arrivals.d[i], null);
-        replayed = true;
-        accepted.clear();
-        arrivals.clear();
+    private void switchToEngine(State g) {
+        g.engine = new SlidingEngine(duration, grace, agg, integral);
+        Records r = g.arrivals;
+        for (int i = 0; i < r.size; i++) g.engine.process(r.ts[i], r.l[i], r.d[i], null);
+        g.replayed = true;
+        g.accepted.clear();
+        g.arrivals.clear();
     }
 
     @Override
-    protected Long bound() {
+    protected Long bound(State g) {
         return null;
     }
 
     @Override
-    protected boolean stale() {
+    protected boolean stale(State g) {
         return false;
     }
 
     @Override
-    protected boolean counted() {
-        return counted;
+    protected boolean counted(State g) {
+        return g.counted;
     }
 
     /** Records (timestamp, long value, double value) in growable arrays, live from {@code head}. */
-    private static final class Records {
+    static final class Records {
         long[] ts = new long[64];
         long[] l = new long[64];
         double[] d = new double[64];
