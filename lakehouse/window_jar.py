@@ -5,7 +5,8 @@ sources in ``lakehouse/jvm/streamlake/windows``). ``./dev bootstrap`` compiles t
 installed JDK's ``javac`` against the jars of the installed pyspark into
 ``<jar cache>/lakehouse/lakehouse-windows-<digest>.jar``, where the digest covers the sources and
 the pyspark version: a rerun finds the jar and does nothing, a changed source or pyspark builds a
-new one (and removes the old). :func:`lakehouse.session.cached_spark_jars` lists the jar with the
+new one (jars of other digests are left to the checkouts that use them for a week: every
+checkout on the machine shares the cache and lists only its own). :func:`lakehouse.session.cached_spark_jars` lists the jar with the
 other runtime jars, so it reaches every class path they reach (the driver's, ``spark.jars`` for a
 cluster's executors, spark-defaults, the tests' ``SPARK_DIST_CLASSPATH``). Without a JDK there is
 no jar, and the jobs compute the same windows with Spark's own operators.
@@ -108,10 +109,19 @@ def build_jar(force: bool = False) -> Path:
                 for path in sorted(classes.rglob("*.class")):
                     archive.write(path, str(path.relative_to(classes)))
             partial.replace(jar)
-        for old in folder.glob(f"{_PREFIX}*.jar"):  # other sources' jars: never two versions on a class path
-            if old != jar:
-                old.unlink(missing_ok=True)
+        _prune(folder, jar)
     return jar
+
+
+def _prune(folder: Path, keep: Path, days: float = 7.0) -> None:
+    """Remove the jars of other sources not built for ``days``: checkouts at other commits share
+    the cache (each lists only the jar of its own digest), and a stale one rebuilds its own."""
+    import time
+
+    cutoff = time.time() - days * 86_400
+    for old in folder.glob(f"{_PREFIX}*.jar"):
+        if old != keep and old.stat().st_mtime < cutoff:
+            old.unlink(missing_ok=True)
 
 
 def _javac() -> str:

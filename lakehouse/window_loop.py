@@ -63,6 +63,9 @@ def loop_unavailable_reason(data: "DataFrame", mode: str = "auto") -> str | None
         raise ValueError(f"the window loop mode must be one of {', '.join(LOOP_MODES)}, got {mode!r}")
     if mode == "off":
         return "the window loop is off"
+    key_type = data.schema["key"].dataType.simpleString()
+    if key_type not in ("string", "binary", "int", "bigint"):
+        return f"keys of type {key_type} (the loop takes string, binary, int and bigint keys)"
     spark = data.sparkSession
     if not loop_available(spark):
         if mode == "on":

@@ -86,10 +86,10 @@ def _jars() -> str:
         return env
     cache = os.environ.get("STREAMLAKE_JAR_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "streaming-lakehouse", "jars")
-    # the fetched runtime jars, then the windows job's loop jar when the bootstrap built it
-    # (lakehouse/window_jar.py keeps one version in that folder)
-    return ",".join(sorted(glob.glob(os.path.join(cache, "spark", "*.jar")))
-                    + sorted(glob.glob(os.path.join(cache, "lakehouse", "lakehouse-windows-*.jar"))))
+    # the fetched runtime jars, then the windows job's loop jar the bootstrap built last
+    # (lakehouse/window_jar.py; one per source digest, the newest is this checkout's)
+    loop_jars = sorted(glob.glob(os.path.join(cache, "lakehouse", "lakehouse-windows-*.jar")), key=os.path.getmtime)
+    return ",".join(sorted(glob.glob(os.path.join(cache, "spark", "*.jar"))) + loop_jars[-1:])
 
 
 #: the packages the jobs import on executors (the python-engine window path runs edge code there)

@@ -43,6 +43,11 @@ final class GroupReader {
             groupTypes[i] = schema.fields()[groupFields[i]].dataType();
         }
         keyType = schema.fields()[key].dataType();
+        if (!(keyType instanceof StringType || keyType instanceof BinaryType || keyType instanceof IntegerType
+              || keyType instanceof LongType)) {
+            throw new IllegalArgumentException("the window loop takes keys of type " + WindowLoop.KEY_TYPES
+                + ", not " + keyType.simpleString());
+        }
     }
 
     /** The row's group columns, copied (to compare later rows with, {@link #matches}). */

@@ -6,6 +6,8 @@ import java.util.Iterator;
 
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.expressions.codegen.UnsafeRowWriter;
+import org.apache.spark.unsafe.types.UTF8String;
 
 /**
  * One task's sorted rows in, window rows out, streamed: rows are read only while no output row
@@ -120,9 +122,24 @@ abstract class LoopIterator<G extends LoopIterator.Group> implements Iterator<In
             counted(group) ? 1 : 2, bound(group), stale(group), group.rows, group.skipped, group.replayed}));
     }
 
+    // window rows are written as UnsafeRows (what Spark converts every row to): no boxed field
+    private final UnsafeRowWriter writer = new UnsafeRowWriter(WindowLoop.OUTPUT_WIDTH, 32);
+
     /** Queues one window row of the current hash's groups. */
     protected final void emit(Object key, long start, long end, Object value) {
-        pending.add(new GenericInternalRow(new Object[] {gh, GroupReader.outputKey(key), start, end,
-            value, 0, null, null, null, null, null}));
+        writer.reset();
+        writer.zeroOutNullBytes();
+        writer.write(0, gh);
+        if (key instanceof UTF8String) writer.write(1, (UTF8String) key);
+        else if (key instanceof java.nio.ByteBuffer) writer.write(1, ((java.nio.ByteBuffer) key).array());
+        else if (key instanceof Long) writer.write(1, (long) (Long) key);
+        else if (key instanceof Integer) writer.write(1, (int) (Integer) key);
+        else writer.setNullAt(1);
+        writer.write(2, start);
+        writer.write(3, end);
+        if (value instanceof Long) writer.write(4, (long) (Long) value); else writer.write(4, (double) (Double) value);
+        writer.write(5, 0);
+        for (int i = 6; i < WindowLoop.OUTPUT_WIDTH; i++) writer.setNullAt(i);
+        pending.add(writer.getRow().copy());
     }
 }

@@ -26,6 +26,12 @@ public final class WindowLoop {
         + "summary row (__summary 1, or 2 when the group had no complete row) with __bound, __stale, __rows, "
         + "__skipped and __replayed; window rows have __summary 0";
 
+    /** The number of output columns. */
+    static final int OUTPUT_WIDTH = 11;
+
+    /** Key types the loop writes: strings, binary, int and bigint keys. */
+    public static final String KEY_TYPES = "string, binary, int, bigint";
+
     private WindowLoop() {}
 
     /**
