@@ -101,9 +101,10 @@ def best_of(repeat: int, action) -> float:
     return best
 
 
-def print_floor(spark, table: str, rows: int, repeat: int = 1) -> float:
+def print_floor(spark, table: str, rows: int, repeat: int = 1, scan_too: bool = True) -> float:
     """The Spark floor of a recompute on this machine: it must read the five columns, and deciding
-    lateness in Kafka offset order needs each key's (or partition's) rows sorted by offset."""
+    lateness in Kafka offset order needs each key's (or partition's) rows sorted by offset
+    (``scan_too``: also the scan alone)."""
     from pyspark.sql import functions as F
 
     columns = ["_kafka_key", "_kafka_timestamp", "_kafka_partition", "_kafka_offset", "temperature"]
@@ -118,6 +119,8 @@ def print_floor(spark, table: str, rows: int, repeat: int = 1) -> float:
             "__gh", "_kafka_partition", "_kafka_key", "_kafka_offset").write.format("noop").mode("overwrite").save(),
     }
     for name, step in steps.items():
+        if not scan_too and name.startswith("scan ("):
+            continue
         step()  # warm
         seconds = best_of(repeat, step)
         print(f"  floor: {name:38} {rows / seconds:>12,.0f} rows/s ({seconds:.2f}s)", flush=True)
@@ -315,6 +318,9 @@ def main() -> int:
     parser.add_argument("--loop", choices=("auto", "on", "off", "both"), default="auto",
                         help="the native path's JVM loop (--jvm-loop of the job); both: time the native path with "
                              "Spark's operators (off) and with the loop (on), each against the same floor")
+    parser.add_argument("--floor-per-kind", action="store_true",
+                        help="with --floor: time the sort floor again right before each kind's native runs (best "
+                             "of --repeat) and compare them with it (this machine's speed drifts within a run)")
     parser.add_argument("--floor", action="store_true",
                         help="also time what any Spark plan of the recompute must do at least: one scan of "
                              "the columns it reads, and that scan grouped by key and sorted in offset order")
@@ -362,6 +368,8 @@ def main() -> int:
             print_stages(spark, table, args.rows, kind)
         engines = [f"native/{loop}" for loop in loops] + ([] if args.skip_python_engine else ["python"])
         for engine in engines:
+            if args.floor_seconds and args.floor_per_kind and engine != "python":
+                args.floor_seconds = print_floor(spark, table, args.rows, args.repeat, scan_too=False)
             loop = engine.split("/")[1] if "/" in engine else "auto"
             options = WindowRecomputeOptions(
                 table=table, output=f"lake.bench.windows_{kind}_{engine.replace('/', '_')}", value_column="temperature",
