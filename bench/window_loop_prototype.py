@@ -3,7 +3,8 @@
     ./dev bench window_loop_prototype                        # 10M rows, tumbling and hopping
     ./dev bench window_loop_prototype --rows 2000000 --kinds tumbling
 
-A measured prototype, not used by the jobs. It compiles ``bench/window_loop/FixedWindowLoop.java``
+A measured prototype, not used by the jobs (kept for its figures in ``bench/README.md``; the
+product's loop, which it led to, is ``lakehouse/window_loop.py`` with ``lakehouse/jvm/``). It compiles ``bench/window_loop/FixedWindowLoop.java``
 with ``javac`` against pyspark's own jars (into ``.local/bench/``), generates the window bench's
 table (``window_recompute_bench.make_table``), then times three plans over the same rows, each to
 Spark's ``noop`` sink, warmed once and best of ``--repeat``: the floor (scan, shuffle by the closing

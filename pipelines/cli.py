@@ -181,7 +181,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="Kafka partition column, for --closing partition (default _kafka_partition)")
     win.add_argument("--where", help="SQL filter on the source rows, e.g. \"_kafka_partition = 0\"")
     win.add_argument("--engine", choices=("auto", "native", "python"), default="auto",
-                     help="native: Spark window functions only; python: the edge's engines per group; "
+                     help="native: no Python per row (the JVM loop, or Spark's window functions); python: the "
+                          "edge's engines per group; "
                           "auto (default): native whenever the aggregation has a native form")
     win.add_argument("--jvm-loop", choices=("auto", "on", "off"), default="auto",
                      help="the native path's JVM loop (lakehouse/window_loop.py): auto (default) when its jar "
