@@ -164,7 +164,7 @@ _GROUP_BY_PATH = {"tests/integration/cluster/": "spark-cluster", "tests/integrat
 _LAKEHOUSE = "tests/integration/lakehouse/"
 # The lakehouse jobs' tests in four lanes of about equal CPU (the figures: CPU-s of each file's
 # process tree in a whole run): the two heaviest lanes finished a minute after every other worker
-# was done, on a machine left half idle (compact + S3 + quality 171, register + crash + ... 145,
+# was done, the machine partly idle meanwhile (compact + S3 + quality 171, register + crash + ... 145,
 # against 81 and 86 for the others).
 _SPARK_GROUPS = {
     f"{_LAKEHOUSE}test_lakehouse_compact.py": "spark-lakehouse-a",  # 136
