@@ -33,7 +33,7 @@ SCHEMA_DDL = "id BIGINT, sensor STRING, ts_ms BIGINT, temp DOUBLE, hum DOUBLE"
 
 def build_session(app_name: str = "lake-ingest-spark"):
     """The project's Spark session with the Kafka source on its class path."""
-    from lakehouse.session import SparkSettings, build_spark, default_master, spark_jars
+    from lakehouse.session import SparkSettings, build_spark, default_master, runtime_jar_conf, spark_jars
 
     ensure_jar_set(JAR_SET)
     jars = spark_jars() + sorted(str(p) for p in (jar_cache() / JAR_SET).glob("*.jar"))
@@ -42,7 +42,7 @@ def build_session(app_name: str = "lake-ingest-spark"):
     # spark.jars would copy every one (~700 MB with the AWS SDK bundle) into the session's work
     # folder at the first task, which the ingestion bench would count against this peer.
     local = (settings.master or default_master() or "").startswith("local")  # None: spark-submit decides
-    jar_conf = {"spark.driver.extraClassPath": ":".join(jars)} if local else {"spark.jars": ",".join(jars)}
+    jar_conf = runtime_jar_conf(local, jars)
     settings.extra_conf.update({**jar_conf, "spark.driver.memory": "1g",
                                 "spark.sql.streaming.minBatchesToRetain": "5"})
     return build_spark(settings)

@@ -18,6 +18,7 @@ import multiprocessing
 import tempfile
 import time
 import uuid
+from multiprocessing.connection import wait
 
 from confluent_kafka.admin import AdminClient
 from quixstreams import Application
@@ -42,8 +43,8 @@ def wait_for_sources_to_end():
     # pyarrow's threads aborts (exit -6), which both report as a failed source. Waiting for the
     # natural end on the last row makes the stop find the source done, for either package.
     deadline = time.monotonic() + 60
-    while multiprocessing.active_children() and time.monotonic() < deadline:
-        time.sleep(0.02)
+    while (children := multiprocessing.active_children()) and time.monotonic() < deadline:
+        wait([child.sentinel for child in children], timeout=deadline - time.monotonic())
 
 
 def consume(source, count):
