@@ -6,8 +6,9 @@ from __future__ import annotations
 import collections
 import signal
 import subprocess
+import re
 import sys
-import time
+import threading
 import uuid
 from pathlib import Path
 
@@ -18,37 +19,72 @@ pytestmark = pytest.mark.integration
 
 PROGRAM = Path(__file__).with_name("crash_program.py")
 N = 400
+# the runner logs each assignment; a non-empty list means the instance holds a partition
+HOLDS_A_PARTITION = re.compile(r"partitions assigned: \[\(")
 
 
-def start(kafka_bootstrap, src, dst, group, guarantee, sleep_s, timeout=None):
-    args = [sys.executable, str(PROGRAM), kafka_bootstrap, src, dst, group, guarantee, str(sleep_s)]
-    if timeout:
-        args.append(str(timeout))
-    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+class Program:
+    """``crash_program.py`` in a subprocess; threads read its stdout and stderr as they come, so every
+    wait has a real deadline (a blocking ``readline`` on a program that prints nothing never returns)."""
 
+    def __init__(self, kafka_bootstrap, src, dst, group, guarantee, sleep_s, timeout=None):
+        args = [sys.executable, str(PROGRAM), kafka_bootstrap, src, dst, group, guarantee, str(sleep_s)]
+        if timeout:
+            args.append(str(timeout))
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.pid = self.proc.pid
+        self._lines = {"stdout": [], "stderr": []}
+        self._closed = set()
+        self._changed = threading.Condition()
+        self._readers = [threading.Thread(target=self._read, args=(name, getattr(self.proc, name)), daemon=True)
+                         for name in self._lines]
+        for reader in self._readers:
+            reader.start()
 
-def wait_for_progress(proc, count, timeout=60):
-    """Read the program's stdout until it reports ``count`` processed messages."""
-    seen, deadline = 0, time.monotonic() + timeout
-    while seen < count and time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        seen += line.startswith("processed")
-    assert seen >= count, f"program made no progress:\n{proc.stderr.read() if proc.poll() is not None else ''}"
+    def _read(self, name, stream):
+        for line in stream:
+            with self._changed:
+                self._lines[name].append(line)
+                self._changed.notify_all()
+        with self._changed:
+            self._closed.add(name)
+            self._changed.notify_all()
+
+    def wait_for(self, what, done, stream="stdout", timeout=60):
+        """Wait until ``done(lines)`` holds for the lines printed on ``stream`` so far."""
+        with self._changed:
+            self._changed.wait_for(lambda: done(self._lines[stream]) or stream in self._closed, timeout)
+            if not done(self._lines[stream]):
+                exit_code = self.proc.poll()
+                raise AssertionError(f"program {self.pid} (exit code {exit_code}) did not get to: {what} "
+                                     f"within {timeout} s; its stderr ends with:\n"
+                                     + "".join(self._lines["stderr"][-30:]))
+
+    def wait_for_progress(self, count, timeout=60):
+        """Wait until the program has reported ``count`` processed messages."""
+        self.wait_for(f"{count} processed messages",
+                      lambda lines: sum(line.startswith("processed") for line in lines) >= count,
+                      timeout=timeout)
+
+    def finish(self, timeout=60):
+        """Wait for the program to exit: ``(exit code, stdout, stderr)``."""
+        code = self.proc.wait(timeout)
+        for reader in self._readers:
+            reader.join(timeout)
+        return code, "".join(self._lines["stdout"]), "".join(self._lines["stderr"])
 
 
 def crash_and_restart(kafka_bootstrap, make_topic, produce, guarantee):
     src, dst = make_topic(partitions=2), make_topic(partitions=2)
     produce(src, [(f"k{i % 7}".encode(), {"id": i}) for i in range(N)])
     group = f"crash-{uuid.uuid4().hex[:8]}"
-    first = start(kafka_bootstrap, src, dst, group, guarantee, 0.01)
-    wait_for_progress(first, 150)  # several checkpoints (0.5 s) have been committed by now
-    first.send_signal(signal.SIGKILL)
-    first.wait(10)
-    second = start(kafka_bootstrap, src, dst, group, guarantee, 0.0, timeout=3)
-    out, err = second.communicate(timeout=120)
-    assert second.returncode == 0, err[-3000:]
+    first = Program(kafka_bootstrap, src, dst, group, guarantee, 0.01)
+    first.wait_for_progress(150)  # several checkpoints (0.5 s) have been committed by now
+    first.proc.send_signal(signal.SIGKILL)
+    first.finish(10)
+    second = Program(kafka_bootstrap, src, dst, group, guarantee, 0.0, timeout=3)
+    code, out, err = second.finish(120)
+    assert code == 0, err[-3000:]
     assert "stopped cleanly" in out
     return dst
 
@@ -74,11 +110,11 @@ def test_sigterm_stops_after_a_final_checkpoint(kafka_bootstrap, make_topic, pro
     src, dst = make_topic(), make_topic()
     produce(src, [(b"k", {"id": i}) for i in range(50)])
     group = f"term-{uuid.uuid4().hex[:8]}"
-    proc = start(kafka_bootstrap, src, dst, group, "at-least-once", 0.0)
-    wait_for_progress(proc, 50)
-    proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 0 and "stopped cleanly" in out, err[-3000:]
+    proc = Program(kafka_bootstrap, src, dst, group, "at-least-once", 0.0)
+    proc.wait_for_progress(50)
+    proc.proc.send_signal(signal.SIGTERM)
+    code, out, err = proc.finish(60)
+    assert code == 0 and "stopped cleanly" in out, err[-3000:]
     assert committed(group, src)[0] == 50  # the final checkpoint committed everything processed
     assert len(read_topic(dst, 50)) == 50
 
@@ -86,23 +122,28 @@ def test_sigterm_stops_after_a_final_checkpoint(kafka_bootstrap, make_topic, pro
 def test_two_instances_share_partitions_and_a_rebalance_loses_nothing(kafka_bootstrap, make_topic, produce,
                                                                        read_topic):
     src, dst = make_topic(partitions=2), make_topic(partitions=2)
-    produce(src, [(f"k{i % 11}".encode(), {"id": i}) for i in range(N)])
+    records = [(f"k{i % 11}".encode(), {"id": i}) for i in range(N)]  # the 11 keys land on both partitions
+    produce(src, records[:N // 2])
     group = f"scale-{uuid.uuid4().hex[:8]}"
-    first = start(kafka_bootstrap, src, dst, group, "at-least-once", 0.02)
+    first = Program(kafka_bootstrap, src, dst, group, "at-least-once", 0.02)
     second = None
     try:
-        wait_for_progress(first, 30)
-        # the second joins: a rebalance within ~0.5 s (batches are sized to take about that long)
-        second = start(kafka_bootstrap, src, dst, group, "at-least-once", 0.02)
-        wait_for_progress(second, 1)
+        first.wait_for_progress(30)
+        # The second joins while the first is mid-stream (its 200 messages take ~4 s): a rebalance.
+        second = Program(kafka_bootstrap, src, dst, group, "at-least-once", 0.02)
+        second.wait_for("a partition of its own", lambda lines: any(HOLDS_A_PARTITION.search(line) for line in lines),
+                        stream="stderr", timeout=90)
+        # Produced only now, so the second has work on any host, however late it joined.
+        produce(src, records[N // 2:])
+        second.wait_for_progress(1)
         ids = {orjson.loads(m.value())["id"] for m in read_topic(dst, N, timeout=90)}
         assert ids == set(range(N))
     finally:
-        for proc in (first, second):
-            if proc is not None:
-                proc.send_signal(signal.SIGTERM)
-    for proc in (first, second):
-        out, err = proc.communicate(timeout=60)
-        assert proc.returncode == 0 and "stopped cleanly" in out, err[-3000:]
+        for program in (first, second):
+            if program is not None:
+                program.proc.send_signal(signal.SIGTERM)
+    for program in (first, second):
+        code, out, err = program.finish(60)
+        assert code == 0 and "stopped cleanly" in out, err[-3000:]
     by = collections.Counter(orjson.loads(m.value())["by"] for m in read_topic(dst, N, timeout=30, settle=1))
     assert set(by) == {first.pid, second.pid}  # both instances processed some of the partitions
