@@ -11,6 +11,12 @@ edge's lateness rule and the open windows' partial aggregates, emitting each win
 Sliding windows of tidy keys take the closed form; a key with a record inside an already-closed
 window switches to the JVM port of the edge's sliding engine (so no key leaves the loop).
 
+A full run of tumbling or hopping windows also needs the per-group window state for the next
+incremental run (:mod:`lakehouse.window_state`); the loop sees each group's event time, last
+record and open records at the group's end, so it gathers the state's rows in the same pass
+(:func:`loop_state`: an accumulator the driver reads after the job) instead of a scan of the
+table after the output's commit.
+
 The loop's output also carries one summary row per group, which the observation of
 :func:`loop_windows` turns into the figures the job reports and the window state needs (rows read
 and skipped, groups, ``state_floor``, ``stale_groups``, ``replayed``); the rows returned are the
@@ -28,6 +34,7 @@ Example::
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 from lakehouse.window_native import group_hash, quote_column
@@ -37,13 +44,68 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from lakehouse.window_recompute import WindowSpec
 
-__all__ = ("LOOP_CLASS", "LOOP_MODES", "loop_available", "loop_input", "loop_unavailable_reason", "loop_windows")
+__all__ = ("LOOP_CLASS", "LOOP_MODES", "LoopState", "loop_available", "loop_input", "loop_state",
+           "loop_unavailable_reason", "loop_windows")
 
 LOOP_CLASS = "streamlake.windows.WindowLoop"
 #: ``auto``: the loop when its jar is on the class path; ``on``: the loop or an error; ``off``: Spark's operators
 LOOP_MODES = ("auto", "on", "off")
 _MISSING = ("the window loop's jar is not on the class path (./dev bootstrap builds it with the JDK's javac; "
             "spark-submit needs it in --jars like the other runtime jars)")
+
+
+#: the most window state records one task, and the whole job, gathers for the driver; beyond, the
+#: job reads the state from the table instead (:func:`lakehouse.window_state.full_state`)
+STATE_TASK_CAP = 500_000
+STATE_TOTAL_CAP = 1_000_000
+
+
+@dataclass
+class LoopState:
+    """The per-group window state a fixed windows' loop gathers (the rows of
+    :func:`lakehouse.window_state.full_state`), read with :meth:`frame` after the job ran."""
+
+    handle: Any  # streamlake.windows.WindowLoop$State
+
+    def frame(self, spark: "SparkSession") -> "DataFrame | None":
+        """The state's rows (one per group), or None when they were too many to gather."""
+        from pyspark.sql import DataFrame
+
+        jdf = self.handle.frame(spark._jsparkSession)
+        return None if jdf is None else DataFrame(jdf, spark)
+
+
+def loop_state(data: "DataFrame", group_cols: Sequence[str], order_cols: Sequence[str], bound: int,
+               task_cap: int = STATE_TASK_CAP, total_cap: int = STATE_TOTAL_CAP) -> LoopState | None:
+    """Where :func:`loop_windows` of tumbling or hopping windows gathers the window state of
+    ``data`` (prepared rows: the state's records are structs of its columns) with ``bound`` =
+    ``grace + duration``; None when the loop's rows cannot give the state's types (a value that
+    is not bigint or double: the loop reads it cast)."""
+    from pyspark.sql import types as T
+
+    if not isinstance(data.schema["value"].dataType, (T.LongType, T.DoubleType)):
+        return None
+    fields = {f.name: f.dataType for f in data.schema.fields if f.name != "__gh"}
+    schema = T.StructType(
+        [T.StructField(c, fields[c]) for c in group_cols]
+        + [T.StructField("latest", T.LongType()),
+           T.StructField("last", T.StructType([T.StructField(c, fields[c]) for c in order_cols])),
+           T.StructField("records", T.ArrayType(T.StructType([T.StructField(c, t) for c, t in fields.items()])))])
+    spark = data.sparkSession
+    handle = getattr(spark.sparkContext._jvm, f"{LOOP_CLASS}$State")(
+        spark._jsparkSession, schema.json(), _names(spark, group_cols), _names(spark, order_cols),
+        _names(spark, list(fields)), int(bound), int(task_cap), int(total_cap))
+    return LoopState(handle)
+
+
+def _names(spark: "SparkSession", names: Sequence[str]) -> Any:
+    """A Java ``String[]`` of ``names``."""
+    jvm: Any = spark.sparkContext._jvm
+    gateway: Any = spark.sparkContext._gateway
+    array = gateway.new_array(jvm.String, len(names))
+    for i, name in enumerate(names):
+        array[i] = name
+    return array
 
 
 def loop_available(spark: "SparkSession") -> bool:
@@ -111,13 +173,14 @@ def _observed(rows: "DataFrame", observation: Any) -> "DataFrame":
 
 
 def loop_windows(data: "DataFrame", spec: "WindowSpec", order_cols: Sequence[str], group_cols: Sequence[str],
-                 observation: Any = None) -> "DataFrame":
+                 observation: Any = None, state: LoopState | None = None) -> "DataFrame":
     """``final()`` rows of ``data`` (prepared columns; rows with a NULL timestamp or value are
     counted as skipped): ``__gh``, ``key``, ``window_start``, ``window_end``, ``value`` (bigint for
     counts and for sums, minima and maxima of integral values, else double). Per key (``key`` in
     ``group_cols``) the rows come grouped by key and in time order. ``observation`` (a
     ``pyspark.sql.Observation``) receives ``groups``, ``state_floor``, ``stale_groups``, ``rows``,
-    ``skipped`` and ``replayed``."""
+    ``skipped`` and ``replayed``. ``state`` (:func:`loop_state`; tumbling and hopping windows)
+    gathers the window state while the rows are computed."""
     from pyspark.sql import DataFrame
     from pyspark.sql import types as T
 
@@ -128,17 +191,14 @@ def loop_windows(data: "DataFrame", spec: "WindowSpec", order_cols: Sequence[str
     sorted_rows = loop_input(data, group_cols, order_cols, integral)
     spark = data.sparkSession
     jvm: Any = spark.sparkContext._jvm
-    gateway: Any = spark.sparkContext._gateway
-    names = gateway.new_array(jvm.String, len(group_cols))
-    for i, column in enumerate(group_cols):
-        names[i] = column
+    names = _names(spark, group_cols)
     loop = getattr(jvm, LOOP_CLASS)
     if spec.kind == "sliding":
         jdf = loop.sliding(sorted_rows._jdf, names, spec.duration_ms, spec.grace_ms, aggregation)
     else:
         step = spec.step_ms or spec.duration_ms
         jdf = loop.fixed(sorted_rows._jdf, names, spec.duration_ms, step, spec.grace_ms, aggregation,
-                         "key" in group_cols)
+                         "key" in group_cols, None if state is None else state.handle)
     rows = DataFrame(jdf, spark)
     if observation is not None:
         rows = _observed(rows, observation)

@@ -14,7 +14,7 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
-from lakehouse.window_loop import loop_unavailable_reason, loop_windows
+from lakehouse.window_loop import LoopState, loop_state, loop_unavailable_reason, loop_windows
 from lakehouse.window_native import (group_hash, native_fixed_windows, native_sliding_windows,
                                      native_unsupported_reason, sliding_key_flags)
 
@@ -48,6 +48,7 @@ class PathNote:
     clustered: bool = False  # the rows come out grouped by key and in time order (no sort needed to write)
     loop: bool = False  # the JVM loop computed the rows (its observation also counts the rows read)
     operators_reason: str | None = None  # native without the loop: why Spark's operators computed them
+    loop_state: LoopState | None = None  # the window state the loop gathered (compute_windows' state_bound)
 
     def _metrics(self) -> dict[str, Any]:
         return self.observation.get if self.observation is not None else {}
@@ -84,13 +85,16 @@ class PathNote:
 
 
 def compute_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str], group_cols: Sequence[str],
-                    value_type: Any, path: str, loop: str = "auto") -> tuple["DataFrame", PathNote]:
+                    value_type: Any, path: str, loop: str = "auto",
+                    state_bound: int | None = None) -> tuple["DataFrame", PathNote]:
     """The window rows of ``data`` (columns ``key``, ``ts``, ``value`` and ``order_cols``, no NULL
     timestamp or value; the loop also takes rows with NULLs and counts them as skipped) on ``path``
     (``native`` or ``python-engine``), and the path's note for the report line. ``group_cols``
     make a closing group (:func:`group_columns`); ``loop`` is the JVM loop's mode
     (:data:`lakehouse.window_loop.LOOP_MODES`). The rows may carry a ``__gh`` column (the group's
-    hash, to sort by; :func:`_write_output` drops it)."""
+    hash, to sort by; :func:`_write_output` drops it). ``state_bound`` (``grace + duration``): the
+    JVM loop of tumbling or hopping windows also gathers the window state
+    (:attr:`PathNote.loop_state`, None where it cannot)."""
     from pyspark.sql import types as T
 
     schema = T.StructType([T.StructField("key", data.schema["key"].dataType),
@@ -99,7 +103,7 @@ def compute_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[st
     if path == "native":
         reason = loop_unavailable_reason(data, loop)
         if reason is None:
-            return _loop_windows(data, spec, order_cols, group_cols, value_type)
+            return _loop_windows(data, spec, order_cols, group_cols, value_type, state_bound)
         rows, note = _native_windows(data.where("ts IS NOT NULL AND value IS NOT NULL"), spec, order_cols,
                                      group_cols, schema)
         note.operators_reason = reason
@@ -129,7 +133,7 @@ def engine_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str
 
 
 def _loop_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str], group_cols: Sequence[str],
-                  value_type: Any) -> tuple["DataFrame", PathNote]:
+                  value_type: Any, state_bound: int | None = None) -> tuple["DataFrame", PathNote]:
     """The native path through the JVM loop (:func:`lakehouse.window_loop.loop_windows`); per key
     its rows come out grouped by key and in time order."""
     from pyspark.sql import Observation
@@ -137,7 +141,9 @@ def _loop_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str]
 
     note = PathNote("native", Observation(f"windows_loop_{uuid.uuid4().hex}"), clustered="key" in group_cols,
                     loop=True)
-    rows = loop_windows(data, spec, order_cols, group_cols, note.observation)
+    if state_bound is not None and spec.kind != "sliding":
+        note.loop_state = loop_state(data, group_cols, order_cols, state_bound)
+    rows = loop_windows(data, spec, order_cols, group_cols, note.observation, note.loop_state)
     return rows.withColumn("value", F.col("value").cast(value_type)), note
 
 

@@ -324,7 +324,10 @@ def run_window_recompute(spark: "SparkSession", options: WindowRecomputeOptions,
     bookmark = bookmark_properties(until, definition_fingerprint(options))
     loop_reason = loop_unavailable_reason(data, options.loop) if path == "native" else None
     if path == "native" and loop_reason is None:  # one sort, one loop; it counts the rows it reads
-        windows, note = compute_windows(data, spec, order_cols, group_cols, value_type, path, options.loop)
+        # and gathers the window state the next incremental run starts from
+        state_bound = spec.grace_ms + spec.duration_ms if _keeps_state(target, until, spec, path, group_cols) else None
+        windows, note = compute_windows(data, spec, order_cols, group_cols, value_type, path, options.loop,
+                                        state_bound)
         report.windows = _write_output(spark, windows, options, say, bookmark, sort=not note.clustered)
         return _finish(spark, report, options, raw, note, None, group_cols, order_cols, until, started, say)
     if loop_reason is not None:
@@ -365,11 +368,16 @@ def _finish(spark: "SparkSession", report: WindowReport, options: WindowRecomput
     target = open_table(spark, options.output, resolve_format(options.output, options.output_format),
                         options.default_catalog)
     complete = F.col("ts").isNotNull() & F.col("value").isNotNull()
-    if isinstance(target, IcebergTable) and until is not None and uses_state(spec, note.path, group_cols):
-        from lakehouse.window_state import save_full_state  # what the next incremental run starts from
+    if until is not None and _keeps_state(target, until, spec, note.path, group_cols):
+        from lakehouse.window_state import save_full_state, write_state  # what the next incremental run starts from
 
-        save_full_state(prepare_input(raw, options).where(complete), options, group_cols, order_cols, until,
-                        definition_fingerprint(options), note.state_floor())
+        gathered = None if note.loop_state is None else note.loop_state.frame(spark)
+        if gathered is not None:  # the loop's, from the same pass as the windows
+            write_state(gathered, options, int(until), definition_fingerprint(options))
+            say("windows: the window state gathered by the loop")
+        else:
+            save_full_state(prepare_input(raw, options).where(complete), options, group_cols, order_cols, until,
+                            definition_fingerprint(options), note.state_floor())
     pause_point("windows.after-commit")
     counted = note.rows_read()
     if counted is None:
@@ -382,6 +390,12 @@ def _finish(spark: "SparkSession", report: WindowReport, options: WindowRecomput
     report.seconds = time.monotonic() - started
     say(f"windows: {report.rows_read} rows, {report.groups} groups in {options.table}")
     return report
+
+
+def _keeps_state(target: Any, until: int | None, spec: WindowSpec, path: str, group_cols: list[str]) -> bool:
+    """Whether a full run writes the window state (an Iceberg output of a path whose increments
+    read it, :func:`lakehouse.window_incremental.uses_state`)."""
+    return isinstance(target, IcebergTable) and until is not None and uses_state(spec, path, group_cols)
 
 
 def _commit_properties(target: Any, properties: dict[str, str]) -> None:

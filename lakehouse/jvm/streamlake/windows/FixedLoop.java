@@ -39,8 +39,8 @@ final class FixedLoop extends LoopIterator<FixedLoop.State> {
     }
 
     FixedLoop(Iterator<InternalRow> input, GroupReader reader, int agg, long duration, long step, long grace,
-              boolean perKey) {
-        super(input, reader, agg);
+              boolean perKey, WindowState.Collector state) {
+        super(input, reader, agg, state);
         this.duration = duration;
         this.step = step;
         this.grace = grace;

@@ -95,7 +95,7 @@ final class GroupReader {
         return true;
     }
 
-    private static Object copy(InternalRow row, int field, DataType type) {
+    static Object copy(InternalRow row, int field, DataType type) {
         if (row.isNullAt(field)) return null;
         if (type instanceof StringType) return row.getUTF8String(field).clone();
         if (type instanceof BinaryType) return row.getBinary(field).clone();

@@ -25,6 +25,7 @@ abstract class LoopIterator<G extends LoopIterator.Group> implements Iterator<In
     private final ArrayDeque<InternalRow> pending = new ArrayDeque<>();
     protected final GroupReader reader;
     protected final int agg;
+    private final WindowState.Collector state;  // null: no window state gathered
     private boolean finished;
     private long gh;
     private G current;
@@ -36,12 +37,14 @@ abstract class LoopIterator<G extends LoopIterator.Group> implements Iterator<In
     static class Group {
         long rows, skipped;
         boolean replayed;
+        WindowState.Buffer buffer;  // with a window state collector
     }
 
-    LoopIterator(Iterator<InternalRow> input, GroupReader reader, int agg) {
+    LoopIterator(Iterator<InternalRow> input, GroupReader reader, int agg, WindowState.Collector state) {
         this.input = input;
         this.reader = reader;
         this.agg = agg;
+        this.state = state;
     }
 
     @Override
@@ -51,7 +54,12 @@ abstract class LoopIterator<G extends LoopIterator.Group> implements Iterator<In
                 InternalRow row = input.next();
                 G group = groupOf(row);
                 group.rows++;
-                if (reader.complete(row)) record(group, row); else group.skipped++;
+                if (reader.complete(row)) {
+                    record(group, row);
+                    if (state != null) state.add(group.buffer, row);
+                } else {
+                    group.skipped++;
+                }
             } else if (!finished) {
                 finished = true;
                 endAll();
@@ -74,11 +82,11 @@ abstract class LoopIterator<G extends LoopIterator.Group> implements Iterator<In
             endAll();
             gh = rowGh;
             currentValues = reader.values(row);
-            current = newGroup();
+            current = fresh();
         } else if (!reader.matches(row, currentValues)) {  // two groups share the hash
             int found = -1;
             for (int i = 0; i < others.size() && found < 0; i++) if (reader.matches(row, otherValues.get(i))) found = i;
-            G group = found < 0 ? newGroup() : others.get(found);
+            G group = found < 0 ? fresh() : others.get(found);
             Object[] values = found < 0 ? reader.values(row) : otherValues.get(found);
             if (found >= 0) {
                 others.set(found, current);
@@ -93,9 +101,15 @@ abstract class LoopIterator<G extends LoopIterator.Group> implements Iterator<In
         return current;
     }
 
+    private G fresh() {
+        G group = newGroup();
+        if (state != null) group.buffer = state.newBuffer();
+        return group;
+    }
+
     private void endAll() {
-        if (current != null) endGroup(current);
-        for (G group : others) endGroup(group);
+        if (current != null) endGroup(current, currentValues);
+        for (int i = 0; i < others.size(); i++) endGroup(others.get(i), otherValues.get(i));
         current = null;
         others.clear();
         otherValues.clear();
@@ -115,7 +129,8 @@ abstract class LoopIterator<G extends LoopIterator.Group> implements Iterator<In
     /** Whether the group had a complete row (only such groups count as groups). */
     protected abstract boolean counted(G group);
 
-    private void endGroup(G group) {
+    private void endGroup(G group, Object[] values) {
+        if (state != null) state.finish(group.buffer, values);
         pending.add(new GenericInternalRow(new Object[] {gh, null, null, null, null,
             counted(group) ? 1 : 2, bound(group), stale(group), group.rows, group.skipped, group.replayed}));
     }

@@ -37,7 +37,7 @@ final class SlidingLoop extends LoopIterator<SlidingLoop.State> {
     }
 
     SlidingLoop(Iterator<InternalRow> input, GroupReader reader, int agg, long duration, long grace) {
-        super(input, reader, agg);
+        super(input, reader, agg, null);
         this.duration = duration;
         this.grace = grace;
         this.integral = reader.integral;

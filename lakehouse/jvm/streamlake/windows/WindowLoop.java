@@ -40,11 +40,63 @@ public final class WindowLoop {
      */
     public static Dataset<Row> fixed(Dataset<Row> sorted, String[] groupCols, long duration, long step, long grace,
                                      String aggregation, boolean perKey) {
+        return fixed(sorted, groupCols, duration, step, grace, aggregation, perKey, null);
+    }
+
+    /**
+     * {@link #fixed}, also gathering each group's window state into {@code state} while the
+     * windows are computed ({@link State}; null: none).
+     */
+    public static Dataset<Row> fixed(Dataset<Row> sorted, String[] groupCols, long duration, long step, long grace,
+                                     String aggregation, boolean perKey, State state) {
         final int agg = Acc.kind(aggregation);
         final StructType in = sorted.schema();
-        new GroupReader(in, groupCols);  // checks the columns on the driver
-        return run(sorted, agg, it -> new FixedLoop(it, new GroupReader(in, groupCols), agg, duration, step, grace,
-            perKey));
+        GroupReader checked = new GroupReader(in, groupCols);  // checks the columns on the driver
+        final WindowState.Spec spec = state == null ? null : state.spec;
+        final WindowState.Rows rows = state == null ? null : state.rows;
+        if (spec != null) new WindowState.Collector(spec, rows, in, groupCols, checked);  // checks them too
+        return run(sorted, agg, it -> {
+            GroupReader reader = new GroupReader(in, groupCols);
+            WindowState.Collector collector = spec == null ? null
+                : new WindowState.Collector(spec, rows, in, groupCols, reader);
+            return new FixedLoop(it, reader, agg, duration, step, grace, perKey, collector);
+        });
+    }
+
+    /**
+     * Where a fixed windows' loop puts the per-group window state of a full run
+     * (lakehouse/window_state.py's {@code full_state} rows), read after the job with
+     * {@link #frame}: {@code schemaJson} is the state's schema (the group's columns, then
+     * {@code latest}, {@code last} (a struct of {@code orderCols}), {@code records} (an array of
+     * structs of {@code recordCols})), {@code bound} the state's {@code grace + duration}; more than
+     * {@code taskCap} records in a task or {@code totalCap} in all leave no rows ({@link #overflowed}).
+     */
+    public static final class State {
+        final WindowState.Spec spec;
+        final WindowState.Rows rows;
+        private final StructType schema;
+
+        public State(org.apache.spark.sql.classic.SparkSession spark, String schemaJson, String[] groupCols,
+                     String[] orderCols, String[] recordCols, long bound, long taskCap, long totalCap) {
+            spec = new WindowState.Spec(schemaJson, orderCols, recordCols, bound, taskCap);
+            rows = new WindowState.Rows(totalCap, groupCols.length);
+            schema = (StructType) DataType.fromJson(schemaJson);
+            spark.sparkContext().register(rows, "window state");
+        }
+
+        /** Whether the state was too large to collect (then {@link #frame} is null). */
+        public boolean overflowed() {
+            return rows.overflowed();
+        }
+
+        /** The state's rows, one per group, as a DataFrame (null when {@link #overflowed}). */
+        public Dataset<Row> frame(org.apache.spark.sql.classic.SparkSession spark) {
+            if (rows.overflowed()) return null;
+            java.util.List<InternalRow> distinct = rows.distinct(schema);
+            JavaRDD<InternalRow> rdd = org.apache.spark.api.java.JavaSparkContext.fromSparkContext(spark.sparkContext())
+                .parallelize(distinct, 1);
+            return spark.internalCreateDataFrame(rdd.rdd(), schema, false);
+        }
     }
 
     /** Sliding windows of {@code sorted} (per key). */
