@@ -19,6 +19,7 @@ Example::
 
 from __future__ import annotations
 
+import json
 import re
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -83,6 +84,21 @@ class DeltaTable:
                                                                      self.location)
         return delta_log.update(getattr(delta_log, "update$default$1")(), getattr(delta_log, "update$default$2")(),
                                 getattr(delta_log, "update$default$3")())
+
+    def stats_from_checksum(self) -> tuple[int, int, int] | None:
+        """``file_stats`` from the files the version's checksum lists, or ``None`` if it lists none."""
+        checksum = self.snapshot().checksumOpt()
+        if checksum.isEmpty() or checksum.get().allFiles().isEmpty():
+            return None
+        jvm: Any = self.spark._jvm  # type: ignore[attr-defined]
+        files = rows = size = 0
+        for add in jvm.scala.jdk.javaapi.CollectionConverters.asJava(checksum.get().allFiles().get()):
+            vector = add.deletionVector()
+            counted = counted_rows(add.stats(), int(vector.cardinality()) if vector is not None else 0)
+            if counted is None:
+                return None
+            files, rows, size = files + 1, rows + counted, size + int(add.size())
+        return files, rows, size
 
     def files(self) -> "DataFrame":
         """The current version's ``AddFile`` actions (path, partitionValues, size, stats, ...)."""
@@ -171,7 +187,15 @@ class DeltaTable:
         From the file list, as Iceberg's ``data_files`` gives them: every file Spark writes into a
         Delta table carries its row count (``stats.numRecords``), less the rows a deletion vector
         hides. Only when some file has no count (written without statistics) is the table scanned.
+        A version's checksum file lists its files when there are few (Delta's
+        ``allFilesInCrc``, under 50 files by default): then no Spark job reads the log for them
+        (that job cost a register run as much as its append).
         """
+        listed = self.stats_from_checksum()
+        return listed if listed is not None else self.stats_from_file_list()
+
+    def stats_from_file_list(self) -> tuple[int, int, int]:
+        """``file_stats`` from the snapshot's file list (a Spark job over the log)."""
         row = self.files().selectExpr(
             "count(*) AS files", "coalesce(sum(size), 0) AS bytes",
             "coalesce(sum(CAST(get_json_object(stats, '$.numRecords') AS BIGINT)"
@@ -180,6 +204,21 @@ class DeltaTable:
         ).collect()[0]
         rows = row.rows if row.uncounted == 0 else self.spark.read.format("delta").load(self.location).count()
         return int(row.files), int(rows), int(row.bytes)
+
+
+def counted_rows(stats: str | None, deleted: int) -> int | None:
+    """Rows a Delta ``AddFile`` holds: its ``stats.numRecords`` less ``deleted`` (the cardinality
+    of its deletion vector), or ``None`` when the file was written without statistics.
+
+    >>> counted_rows('{"numRecords":50,"minValues":{"id":0}}', 0), counted_rows('{"numRecords":50}', 10)
+    (50, 40)
+    >>> counted_rows(None, 0) is None, counted_rows('{"minValues":{}}', 0) is None
+    (True, True)
+    """
+    if not stats:
+        return None
+    records = json.loads(stats).get("numRecords")
+    return None if records is None else int(records) - deleted
 
 
 def declare_warehouse_tables(spark: "SparkSession") -> list[str]:

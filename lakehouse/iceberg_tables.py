@@ -33,6 +33,30 @@ def quote_ident(identifier: str) -> str:
     return ".".join(f"`{part.strip('`')}`" for part in identifier.split("."))
 
 
+#: snapshot summary keys of the running totals, in the order file_stats returns them
+_TOTALS = ("total-data-files", "total-records", "total-files-size")
+
+
+def data_file_totals(summary: dict[str, str]) -> tuple[int, int, int] | None:
+    """(data files, rows, bytes) from a snapshot summary's running totals, or ``None`` when they
+    do not say what the ``data_files`` metadata table would: a total is missing (a writer that keeps
+    none), or delete files exist (``total-files-size`` counts them too).
+
+    >>> data_file_totals({"total-data-files": "3", "total-records": "157", "total-files-size": "4096",
+    ...                   "total-delete-files": "0"})
+    (3, 157, 4096)
+    >>> data_file_totals({"total-data-files": "3", "total-records": "157"}) is None
+    True
+    >>> data_file_totals({"total-data-files": "3", "total-records": "150", "total-files-size": "5000",
+    ...                   "total-delete-files": "1"}) is None
+    True
+    """
+    if any(key not in summary for key in _TOTALS) or int(summary.get("total-delete-files", "0")) != 0:
+        return None
+    files, rows, size = (int(summary[key]) for key in _TOTALS)
+    return files, rows, size
+
+
 class IcebergTable:
     """One Iceberg table addressed as ``catalog.namespace.table``."""
 
@@ -174,7 +198,18 @@ class IcebergTable:
         return rows
 
     def file_stats(self) -> tuple[int, int, int]:
-        """(data files, rows, bytes) of the current snapshot."""
+        """(data files, rows, bytes) of the current snapshot.
+
+        From the running totals every Iceberg commit writes into its snapshot summary: no Spark
+        job (a scan of the ``data_files`` metadata table cost as much as the append itself in a
+        register run). The metadata table is the fallback where the totals cannot stand for it.
+        """
+        snapshot = self.java_table().currentSnapshot()
+        if snapshot is None:
+            return 0, 0, 0
+        totals = data_file_totals(dict(snapshot.summary()))
+        if totals is not None:
+            return totals
         self.refresh()
         row = self.spark.sql(
             f"SELECT count(*) AS n, coalesce(sum(record_count), 0) AS r, "

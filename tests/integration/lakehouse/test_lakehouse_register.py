@@ -120,7 +120,8 @@ def test_register_since_limits_to_recent_partitions(spark, edge_lake, make_targe
 
 def test_delta_file_stats_come_from_the_file_list_and_match_a_scan(spark, tmp_path):
     """The reports' (files, rows, bytes) of a Delta table: row counts from each file's statistics,
-    less what a deletion vector hides; a file written without statistics falls back to a scan."""
+    less what a deletion vector hides, from the checksum file's list while it has one; a file written
+    without statistics falls back to a scan."""
     from lakehouse.delta_tables import DeltaTable
 
     table = DeltaTable(spark, f"delta.`{tmp_path / 'stats'}`")
@@ -135,9 +136,12 @@ def test_delta_file_stats_come_from_the_file_list_and_match_a_scan(spark, tmp_pa
     files, rows, size = table.file_stats()
     detail = table.detail()
     assert (files, rows, size) == (detail.numFiles, 100, detail.sizeInBytes) and files >= 2
+    # a small table's checksum file lists its files: the same figures without reading the log
+    assert table.stats_from_checksum() == table.stats_from_file_list() == (files, rows, size)
     spark.sql(f"DELETE FROM {table.sql_name} WHERE id < 10")  # a deletion vector, the file kept
     assert table.files().where("deletionVector IS NOT NULL").count() >= 1
     assert table.file_stats()[1] == scanned() == 90
+    assert table.stats_from_checksum() == table.stats_from_file_list()
     key = "spark.databricks.delta.stats.collect"
     spark.conf.set(key, "false")
     try:
@@ -146,8 +150,40 @@ def test_delta_file_stats_come_from_the_file_list_and_match_a_scan(spark, tmp_pa
         spark.conf.unset(key)
     before = files
     assert table.files().where("get_json_object(stats, '$.numRecords') IS NULL").count() >= 1
+    assert table.stats_from_checksum() is None  # a file without a count: not from the checksum
     files, rows, _ = table.file_stats()
     assert files == table.detail().numFiles > before
     assert rows == scanned() == 120
     assert table.version() == 4 and table.uuid() == str(table.detail().id)
     assert table.partition_columns() == list(table.detail().partitionColumns) == ["part"]
+
+
+def test_iceberg_file_stats_come_from_the_snapshot_totals_and_match_the_metadata_table(spark, unique_name):
+    """The reports' (files, rows, bytes) of an Iceberg table: the snapshot summary's running totals
+    after appends and a rewrite; with delete files (merge-on-read) the ``data_files`` table instead."""
+    from lakehouse.iceberg_tables import IcebergTable, data_file_totals, quote_ident
+
+    table = IcebergTable(spark, f"embedded.{unique_name('stats')}.t")
+    table.create([("id", "bigint"), ("part", "string")], ["part"])
+    assert table.file_stats() == (0, 0, 0)  # created, no snapshot yet
+
+    def metadata_table():
+        row = spark.sql(f"SELECT count(*) AS n, coalesce(sum(record_count), 0) AS r, "
+                        f"coalesce(sum(file_size_in_bytes), 0) AS b FROM {quote_ident(table.identifier + '.data_files')}"
+                        ).collect()[0]
+        return int(row.n), int(row.r), int(row.b)
+
+    for start in (0, 100):
+        spark.range(start, start + 100).selectExpr("id", "CAST(id % 2 AS STRING) AS part").writeTo(table.sql_name).append()
+    summary = dict(table.java_table().currentSnapshot().summary())
+    assert data_file_totals(summary) is not None  # served from the totals
+    assert table.file_stats() == metadata_table() and table.file_stats()[:2] == (4, 200)
+    spark.sql(f"CALL embedded.system.rewrite_data_files(table => '{table.identifier.split('.', 1)[1]}', "
+              "options => map('rewrite-all', 'true'))")
+    assert table.file_stats() == metadata_table() and table.file_stats()[:2] == (2, 200)
+
+    spark.sql(f"ALTER TABLE {table.sql_name} SET TBLPROPERTIES ('write.delete.mode' = 'merge-on-read')")
+    spark.sql(f"DELETE FROM {table.sql_name} WHERE id < 10")  # a position delete file, data files kept
+    summary = dict(table.java_table().currentSnapshot().summary())
+    assert int(summary["total-delete-files"]) >= 1 and data_file_totals(summary) is None
+    assert table.file_stats() == metadata_table() and table.file_stats()[:2] == (2, 200)
