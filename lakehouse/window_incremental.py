@@ -258,6 +258,7 @@ def run_increment(spark: "SparkSession", options: "WindowRecomputeOptions", plan
     from pyspark.sql import functions as F
 
     from lakehouse.window_recompute import _extra_columns, choose_path, group_columns, prepare_input
+    from lakehouse.window_tail import loop_gathers, loop_increment
 
     if plan.since == plan.until:
         return 0, 0, "incremental (no new source snapshot)"
@@ -272,8 +273,12 @@ def run_increment(spark: "SparkSession", options: "WindowRecomputeOptions", plan
         return _emit_windows(spark, options, plan, source, target, say, None, arrived, group_cols, order_cols,
                              complete)
     state, trusted = _open_state(spark, options, plan, source, group_cols, order_cols, bound, fingerprint, say)
-    state = state.cache()  # one row per group: small, read by every job of the run (kept by the first)
     new = arrived.where(complete)
+    gathered = loop_gathers(options, arrived, group_cols, order_cols, bound) if trusted else None
+    if gathered is not None:  # one job: the windows, and the state after the new rows, from one loop
+        return loop_increment(spark, options, plan, source, target, say, state, arrived, group_cols, order_cols,
+                              complete, gathered)
+    state = state.cache()  # one row per group: small, read by every job of the run (kept by the first)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="window-state") as pool:
         # the state at plan.until is right whatever the output's fate: a run that ends without
         # its output commit leaves a state the next run does not trust (its bookmark differs from
@@ -306,14 +311,17 @@ def _save_state(state: "DataFrame", new: "DataFrame", options: "WindowRecomputeO
 
 def _emit_windows(spark: "SparkSession", options: "WindowRecomputeOptions", plan: IncrementPlan, source: Any,
                   target: Any, say: Callable[[str], None], state: "DataFrame | None", arrived: "DataFrame",
-                  group_cols: list[str], order_cols: list[str], complete: Any) -> tuple[int, int, str] | None:
+                  group_cols: list[str], order_cols: list[str], complete: Any,
+                  gathered: Any = None, appended_hook: Callable[[], None] | None = None) -> tuple[int, int, str] | None:
     """The output's part of :func:`run_increment`. Native tumbling and hopping windows append the
     tail groups' new windows first (:func:`lakehouse.window_tail.append_tail`: no job before the
     write) and record the bookmark in a commit of its own when no group was reordered, the normal
     case; otherwise, and on the other paths, one summary row decides which keys are recomputed
     whole, and one ``MERGE`` replaces their rows and records the bookmark. ``state`` is None when
     the path does not use it (:func:`uses_state`): every changed key is recomputed, so whether its
-    new records follow its old ones does not matter."""
+    new records follow its old ones does not matter. ``gathered``: the JVM loop appends the tail
+    windows and gathers the state (:func:`lakehouse.window_tail.append_tail`); ``appended_hook``
+    runs right after that append (the state's write starts there)."""
     from pyspark.sql import functions as F
 
     from lakehouse.window_recompute import _commit_properties, _value_type, choose_path, prepare_input
@@ -329,10 +337,12 @@ def _emit_windows(spark: "SparkSession", options: "WindowRecomputeOptions", plan
     if appendable:
         assert state is not None
         new_rows, appended, reordered = append_tail(target, state, arrived, COMPLETE, spec, group_cols, order_cols,
-                                                     value_type, path)
+                                                     value_type, path, gathered)
+        if appended_hook is not None:
+            appended_hook()
         if not reordered:
             _commit_properties(target, bookmark)
-            return new_rows, appended, f"incremental, {path}"
+            return new_rows, appended, f"incremental, {path}" + (" (JVM loop)" if gathered is not None else "")
         if "key" not in group_cols:  # closing per partition: a full run
             say("windows: full recompute (a partition got records between its old ones)")
             return None

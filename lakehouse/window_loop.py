@@ -44,7 +44,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from lakehouse.window_recompute import WindowSpec
 
-__all__ = ("LOOP_CLASS", "LOOP_MODES", "LoopState", "loop_available", "loop_input", "loop_state",
+__all__ = ("INCREMENT_COLUMNS", "LOOP_CLASS", "LOOP_MODES", "LoopState", "loop_available", "loop_input", "loop_state",
            "loop_unavailable_reason", "loop_windows")
 
 LOOP_CLASS = "streamlake.windows.WindowLoop"
@@ -53,6 +53,10 @@ LOOP_MODES = ("auto", "on", "off")
 _MISSING = ("the window loop's jar is not on the class path (./dev bootstrap builds it with the JDK's javac; "
             "spark-submit needs it in --jars like the other runtime jars)")
 
+
+#: an increment's rows (:func:`lakehouse.window_tail.loop_tail_rows`): old or new, the group's old
+#: ``latest`` and ``last``; the loop then computes the windows the new rows close and the state after them
+INCREMENT_COLUMNS = ("__new", "__old_latest", "__old_last")
 
 #: the most window state records one task, and the whole job, gathers for the driver; beyond, the
 #: job reads the state from the table instead (:func:`lakehouse.window_state.full_state`)
@@ -76,16 +80,19 @@ class LoopState:
 
 
 def loop_state(data: "DataFrame", group_cols: Sequence[str], order_cols: Sequence[str], bound: int,
-               task_cap: int = STATE_TASK_CAP, total_cap: int = STATE_TOTAL_CAP) -> LoopState | None:
+               task_cap: int = STATE_TASK_CAP, total_cap: int = STATE_TOTAL_CAP,
+               columns: Sequence[str] | None = None) -> LoopState | None:
     """Where :func:`loop_windows` of tumbling or hopping windows gathers the window state of
     ``data`` (prepared rows: the state's records are structs of its columns) with ``bound`` =
-    ``grace + duration``; None when the loop's rows cannot give the state's types (a value that
-    is not bigint or double: the loop reads it cast)."""
+    ``grace + duration``; ``columns``: the records' columns (default: ``data``'s). None when the
+    loop's rows cannot give the state's types (a value that is not bigint or double: the loop
+    reads it cast)."""
     from pyspark.sql import types as T
 
     if not isinstance(data.schema["value"].dataType, (T.LongType, T.DoubleType)):
         return None
-    fields = {f.name: f.dataType for f in data.schema.fields if f.name != "__gh"}
+    names = [c for c in (columns or data.columns) if c != "__gh"]
+    fields = {c: data.schema[c].dataType for c in names}
     schema = T.StructType(
         [T.StructField(c, fields[c]) for c in group_cols]
         + [T.StructField("latest", T.LongType()),
@@ -143,7 +150,7 @@ def loop_input(data: "DataFrame", group_cols: Sequence[str], order_cols: Sequenc
                value_integral: bool) -> "DataFrame":
     """The floor's plan over the columns the loop reads: ``__gh``, the group's columns, ``key``,
     ``ts``, ``value`` (bigint when ``value_integral``, else double) and ``__closed_floor`` when
-    ``data`` has it, shuffled by the group and sorted within each task by the group's hash, the
+    ``data`` has it (and an increment's :data:`INCREMENT_COLUMNS`), shuffled by the group and sorted within each task by the group's hash, the
     order columns that are not the group's (the offset), then the group's columns.
 
     A group's records are contiguous and in offset order unless two groups share the hash, which
@@ -153,17 +160,24 @@ def loop_input(data: "DataFrame", group_cols: Sequence[str], order_cols: Sequenc
     own order, by partition and key first: 5.3-5.6 s at 10M rows here, this one 4.9 s)."""
     columns = list(dict.fromkeys(["__gh", *group_cols, "key", *order_cols]))
     value = f"CAST(value AS {'BIGINT' if value_integral else 'DOUBLE'}) AS value"
-    extra = ["__closed_floor"] if "__closed_floor" in data.columns else []
+    extra = [c for c in ("__closed_floor", *INCREMENT_COLUMNS) if c in data.columns]
     hashed = data if "__gh" in data.columns else data.withColumn("__gh", group_hash(group_cols))
     narrowed = hashed.selectExpr(*map(quote_column, columns), "ts", value, *extra)
     offsets = [c for c in order_cols if c not in group_cols]
     return narrowed.repartition("__gh", *group_cols).sortWithinPartitions("__gh", *offsets, *group_cols)
 
 
-def _observed(rows: "DataFrame", observation: Any) -> "DataFrame":
-    """The figures of the summary rows, observed (see the module doc)."""
+def _observed(rows: "DataFrame", observation: Any, increment: bool = False) -> "DataFrame":
+    """The figures of the summary rows, observed (see the module doc); of an increment's rows:
+    ``new_rows``, ``changed`` (groups with a new complete record) and ``reordered`` (of those, the
+    groups whose new records do not all follow their old ones, left out of the rows)."""
     from pyspark.sql import functions as F
 
+    if increment:
+        metrics = ["coalesce(sum(CASE WHEN __summary > 0 THEN __rows END), 0) AS new_rows",
+                   "count(CASE WHEN __summary = 1 THEN 1 END) AS changed",
+                   "count(CASE WHEN __summary > 0 AND __replayed THEN 1 END) AS reordered"]
+        return rows.observe(observation, *[F.expr(m) for m in metrics])
     metrics = ["count(CASE WHEN __summary = 1 THEN 1 END) AS groups",
                "min(CASE WHEN __summary = 1 THEN __bound END) AS state_floor",
                "count(CASE WHEN __summary = 1 AND __stale THEN 1 END) AS stale_groups",
@@ -179,8 +193,9 @@ def loop_windows(data: "DataFrame", spec: "WindowSpec", order_cols: Sequence[str
     counts and for sums, minima and maxima of integral values, else double). Per key (``key`` in
     ``group_cols``) the rows come grouped by key and in time order. ``observation`` (a
     ``pyspark.sql.Observation``) receives ``groups``, ``state_floor``, ``stale_groups``, ``rows``,
-    ``skipped`` and ``replayed``. ``state`` (:func:`loop_state`; tumbling and hopping windows)
-    gathers the window state while the rows are computed."""
+    ``skipped`` and ``replayed`` (an increment's rows, :data:`INCREMENT_COLUMNS`: see
+    :func:`_observed`). ``state`` (:func:`loop_state`; tumbling and hopping windows, required for
+    an increment's rows) gathers the window state while the rows are computed."""
     from pyspark.sql import DataFrame
     from pyspark.sql import types as T
 
@@ -201,5 +216,5 @@ def loop_windows(data: "DataFrame", spec: "WindowSpec", order_cols: Sequence[str
                          "key" in group_cols, None if state is None else state.handle)
     rows = DataFrame(jdf, spark)
     if observation is not None:
-        rows = _observed(rows, observation)
+        rows = _observed(rows, observation, "__new" in data.columns)
     return rows.where("__summary = 0").select("__gh", "key", "window_start", "window_end", "value")

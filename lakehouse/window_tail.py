@@ -17,6 +17,13 @@ ones) from an observation of the write (``DataFrame.observe``), after the rows a
 reordered group's rows are left out, and the caller replaces its keys (or runs a full
 recompute) before it records the bookmark.
 
+Where the JVM loop runs (:mod:`lakehouse.window_loop`), it does all of that in the one job that
+appends the windows (:func:`loop_increment`): the state's open records and the new rows
+(:func:`loop_tail_rows`) take the loop's sort, and the loop tells the tail groups from the
+reordered ones, closes the windows up to each group's old bound, holds a reordered group's
+windows back, and gathers the state after the new rows (an accumulator, as in a full run), which
+is then written beside the bookmark's commit instead of a job of its own advancing the state.
+
 Example::
 
     records, observation = tail_records(state, arrived, complete, group_cols, order_cols, bound)
@@ -27,14 +34,14 @@ Example::
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from lakehouse.window_native import quote_column
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ("append_tail", "tail_records")
+__all__ = ("append_tail", "loop_gathers", "loop_increment", "loop_tail_rows", "save_gathered", "tail_records")
 
 
 def _state_rows(state: "DataFrame", columns: Sequence[str], group_cols: Sequence[str]) -> "DataFrame":
@@ -98,16 +105,105 @@ def tail_records(state: "DataFrame", arrived: "DataFrame", complete: str, group_
     return kept.selectExpr(*map(quote_column, columns), "__gh", floor), observation
 
 
+def loop_tail_rows(state: "DataFrame", arrived: "DataFrame", complete: str, group_cols: Sequence[str]) -> "DataFrame":
+    """An increment's rows for the JVM loop (:data:`lakehouse.window_loop.INCREMENT_COLUMNS`): the
+    state's open records (a group without any keeps one row without a record) with the group's
+    ``__old_latest`` and ``__old_last``, and every new row. No frame, no exchange of its own: the
+    loop's sort brings each group's rows together in offset order, and the loop tells the tail
+    groups from the reordered ones, closes the windows up to the old bound and gathers the state
+    after the new rows (:func:`lakehouse.window_loop.loop_windows`)."""
+    columns = list(arrived.columns)
+    rows = _state_rows(state, columns, group_cols).unionByName(_new_rows(arrived, state, complete))
+    return rows.drop("__record")
+
+
 def append_tail(target: Any, state: "DataFrame", arrived: "DataFrame", complete: str, spec: Any,
-                group_cols: list[str], order_cols: list[str], value_type: Any, path: str) -> tuple[int, int, int]:
+                group_cols: list[str], order_cols: list[str], value_type: Any, path: str,
+                gathered: Any = None) -> tuple[int, int, int]:
     """Append the windows that close now in the tail groups to ``target``, without the bookmark
     (it holds only once the observation says no group was reordered): (new rows, window rows
     appended, reordered groups). A driver lost before the bookmark's own commit leaves an output
-    without one, which the next run recomputes in full."""
-    from lakehouse.window_incremental import append_windows, compute_windows_of
+    without one, which the next run recomputes in full. ``gathered``
+    (:class:`lakehouse.window_loop.LoopState`): the JVM loop computes the windows from
+    :func:`loop_tail_rows` and gathers the state after the new rows into it; otherwise Spark's
+    operators compute them from :func:`tail_records`."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
 
+    from lakehouse.window_incremental import append_windows, compute_windows_of
+    from lakehouse.window_loop import loop_windows
+
+    if gathered is not None:
+        seen = Observation(f"windows_tail_{uuid.uuid4().hex}")
+        rows = loop_windows(loop_tail_rows(state, arrived, complete, group_cols), spec, order_cols, group_cols, seen,
+                            gathered)
+        written = append_windows(target, [rows.withColumn("value", F.col("value").cast(value_type))], {})
+        counts = seen.get
+        return int(counts["new_rows"] or 0), written, int(counts["reordered"] or 0)
     records, seen = tail_records(state, arrived, complete, group_cols, order_cols, spec.grace_ms + spec.duration_ms)
     written = append_windows(target, [compute_windows_of(records, spec, order_cols, group_cols, value_type, path)],
                              {})
     counts = seen.get
     return int(counts["new_rows"] or 0), written, int(counts["reordered"] or 0)
+
+
+def loop_gathers(options: Any, arrived: "DataFrame", group_cols: list[str], order_cols: list[str], bound: int) -> Any:
+    """Where the JVM loop gathers the state after an increment of tumbling or hopping windows
+    (:func:`lakehouse.window_loop.loop_state`), or None when Spark's operators compute the
+    increment (the loop is off or unavailable, order columns other than int/bigint besides the
+    group's, a value the loop reads cast)."""
+    from pyspark.sql import types as T
+
+    from lakehouse.window_loop import loop_state, loop_unavailable_reason
+    from lakehouse.window_recompute import choose_path
+
+    spec = options.window
+    if choose_path(spec, options.engine) != "native" or spec.kind == "sliding":
+        return None
+    offsets = [c for c in order_cols if c not in group_cols]
+    if not all(isinstance(arrived.schema[c].dataType, (T.IntegerType, T.LongType)) for c in offsets):
+        return None
+    if loop_unavailable_reason(arrived, options.loop) is not None:
+        return None
+    return loop_state(arrived, group_cols, order_cols, bound, columns=arrived.columns)
+
+
+def save_gathered(spark: "SparkSession", gathered: Any, state: "DataFrame", new: "DataFrame", options: Any,
+                  group_cols: list[str], order_cols: list[str], until: int, fingerprint: str) -> None:
+    """Write the state the loop gathered (an overwrite when its schema is the table's), or, when it
+    was too large to gather, the state advanced by a job of its own (:func:`_save_state`)."""
+    from lakehouse.window_incremental import _save_state
+    from lakehouse.window_state import write_state
+
+    frame = gathered.frame(spark)
+    if frame is None:
+        _save_state(state, new, options, group_cols, order_cols, until, fingerprint, True)
+        return
+    write_state(frame, options, until, fingerprint, overwrite=frame.schema.json() == state.schema.json())
+
+
+def loop_increment(spark: "SparkSession", options: Any, plan: Any, source: Any, target: Any,
+                   say: Callable[[str], None], state: "DataFrame", arrived: "DataFrame", group_cols: list[str],
+                   order_cols: list[str], complete: Any, gathered: Any) -> tuple[int, int, str] | None:
+    """:func:`lakehouse.window_incremental.run_increment` on the JVM loop (``gathered``:
+    :func:`loop_gathers`): one job appends the windows and gathers the state
+    after the new rows, which is then written alongside the bookmark's commit (or the MERGE of
+    reordered keys). The state is not cached: the loop's job reads it once (a reordered key's
+    fallback reads its pinned snapshot again)."""
+    from concurrent.futures import Future, ThreadPoolExecutor, wait
+
+    from lakehouse.window_incremental import _emit_windows, definition_fingerprint
+
+    saving: list[Future[None]] = []
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="window-state") as pool:
+        def save() -> None:  # once the windows are appended: the state the loop gathered
+            saving.append(pool.submit(save_gathered, spark, gathered, state, arrived.where(complete), options,
+                                      group_cols, order_cols, plan.until, definition_fingerprint(options)))
+        try:
+            result = _emit_windows(spark, options, plan, source, target, say, state, arrived, group_cols,
+                                   order_cols, complete, gathered, save)
+        finally:
+            wait(saving)  # no job left running (a full recompute after None replaces the state)
+    for future in saving:
+        future.result()  # the state write's own error, if any
+    return result

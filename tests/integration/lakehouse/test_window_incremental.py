@@ -66,12 +66,13 @@ RAW = st.lists(st.tuples(st.integers(0, 3), st.integers(0, 12), st.sampled_from(
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture])
 @given(raw=RAW, batches=st.lists(st.integers(0, 2), min_size=50, max_size=50), kind=st.sampled_from(list(SPECS)),
-       in_order=st.booleans())
-def test_incremental_runs_equal_a_full_recompute(spark, raw, batches, kind, in_order):
+       in_order=st.booleans(), loops=st.lists(st.sampled_from(["auto", "off"]), min_size=3, max_size=3))
+def test_incremental_runs_equal_a_full_recompute(spark, raw, batches, kind, in_order, loops):
     """Records arrive in up to three appends; with ``in_order`` each append holds later offsets
     (the sink's normal order), else a batch can hold offsets older than an earlier one's (a file
     registered late). An incremental run follows each append; the output then equals a full
-    recompute and what the edge emits."""
+    recompute and what the edge emits. Each run takes the JVM loop or Spark's operators
+    (``loops``), so a state written by one path is read by the other."""
     rows = stream(raw)
     assignment = sorted(batches[:len(rows)]) if in_order else batches[:len(rows)]
     spec = SPECS[kind]
@@ -90,6 +91,7 @@ def test_incremental_runs_equal_a_full_recompute(spark, raw, batches, kind, in_o
                 df.writeTo(source).append()
             else:
                 df.writeTo(source).using("iceberg").create()
+            options.loop = loops[number]
             paths.append(run_window_recompute(spark, options, progress=lambda _l: None).path)
         assert not paths[0].startswith("incremental")  # the first run has no bookmark
         assert all(p.startswith("incremental") for p in paths[1:])
@@ -115,14 +117,16 @@ def test_only_new_windows_are_added_and_nothing_is_read_twice(spark):
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
     options = WindowRecomputeOptions(table=source, output=output, value_column="temp", window=spec)
     spark.createDataFrame(rows[:300], SCHEMA).writeTo(source).using("iceberg").create()
-    first = run_window_recompute(spark, options, progress=lambda _l: None)
+    said: list[str] = []
+    first = run_window_recompute(spark, options, progress=said.append)
+    assert "windows: the window state gathered by the loop" in said  # no scan of its own
     before = table_rows(spark, output)
     spark.createDataFrame(rows[300:350], SCHEMA).writeTo(source).append()
-    said: list[str] = []
+    said.clear()
     second = run_window_recompute(spark, options, progress=said.append)
     after = table_rows(spark, output)
     assert (first.rows_read, second.rows_read) == (300, 50)
-    assert second.path == "incremental, native"
+    assert second.path == "incremental, native (JVM loop)"  # the windows and the state from one loop
     assert set(before) <= set(after) and second.windows == len(after) - len(before) > 0
     assert after == edge_windows(rows[:350], spec)
     # the old records' per-group state came from the state table, not from a scan of the old snapshot

@@ -12,8 +12,9 @@ import org.apache.spark.sql.catalyst.InternalRow;
  *
  * <ul>
  * <li>the group's event time is the largest timestamp so far, from 0; windows with
- *     {@code start <= event time - grace - duration} are closed (with {@code __closed_floor}: at
- *     least up to it, the windows an earlier run emitted);</li>
+ *     {@code start <= event time - grace - duration} are closed (with {@code __closed_floor}, or in
+ *     an increment's rows up to the old event time's bound: at least up to it, the windows an
+ *     earlier run emitted);</li>
  * <li>a record goes into each of its windows (starts are multiples of the step, never negative
  *     for hopping windows) that is not closed when it arrives;</li>
  * <li>a window is emitted when it closes; windows still open at the group's end are not.</li>
@@ -66,6 +67,7 @@ final class FixedLoop extends LoopIterator<FixedLoop.State> {
         if (reader.closedFloor >= 0 && !row.isNullAt(reader.closedFloor)) {
             closed = Math.max(closed, row.getLong(reader.closedFloor));
         }
+        if (g.oldLatest != Long.MIN_VALUE) closed = Math.max(closed, g.oldLatest - grace - duration);  // increments
         long closedK = Math.floorDiv(closed, step);
         OpenWindows windows;
         if (perKey) {

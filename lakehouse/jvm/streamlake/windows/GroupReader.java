@@ -19,6 +19,8 @@ import org.apache.spark.unsafe.types.UTF8String;
  */
 final class GroupReader {
     final int gh, ts, value, key, closedFloor;
+    /** An increment's columns (LoopIterator), -1 without them. */
+    final int isNew, oldLatest, oldLast;
     final boolean integral;
     private final int[] groupFields;
     private final DataType[] groupTypes;
@@ -29,8 +31,11 @@ final class GroupReader {
         ts = schema.fieldIndex("ts");
         value = schema.fieldIndex("value");
         key = schema.fieldIndex("key");
-        closedFloor = java.util.Arrays.asList(schema.fieldNames()).contains("__closed_floor")
-            ? schema.fieldIndex("__closed_floor") : -1;
+        java.util.List<String> names = java.util.Arrays.asList(schema.fieldNames());
+        closedFloor = names.indexOf("__closed_floor");
+        isNew = names.indexOf("__new");
+        oldLatest = names.indexOf("__old_latest");
+        oldLast = names.indexOf("__old_last");
         DataType valueType = schema.fields()[value].dataType();
         if (!(valueType instanceof LongType) && !(valueType instanceof org.apache.spark.sql.types.DoubleType)) {
             throw new IllegalArgumentException("the window loop reads bigint or double values, got " + valueType);

@@ -18,6 +18,16 @@ import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
  * two groups share a hash: then their rows interleave in offset order, and the loop keeps one state
  * per group of that hash until the hash changes.
  *
+ * <p>An increment's rows ({@code __new} among the columns, lakehouse/window_tail.py) are the
+ * window state's open records ({@code __new} false, with the group's old {@code __old_latest} and
+ * {@code __old_last}; a group without open records has one such row without a record) and the new
+ * rows. Windows up to the old event time's bound count as closed (they were emitted before); a
+ * group whose new complete records do not all follow its old last record in offset order is
+ * <em>reordered</em>: its windows are held back (the job recomputes its keys whole) and its summary
+ * row says so. The summary row of an increment's group carries {@code __summary} 1 when the group
+ * got a new complete record (2 otherwise), {@code __rows} its new rows and {@code __replayed}
+ * whether it is reordered.
+ *
  * @param <G> a group's state
  */
 abstract class LoopIterator<G extends LoopIterator.Group> implements Iterator<InternalRow> {
@@ -26,6 +36,8 @@ abstract class LoopIterator<G extends LoopIterator.Group> implements Iterator<In
     protected final GroupReader reader;
     protected final int agg;
     private final WindowState.Collector state;  // null: no window state gathered
+    private final boolean increment;            // the rows are an increment's (reader.isNew >= 0)
+    private G emitting;                         // the group whose row is being recorded
     private boolean finished;
     private long gh;
     private G current;
@@ -38,6 +50,12 @@ abstract class LoopIterator<G extends LoopIterator.Group> implements Iterator<In
         long rows, skipped;
         boolean replayed;
         WindowState.Buffer buffer;  // with a window state collector
+        // an increment's group (see the class doc): its old event time, new rows, whether it got a new
+        // complete record, whether one sits at or before its old last record, and its windows, held
+        long oldLatest = Long.MIN_VALUE;
+        long newRows;
+        boolean changed, reordered;
+        ArrayList<InternalRow> held;
     }
 
     LoopIterator(Iterator<InternalRow> input, GroupReader reader, int agg, WindowState.Collector state) {
@@ -45,6 +63,10 @@ abstract class LoopIterator<G extends LoopIterator.Group> implements Iterator<In
         this.reader = reader;
         this.agg = agg;
         this.state = state;
+        this.increment = reader.isNew >= 0;
+        if (increment && state == null) {
+            throw new IllegalArgumentException("an increment's loop gathers the window state");
+        }
     }
 
     @Override
@@ -54,7 +76,10 @@ abstract class LoopIterator<G extends LoopIterator.Group> implements Iterator<In
                 InternalRow row = input.next();
                 G group = groupOf(row);
                 group.rows++;
-                if (reader.complete(row)) {
+                boolean complete = reader.complete(row);
+                if (increment) incremental(group, row, complete);
+                if (complete) {
+                    emitting = group;
                     record(group, row);
                     if (state != null) state.add(group.buffer, row);
                 } else {
@@ -68,6 +93,21 @@ abstract class LoopIterator<G extends LoopIterator.Group> implements Iterator<In
             }
         }
         return true;
+    }
+
+    /** What an increment's row tells about its group, before the row is recorded. */
+    private void incremental(G group, InternalRow row, boolean complete) {
+        if (!row.getBoolean(reader.isNew)) {
+            if (group.changed) group.reordered = true;  // an old record after a new one
+            if (!row.isNullAt(reader.oldLatest)) group.oldLatest = row.getLong(reader.oldLatest);
+            state.old(group.buffer, row);
+            return;
+        }
+        group.newRows++;
+        if (complete && !group.changed) {
+            group.changed = true;
+            if (state.atOrBeforeOldLast(group.buffer, row)) group.reordered = true;
+        }
     }
 
     @Override
@@ -104,6 +144,7 @@ abstract class LoopIterator<G extends LoopIterator.Group> implements Iterator<In
     private G fresh() {
         G group = newGroup();
         if (state != null) group.buffer = state.newBuffer();
+        if (increment) group.held = new ArrayList<>();
         return group;
     }
 
@@ -131,6 +172,12 @@ abstract class LoopIterator<G extends LoopIterator.Group> implements Iterator<In
 
     private void endGroup(G group, Object[] values) {
         if (state != null) state.finish(group.buffer, values);
+        if (increment) {
+            if (!group.reordered) pending.addAll(group.held);
+            pending.add(new GenericInternalRow(new Object[] {gh, null, null, null, null, group.changed ? 1 : 2,
+                null, null, group.newRows, 0L, group.reordered}));
+            return;
+        }
         pending.add(new GenericInternalRow(new Object[] {gh, null, null, null, null,
             counted(group) ? 1 : 2, bound(group), stale(group), group.rows, group.skipped, group.replayed}));
     }
@@ -141,7 +188,8 @@ abstract class LoopIterator<G extends LoopIterator.Group> implements Iterator<In
      * sliding rows to the noop sink 8.3-9.0 s against 7.7-8.0 s (bench/README.md).
      */
     protected final void emit(Object key, long start, long end, Object value) {
-        pending.add(new GenericInternalRow(new Object[] {gh, GroupReader.outputKey(key), start, end,
-            value, 0, null, null, null, null, null}));
+        InternalRow row = new GenericInternalRow(new Object[] {gh, GroupReader.outputKey(key), start, end,
+            value, 0, null, null, null, null, null});
+        if (increment) emitting.held.add(row); else pending.add(row);
     }
 }

@@ -140,6 +140,11 @@ final class WindowState {
         final long[] lastLongs;
         final boolean[] lastNulls;
         final Object[] lastObjects;
+        // an increment's old state of the group (LoopIterator): its latest and last
+        boolean hasOld, hasOldLast;
+        long oldLatest = Long.MIN_VALUE;
+        final long[] oldLastLongs;
+        final boolean[] oldLastNulls;
 
         Buffer(boolean integral, int longFields, int objectFields) {
             if (integral) lv = new long[16]; else dv = new double[16];
@@ -149,6 +154,8 @@ final class WindowState {
             lastLongs = new long[longFields];
             lastNulls = new boolean[longFields];
             lastObjects = new Object[objectFields];
+            oldLastLongs = new long[longFields];
+            oldLastNulls = new boolean[longFields];
         }
     }
 
@@ -208,6 +215,13 @@ final class WindowState {
             objectField = objects.stream().mapToInt(Integer::intValue).toArray();
             objectType = new DataType[objectField.length];
             for (int i = 0; i < objectField.length; i++) objectType[i] = input.fields()[objectField[i]].dataType();
+            if (reader.isNew >= 0) {
+                for (int kind : lastKind) {
+                    if (kind == OBJECT) {
+                        throw new IllegalArgumentException("an increment's loop orders by int and bigint columns only");
+                    }
+                }
+            }
         }
 
         /** (kind, slot) of an input column; a varying column gets a buffer slot (once per name). */
@@ -234,12 +248,65 @@ final class WindowState {
         }
 
         Buffer newBuffer() {
-            return stopped ? null : new Buffer(reader.integral, longField.length, objectField.length);
+            return new Buffer(reader.integral, longField.length, objectField.length);
+        }
+
+        /** An increment's old row: the group's old {@code latest} and {@code last}. */
+        void old(Buffer b, InternalRow row) {
+            b.hasOld = true;
+            if (!row.isNullAt(reader.oldLatest)) b.oldLatest = Math.max(b.oldLatest, row.getLong(reader.oldLatest));
+            if (b.hasOldLast || row.isNullAt(reader.oldLast)) return;
+            InternalRow last = row.getStruct(reader.oldLast, lastKind.length);
+            b.hasOldLast = true;
+            for (int j = 0; j < lastKind.length; j++) {
+                if (lastKind[j] == GROUP) continue;
+                int slot = lastSlot[j];
+                b.oldLastNulls[slot] = last.isNullAt(j);
+                b.oldLastLongs[slot] = last.isNullAt(j) ? 0L : lastKind[j] == INT ? last.getInt(j) : last.getLong(j);
+            }
+        }
+
+        /** Whether an increment's new row lies at or before its group's old last record in offset order. */
+        boolean atOrBeforeOldLast(Buffer b, InternalRow row) {
+            if (!b.hasOldLast) return false;
+            for (int j = 0; j < lastKind.length; j++) {
+                if (lastKind[j] == GROUP) continue;
+                int f = longField[lastSlot[j]];
+                boolean isNull = row.isNullAt(f);
+                long v = isNull ? 0L : lastKind[j] == INT ? row.getInt(f) : row.getLong(f);
+                int c = compare(isNull, v, b.oldLastNulls[lastSlot[j]], b.oldLastLongs[lastSlot[j]]);
+                if (c != 0) return c < 0;
+            }
+            return true;
+        }
+
+        /** Nulls first, as Spark orders them. */
+        private static int compare(boolean aNull, long a, boolean bNull, long b) {
+            if (aNull || bNull) return aNull == bNull ? 0 : aNull ? -1 : 1;
+            return Long.compare(a, b);
+        }
+
+        /** Whether the group's old last record comes after the last complete row the loop read. */
+        private boolean oldLastIsLater(Buffer b) {
+            if (!b.hasOldLast) return false;
+            if (b.maxTs == Long.MIN_VALUE) return true;  // no complete row read
+            for (int j = 0; j < lastKind.length; j++) {
+                if (lastKind[j] == GROUP) continue;
+                int slot = lastSlot[j];
+                int c = compare(b.oldLastNulls[slot], b.oldLastLongs[slot], b.lastNulls[slot], b.lastLongs[slot]);
+                if (c != 0) return c > 0;
+            }
+            return false;
         }
 
         /** One complete row of the group that owns {@code b}. */
         void add(Buffer b, InternalRow row) {
-            if (b == null || stopped) return;
+            if (b == null) return;
+            if (stopped) {  // no records kept; the event time still counts
+                long t = row.getLong(reader.ts);
+                if (t > b.maxTs) b.maxTs = t;
+                return;
+            }
             long t = row.getLong(reader.ts);
             if (t > b.maxTs) b.maxTs = t;
             if (b.size == b.ts.length) compact(b);
@@ -263,7 +330,7 @@ final class WindowState {
         }
 
         private long threshold(Buffer b) {
-            return Math.max(0L, b.maxTs) - spec.bound;
+            return Math.max(b.oldLatest, Math.max(0L, b.maxTs)) - spec.bound;
         }
 
         /** Drops the records at or below the running threshold; grows the arrays when still half full. */
@@ -301,8 +368,8 @@ final class WindowState {
 
         /** The group's state row, added to the accumulator (none for a group without complete rows). */
         void finish(Buffer b, Object[] groupValues) {
-            if (b == null || stopped || b.maxTs == Long.MIN_VALUE) return;
-            long latest = Math.max(0L, b.maxTs);
+            if (b == null || stopped || (b.maxTs == Long.MIN_VALUE && !b.hasOld)) return;
+            long latest = Math.max(b.oldLatest, b.maxTs == Long.MIN_VALUE ? Long.MIN_VALUE : Math.max(0L, b.maxTs));
             long below = latest - spec.bound;
             ArrayList<Object> records = new ArrayList<>();
             for (int i = 0; i < b.size; i++) {
@@ -311,8 +378,12 @@ final class WindowState {
                 for (int j = 0; j < fields.length; j++) fields[j] = field(b, i, recordKind[j], recordSlot[j], groupValues);
                 records.add(new GenericInternalRow(fields));
             }
+            boolean oldLast = oldLastIsLater(b);
             Object[] last = new Object[lastKind.length];
-            for (int j = 0; j < last.length; j++) last[j] = lastField(b, lastKind[j], lastSlot[j], groupValues);
+            for (int j = 0; j < last.length; j++) {
+                last[j] = oldLast ? oldLastField(b, lastKind[j], lastSlot[j], groupValues)
+                    : lastField(b, lastKind[j], lastSlot[j], groupValues);
+            }
             Object[] row = new Object[groupFields + 3];
             System.arraycopy(groupValues, 0, row, 0, groupFields);
             row[groupFields] = latest;
@@ -335,6 +406,15 @@ final class WindowState {
                 case LONG: return b.nulls[slot][i] ? null : (Object) b.longs[slot][i];
                 case INT: return b.nulls[slot][i] ? null : (Object) (int) b.longs[slot][i];
                 default: return b.objects[slot][i];
+            }
+        }
+
+        private Object oldLastField(Buffer b, int kind, int slot, Object[] groupValues) {
+            switch (kind) {
+                case GROUP: return groupValues[slot];
+                case LONG: return b.oldLastNulls[slot] ? null : (Object) b.oldLastLongs[slot];
+                case INT: return b.oldLastNulls[slot] ? null : (Object) (int) b.oldLastLongs[slot];
+                default: throw new IllegalArgumentException("order column of kind " + kind);
             }
         }
 
