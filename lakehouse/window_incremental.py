@@ -312,7 +312,7 @@ def _save_state(state: "DataFrame", new: "DataFrame", options: "WindowRecomputeO
 def _emit_windows(spark: "SparkSession", options: "WindowRecomputeOptions", plan: IncrementPlan, source: Any,
                   target: Any, say: Callable[[str], None], state: "DataFrame | None", arrived: "DataFrame",
                   group_cols: list[str], order_cols: list[str], complete: Any,
-                  gathered: Any = None, appended_hook: Callable[[], None] | None = None) -> tuple[int, int, str] | None:
+                  gathered: Any = None, computed_hook: Callable[[], None] | None = None) -> tuple[int, int, str] | None:
     """The output's part of :func:`run_increment`. Native tumbling and hopping windows append the
     tail groups' new windows first (:func:`lakehouse.window_tail.append_tail`: no job before the
     write) and record the bookmark in a commit of its own when no group was reordered, the normal
@@ -320,8 +320,9 @@ def _emit_windows(spark: "SparkSession", options: "WindowRecomputeOptions", plan
     whole, and one ``MERGE`` replaces their rows and records the bookmark. ``state`` is None when
     the path does not use it (:func:`uses_state`): every changed key is recomputed, so whether its
     new records follow its old ones does not matter. ``gathered``: the JVM loop appends the tail
-    windows and gathers the state (:func:`lakehouse.window_tail.append_tail`); ``appended_hook``
-    runs right after that append (the state's write starts there)."""
+    windows and gathers the state (:func:`lakehouse.window_tail.append_tail`: then the append
+    carries the bookmark); ``computed_hook`` runs once the tail windows are computed (the state's
+    write starts there)."""
     from pyspark.sql import functions as F
 
     from lakehouse.window_recompute import _commit_properties, _value_type, choose_path, prepare_input
@@ -336,12 +337,12 @@ def _emit_windows(spark: "SparkSession", options: "WindowRecomputeOptions", plan
     appended = 0
     if appendable:
         assert state is not None
-        new_rows, appended, reordered = append_tail(target, state, arrived, COMPLETE, spec, group_cols, order_cols,
-                                                     value_type, path, gathered)
-        if appended_hook is not None:
-            appended_hook()
+        new_rows, appended, reordered, bookmarked = append_tail(target, state, arrived, COMPLETE, spec, group_cols,
+                                                                order_cols, value_type, path, gathered, bookmark,
+                                                                computed_hook)
         if not reordered:
-            _commit_properties(target, bookmark)
+            if not bookmarked:
+                _commit_properties(target, bookmark)
             return new_rows, appended, f"incremental, {path}" + (" (JVM loop)" if gathered is not None else "")
         if "key" not in group_cols:  # closing per partition: a full run
             say("windows: full recompute (a partition got records between its old ones)")

@@ -119,14 +119,18 @@ def loop_tail_rows(state: "DataFrame", arrived: "DataFrame", complete: str, grou
 
 def append_tail(target: Any, state: "DataFrame", arrived: "DataFrame", complete: str, spec: Any,
                 group_cols: list[str], order_cols: list[str], value_type: Any, path: str,
-                gathered: Any = None) -> tuple[int, int, int]:
-    """Append the windows that close now in the tail groups to ``target``, without the bookmark
-    (it holds only once the observation says no group was reordered): (new rows, window rows
-    appended, reordered groups). A driver lost before the bookmark's own commit leaves an output
-    without one, which the next run recomputes in full. ``gathered``
-    (:class:`lakehouse.window_loop.LoopState`): the JVM loop computes the windows from
-    :func:`loop_tail_rows` and gathers the state after the new rows into it; otherwise Spark's
-    operators compute them from :func:`tail_records`."""
+                gathered: Any = None, bookmark: dict[str, str] | None = None,
+                computed_hook: Callable[[], None] | None = None) -> tuple[int, int, int, bool]:
+    """Append the windows that close now in the tail groups to ``target``: (new rows, window rows
+    appended, reordered groups, whether the append carried ``bookmark``). Spark's operators
+    compute the windows from :func:`tail_records` in the append's own job, so the bookmark (it
+    holds only once the observation says no group was reordered) needs a commit of its own after
+    it; a driver lost before that commit leaves an output without one, which the next run
+    recomputes in full. ``gathered`` (:class:`lakehouse.window_loop.LoopState`): the JVM loop
+    computes the windows from :func:`loop_tail_rows` and gathers the state after the new rows,
+    in a job that keeps its rows (``localCheckpoint``: small, an increment's windows) and fills
+    the observation before anything is written; then ``computed_hook`` runs (the state's write
+    starts alongside) and the append carries the bookmark when no group was reordered."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
@@ -137,14 +141,20 @@ def append_tail(target: Any, state: "DataFrame", arrived: "DataFrame", complete:
         seen = Observation(f"windows_tail_{uuid.uuid4().hex}")
         rows = loop_windows(loop_tail_rows(state, arrived, complete, group_cols), spec, order_cols, group_cols, seen,
                             gathered)
-        written = append_windows(target, [rows.withColumn("value", F.col("value").cast(value_type))], {})
+        computed = rows.withColumn("value", F.col("value").cast(value_type)).localCheckpoint(eager=True)
         counts = seen.get
-        return int(counts["new_rows"] or 0), written, int(counts["reordered"] or 0)
+        reordered = int(counts["reordered"] or 0)
+        if computed_hook is not None:
+            computed_hook()
+        written = append_windows(target, [computed], {} if reordered else (bookmark or {}))
+        return int(counts["new_rows"] or 0), written, reordered, bool(bookmark) and not reordered
     records, seen = tail_records(state, arrived, complete, group_cols, order_cols, spec.grace_ms + spec.duration_ms)
     written = append_windows(target, [compute_windows_of(records, spec, order_cols, group_cols, value_type, path)],
                              {})
     counts = seen.get
-    return int(counts["new_rows"] or 0), written, int(counts["reordered"] or 0)
+    if computed_hook is not None:
+        computed_hook()
+    return int(counts["new_rows"] or 0), written, int(counts["reordered"] or 0), False
 
 
 def loop_gathers(options: Any, arrived: "DataFrame", group_cols: list[str], order_cols: list[str], bound: int) -> Any:
@@ -186,17 +196,18 @@ def loop_increment(spark: "SparkSession", options: Any, plan: Any, source: Any, 
                    say: Callable[[str], None], state: "DataFrame", arrived: "DataFrame", group_cols: list[str],
                    order_cols: list[str], complete: Any, gathered: Any) -> tuple[int, int, str] | None:
     """:func:`lakehouse.window_incremental.run_increment` on the JVM loop (``gathered``:
-    :func:`loop_gathers`): one job appends the windows and gathers the state
-    after the new rows, which is then written alongside the bookmark's commit (or the MERGE of
-    reordered keys). The state is not cached: the loop's job reads it once (a reordered key's
-    fallback reads its pinned snapshot again)."""
+    :func:`loop_gathers`): one job computes the windows and gathers the state after the new rows;
+    the state is then written alongside the windows' append, which carries the bookmark (or,
+    with reordered keys, alongside the append and the MERGE that replaces those keys). The state
+    is not cached: the loop's job reads it once (a reordered key's fallback reads its pinned
+    snapshot again)."""
     from concurrent.futures import Future, ThreadPoolExecutor, wait
 
     from lakehouse.window_incremental import _emit_windows, definition_fingerprint
 
     saving: list[Future[None]] = []
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="window-state") as pool:
-        def save() -> None:  # once the windows are appended: the state the loop gathered
+        def save() -> None:  # once the windows are computed: the state the loop gathered
             saving.append(pool.submit(save_gathered, spark, gathered, state, arrived.where(complete), options,
                                       group_cols, order_cols, plan.until, definition_fingerprint(options)))
         try:
