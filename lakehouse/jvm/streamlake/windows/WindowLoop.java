@@ -81,7 +81,7 @@ public final class WindowLoop {
             spec = new WindowState.Spec(schemaJson, orderCols, recordCols, bound, taskCap);
             rows = new WindowState.Rows(totalCap, groupCols.length);
             schema = (StructType) DataType.fromJson(schemaJson);
-            spark.sparkContext().register(rows, "window state");
+            spark.sparkContext().register(rows);  // unnamed: a named one's value is shown (stringified) per task
         }
 
         /** Whether the state was too large to collect (then {@link #frame} is null). */
