@@ -4,9 +4,9 @@ exactly-once duplicates nothing downstream (read with read_committed). SIGTERM s
 from __future__ import annotations
 
 import collections
+import re
 import signal
 import subprocess
-import re
 import sys
 import threading
 import uuid
