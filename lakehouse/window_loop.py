@@ -169,16 +169,14 @@ def loop_input(data: "DataFrame", group_cols: Sequence[str], order_cols: Sequenc
 
 def _observed(rows: "DataFrame", observation: Any, increment: bool = False) -> "DataFrame":
     """The figures of the summary rows, observed (see the module doc); of an increment's rows:
-    ``new_rows``, ``changed`` (groups with a new complete record), ``reordered`` (of those, the
-    groups whose new records do not all follow their old ones, left out of the rows) and
-    ``windows`` (the window rows)."""
+    ``new_rows``, ``changed`` (groups with a new complete record) and ``reordered`` (of those, the
+    groups whose new records do not all follow their old ones, left out of the rows)."""
     from pyspark.sql import functions as F
 
     if increment:
         metrics = ["coalesce(sum(CASE WHEN __summary > 0 THEN __rows END), 0) AS new_rows",
                    "count(CASE WHEN __summary = 1 THEN 1 END) AS changed",
-                   "count(CASE WHEN __summary > 0 AND __replayed THEN 1 END) AS reordered",
-                   "count(CASE WHEN __summary = 0 THEN 1 END) AS windows"]
+                   "count(CASE WHEN __summary > 0 AND __replayed THEN 1 END) AS reordered"]
         return rows.observe(observation, *[F.expr(m) for m in metrics])
     metrics = ["count(CASE WHEN __summary = 1 THEN 1 END) AS groups",
                "min(CASE WHEN __summary = 1 THEN __bound END) AS state_floor",

@@ -41,9 +41,6 @@ from lakehouse.window_native import quote_column
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
-#: at most this many window rows of a loop increment are appended as one file
-ONE_FILE_WINDOWS = 1_000_000
-
 __all__ = ("append_tail", "loop_gathers", "loop_increment", "loop_tail_rows", "save_gathered", "tail_records")
 
 
@@ -146,8 +143,6 @@ def append_tail(target: Any, state: "DataFrame", arrived: "DataFrame", complete:
                             gathered)
         computed = rows.withColumn("value", F.col("value").cast(value_type)).localCheckpoint(eager=True)
         counts = seen.get
-        if int(counts["windows"] or 0) <= ONE_FILE_WINDOWS:  # one file (one task), not one per partition
-            computed = computed.coalesce(1)
         reordered = int(counts["reordered"] or 0)
         if computed_hook is not None:
             computed_hook()
