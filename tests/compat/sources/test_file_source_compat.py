@@ -9,6 +9,7 @@ import json
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from tests.compat.sources.arrow_read_table import READ_TABLE_WITHOUT_THREADS
 
 pytestmark = pytest.mark.integration
 
@@ -38,10 +39,9 @@ def shifted_timestamp(record):
 
 
 def wait_for_sources_to_end():
-    # Both packages run a source in a child process that ends by itself after its last file. The
-    # app's stop (count reached) terminates a source still running; one caught while exiting with
-    # pyarrow's threads aborts (exit -6), which both report as a failed source. Waiting for the
-    # natural end on the last row makes the stop find the source done, for either package.
+    # Both packages run a source in a child process that ends by itself after its last file; the
+    # app's stop (count reached) would terminate one still running. Waiting for the natural end on
+    # the last row makes both packages stop their sources the same way: already done.
     deadline = time.monotonic() + 60
     while (children := multiprocessing.active_children()) and time.monotonic() < deadline:
         wait([child.sentinel for child in children], timeout=deadline - time.monotonic())
@@ -114,7 +114,7 @@ def test_local_file_source_json_gzip_and_parquet_match_quixstreams(run_both, kaf
 
     header = (f"BROKER = {kafka_bootstrap!r}\nJSON_DIR = {str(topic_dir)!r}\nPARQUET_DIR = {str(parquet_dir)!r}\n"
               f"JSON_COUNT = 12\nPARQUET_COUNT = 5\n")
-    out = run_both(header + PROGRAM, timeout=240)
+    out = run_both(header + READ_TABLE_WITHOUT_THREADS + PROGRAM, timeout=240)
     for edge_line, quix_line in zip(out.edge.splitlines(), out.quix.splitlines()):
         assert edge_line == quix_line
     assert out.edge == out.quix

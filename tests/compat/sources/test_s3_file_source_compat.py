@@ -11,6 +11,7 @@ import uuid
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from tests.compat.sources.arrow_read_table import READ_TABLE_WITHOUT_THREADS
 
 pytestmark = pytest.mark.integration
 
@@ -91,7 +92,7 @@ def test_s3_file_source_matches_quixstreams(quix_with_s3, run_both, kafka_bootst
     header = (f"BROKER = {kafka_bootstrap!r}\nBUCKET = {bucket!r}\nREGION = {services_env['AWS_REGION']!r}\n"
               f"KEY_ID = {services_env['AWS_ACCESS_KEY_ID']!r}\nSECRET = {services_env['AWS_SECRET_ACCESS_KEY']!r}\n"
               f"ENDPOINT = {services_env['S3_ENDPOINT']!r}\n")
-    out = run_both(header + PROGRAM, timeout=240)
+    out = run_both(header + READ_TABLE_WITHOUT_THREADS + PROGRAM, timeout=240)
     assert out.edge == out.quix
     lines = out.edge.splitlines()
     assert len(lines) == 8 + 5
