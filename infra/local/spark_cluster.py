@@ -77,7 +77,7 @@ def _daemon_env(home: Path) -> dict[str, str]:
         # the daemons only schedule and heartbeat: C1 and the serial GC halve their CPU (a master and
         # two workers started, 30 s idle, stopped: 19.6 -> 10.8 CPU-s); not the executors they launch
         # (their flags come from spark.executor.extraJavaOptions)
-        "SPARK_DAEMON_JAVA_OPTS": os.environ.get("SPARK_DAEMON_JAVA_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"),
+        "SPARK_DAEMON_JAVA_OPTS": os.environ.get("SPARK_DAEMON_JAVA_OPTS", "-XX:TieredStopAtLevel=1 -XX:-UseCodeCacheFlushing -XX:+UseSerialGC"),
     }
 
 
