@@ -67,10 +67,11 @@ DRIVER_SQL_DEFAULTS = " ".join(
      "-Dspark.sql.codegen.factoryMode=NO_CODEGEN"] + [f"-D{key}={value}" for key, value in ONE_TASK_PER_STAGE.items()])
 #: JIT, GC and SQL settings of the suite's Spark drivers: they live seconds to minutes on tiny
 #: data, where the C2 compiler and parallel GC threads cost ~25% of their CPU and never pay back.
-#: No code-cache flushing: a lane's driver runs one test file after another, and the sweeper made
-#: the compiled code of the previous file's plans not entrant, then C1 compiled it again for the
-#: next (a driver over test_lakehouse_compact.py: 128 -> 104-105 CPU-s, its compiler threads
-#: 22.8 -> 12.4 and the sweeper's 8.0 -> ~0; C1 code of a whole run fits the default 240 MB cache).
+#: No code-cache flushing: a lane's driver runs one test file after another, and flushing drops
+#: the code of the previous file's plans that C1 then compiles again for the next (a driver over
+#: test_lakehouse_compact.py, four runs alternating: 131 and 109 CPU-s with flushing, 111 and 94
+#: without; this machine drifts by about as much between runs, so ~5-10%; C1's code of a whole
+#: run fits the default 240 MB cache).
 DRIVER_JVM_OPTS = f"-XX:TieredStopAtLevel=1 -XX:-UseCodeCacheFlushing -XX:+UseSerialGC {DRIVER_SQL_DEFAULTS}"
 #: a JVM that cannot use the archive says nothing and runs without it
 _QUIET_CDS = "-Xlog:cds=off -Xlog:cds+dynamic=off"

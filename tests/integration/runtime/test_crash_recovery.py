@@ -6,14 +6,13 @@ from __future__ import annotations
 import collections
 import re
 import signal
-import subprocess
 import sys
-import threading
 import uuid
 from pathlib import Path
 
 import orjson
 import pytest
+from tests.integration.running_program import RunningProgram
 
 pytestmark = pytest.mark.integration
 
@@ -23,55 +22,18 @@ N = 400
 HOLDS_A_PARTITION = re.compile(r"partitions assigned: \[\(")
 
 
-class Program:
-    """``crash_program.py`` in a subprocess; threads read its stdout and stderr as they come, so every
-    wait has a real deadline (a blocking ``readline`` on a program that prints nothing never returns)."""
+class Program(RunningProgram):
+    """``crash_program.py`` in a subprocess (every wait has a deadline: see :class:`RunningProgram`)."""
 
     def __init__(self, kafka_bootstrap, src, dst, group, guarantee, sleep_s, timeout=None):
         args = [sys.executable, str(PROGRAM), kafka_bootstrap, src, dst, group, guarantee, str(sleep_s)]
-        if timeout:
-            args.append(str(timeout))
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.pid = self.proc.pid
-        self._lines = {"stdout": [], "stderr": []}
-        self._closed = set()
-        self._changed = threading.Condition()
-        self._readers = [threading.Thread(target=self._read, args=(name, getattr(self.proc, name)), daemon=True)
-                         for name in self._lines]
-        for reader in self._readers:
-            reader.start()
-
-    def _read(self, name, stream):
-        for line in stream:
-            with self._changed:
-                self._lines[name].append(line)
-                self._changed.notify_all()
-        with self._changed:
-            self._closed.add(name)
-            self._changed.notify_all()
-
-    def wait_for(self, what, done, stream="stdout", timeout=60):
-        """Wait until ``done(lines)`` holds for the lines printed on ``stream`` so far."""
-        with self._changed:
-            self._changed.wait_for(lambda: done(self._lines[stream]) or stream in self._closed, timeout)
-            if not done(self._lines[stream]):
-                exit_code = self.proc.poll()
-                raise AssertionError(f"program {self.pid} (exit code {exit_code}) did not get to: {what} "
-                                     f"within {timeout} s; its stderr ends with:\n"
-                                     + "".join(self._lines["stderr"][-30:]))
+        super().__init__(args + ([str(timeout)] if timeout else []))
 
     def wait_for_progress(self, count, timeout=60):
         """Wait until the program has reported ``count`` processed messages."""
         self.wait_for(f"{count} processed messages",
                       lambda lines: sum(line.startswith("processed") for line in lines) >= count,
                       timeout=timeout)
-
-    def finish(self, timeout=60):
-        """Wait for the program to exit: ``(exit code, stdout, stderr)``."""
-        code = self.proc.wait(timeout)
-        for reader in self._readers:
-            reader.join(timeout)
-        return code, "".join(self._lines["stdout"]), "".join(self._lines["stderr"])
 
 
 def crash_and_restart(kafka_bootstrap, make_topic, produce, guarantee):

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
+from tests.integration.running_program import RunningProgram
 
 pytestmark = pytest.mark.integration
 
@@ -22,37 +22,24 @@ PROGRAM = str(Path(__file__).with_name("silence_instance_program.py"))
 KEYS = [f"sensor-{i}" for i in range(12)]
 
 
-class Instance:
-    """A program instance whose stdout lines are collected by a reader thread."""
+class Instance(RunningProgram):
+    """A program instance; its stderr interleaved with its stdout."""
 
     def __init__(self, args: list[str], name: str) -> None:
-        self.name = name
-        self.lines: list[str] = []
-        self.proc = subprocess.Popen([sys.executable, PROGRAM, *args, name], stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True)
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip("\n"))
+        super().__init__([sys.executable, PROGRAM, *args, name], name=name, merge_stderr=True)
 
     def assigned(self) -> list[list[int]]:
-        return [json.loads(line.split(" ", 2)[2]) for line in list(self.lines) if line.startswith("ASSIGNED ")]
+        return [json.loads(line.split(" ", 2)[2]) for line in self.lines() if line.startswith("ASSIGNED ")]
 
     def silent(self) -> list[str]:
-        return [line.split()[2] for line in list(self.lines) if line.startswith("SILENT ")]
+        return [line.split()[2] for line in self.lines() if line.startswith("SILENT ")]
+
+    def log(self) -> str:
+        return "".join(self.lines())
 
     def stop(self) -> str:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-        self._reader.join(10)
-        return "\n".join(self.lines)
+        """SIGTERM, wait (killed after 60 s); everything it printed."""
+        return self.finish(60, sig=signal.SIGTERM)[1]
 
 
 def wait_for(predicate, timeout: float, what: str, *instances: Instance) -> None:
@@ -62,10 +49,9 @@ def wait_for(predicate, timeout: float, what: str, *instances: Instance) -> None
             return
         for inst in instances:
             if inst.proc.poll() is not None:
-                pytest.fail(f"instance {inst.name} exited ({inst.proc.returncode}):\n" + "\n".join(inst.lines))
+                pytest.fail(f"instance {inst.name} exited ({inst.proc.returncode}):\n" + inst.log())
         time.sleep(0.2)
-    pytest.fail(f"timed out waiting for {what}:\n" + "\n\n".join(f"[{i.name}]\n" + "\n".join(i.lines)
-                                                                for i in instances))
+    pytest.fail(f"timed out waiting for {what}:\n" + "\n\n".join(f"[{i.name}]\n" + i.log() for i in instances))
 
 
 def test_each_silent_key_is_reported_once_across_a_rebalance(kafka_bootstrap, make_topic, tmp_path):

@@ -4,16 +4,14 @@ taking over a partition. Results must equal a recomputation of every window from
 
 from __future__ import annotations
 
-import queue
 import signal
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import orjson
 import pytest
+from tests.integration.running_program import RunningProgram
 
 from stream_edge.dataframe.windows.aggregations import Sum
 from stream_edge.dataframe.windows.fixed_engine import FixedWindowEngine
@@ -39,59 +37,18 @@ def expected_windows(events):
     return out
 
 
-class Program:
-    """The window program as a subprocess; stdout lines are read by a thread (no blocking reads)."""
+class Program(RunningProgram):
+    """The window program as a subprocess (every wait has a deadline: see :class:`RunningProgram`);
+    its stderr, the runner's log, goes to ``log_path``."""
 
     def __init__(self, bootstrap, src, dst, group, state_dir, sleep_s, idle, log_path):
-        self.log_path = log_path
-        self._log = open(log_path, "w")
-        self.proc = subprocess.Popen([sys.executable, str(PROGRAM), bootstrap, src, dst, group, str(state_dir),
-                                      str(sleep_s), str(idle)], stdout=subprocess.PIPE, stderr=self._log, text=True)
-        self.lines: "queue.Queue[str]" = queue.Queue()
-        self.stdout: list = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
+        super().__init__([sys.executable, str(PROGRAM), bootstrap, src, dst, group, str(state_dir),
+                          str(sleep_s), str(idle)], stderr_path=log_path)
 
-    def _read(self):
-        for line in self.proc.stdout:
-            self.stdout.append(line)
-            self.lines.put(line)
-
-    def wait_for(self, count, timeout=90, partitions=()):
-        """Wait until ``count`` messages (of each of ``partitions``) are processed, at most ``timeout`` s."""
-        seen, deadline = {}, time.monotonic() + timeout
-
-        def done():
-            if partitions:
-                return all(seen.get(str(p), 0) >= count for p in partitions)
-            return sum(seen.values()) >= count
-
-        while not done() and time.monotonic() < deadline:
-            try:
-                line = self.lines.get(timeout=0.5)
-            except queue.Empty:
-                if self.proc.poll() is not None and self.lines.empty():
-                    break
-                continue
-            if line.startswith("processed"):
-                seen[line.split()[1]] = seen.get(line.split()[1], 0) + 1
-        assert done(), f"no progress {seen}:\n{self.stderr()[-3000:]}"
-
-    def finish(self, sig=None, timeout=180):
-        """Signal (optionally) and wait; return (stdout, stderr, returncode)."""
-        if sig is not None and self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        try:
-            self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(10)
-        self._reader.join(10)
-        self._log.close()
-        return "".join(self.stdout), self.stderr(), self.proc.returncode
-
-    def stderr(self):
-        return Path(self.log_path).read_text()
+    def wait_for_processed(self, count, timeout=90):
+        """Wait until the program has reported ``count`` processed messages."""
+        self.wait_for(f"{count} processed messages",
+                      lambda lines: sum(line.startswith("processed") for line in lines) >= count, timeout=timeout)
 
 
 def committed_total(bootstrap, group, topic):
@@ -122,13 +79,13 @@ def test_window_state_survives_sigkill(kafka_bootstrap, make_topic, send, read_a
     expected = expected_windows(events)
 
     first = Program(kafka_bootstrap, src, dst, group, tmp_path / "one", 0.004, 0, tmp_path / "first.log")
-    first.wait_for(500)  # several 0.3 s checkpoints are committed by now
-    first.finish(signal.SIGKILL)
+    first.wait_for_processed(500)  # several 0.3 s checkpoints are committed by now
+    first.finish(180, sig=signal.SIGKILL)
     resumed_at = committed_total(kafka_bootstrap, group, src)
     assert 0 < resumed_at < N, "the killed instance should have committed some checkpoints, not all"
     state_dir = tmp_path / ("one" if restart_on == "same-rocksdb" else "two")
     second = Program(kafka_bootstrap, src, dst, group, state_dir, 0, 4, tmp_path / "second.log")
-    out, err, code = second.finish()
+    code, out, err = second.finish(180)
     assert code == 0 and "stopped cleanly" in out, err[-3000:]
     # the restart resumed from the committed offsets: windows spanning the crash are only right
     # if their earlier messages came back from the state store
@@ -154,7 +111,7 @@ def test_second_consumer_takes_over_a_partition_from_the_changelog(kafka_bootstr
     first = Program(kafka_bootstrap, src, dst, group, tmp_path / "one", 0, 0, tmp_path / "first.log")
     second = None
     try:
-        first.wait_for(half)  # both partitions have window state and changelog records
+        first.wait_for_processed(half)  # both partitions have window state and changelog records
         # a second instance with its own (empty) state directory joins the group: the partitions
         # are split and the one it takes over is rebuilt from the changelog before processing
         second = Program(kafka_bootstrap, src, dst, group, tmp_path / "two", 0, 0, tmp_path / "second.log")
@@ -163,12 +120,12 @@ def test_second_consumer_takes_over_a_partition_from_the_changelog(kafka_bootstr
             time.sleep(0.2)
         assert "recovering from changelog" in second.stderr(), second.stderr()[-3000:]
         send(src, events[half:])  # the rest continues the open windows on both instances
-        second.wait_for(1, timeout=90)
+        second.wait_for_processed(1, timeout=90)
         deadline, got = time.monotonic() + 120, []
         while time.monotonic() < deadline and set(got) != expected:
             got = results(read_all, dst, expected)
     finally:
-        outs = [p.finish(signal.SIGTERM) for p in (first, second) if p is not None]
-    for out, err, code in outs:
+        outs = [p.finish(180, sig=signal.SIGTERM) for p in (first, second) if p is not None]
+    for code, out, err in outs:
         assert "stopped cleanly" in out, err[-3000:]
     assert set(got) == expected
