@@ -43,11 +43,10 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
-from lakehouse.fault_injection import pause_point
+from lakehouse.window_commits import commit_windows
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -102,22 +101,29 @@ def read_bookmark(target: "IcebergTable") -> tuple[int, str] | None:
     return int(recorded), str(definition)
 
 
-def _changes_since(source: "IcebergTable", since: int, until: int) -> str | None:
-    """None when ``since`` is an ancestor of ``until`` and every snapshot after it only added
-    records (or compacted them); else why an incremental run cannot start from ``since``."""
-    table = source.java_table()
+def _changes_since(table: Any, since: int, until: int) -> tuple[str | None, int | None]:
+    """(None when ``since`` is an ancestor of ``until`` in ``table`` (the source's Java table) and
+    every snapshot after it only added records (or compacted them), else why an incremental run
+    cannot start from ``since``; the records the appends in between added, None when a summary
+    does not say)."""
     snapshot = table.snapshot(until)
     operations = []
+    added: int | None = 0
     while snapshot is not None and int(snapshot.snapshotId()) != since:
-        operations.append(str(snapshot.operation()))
+        operation = str(snapshot.operation())
+        operations.append(operation)
+        if operation == "append":
+            count = snapshot.summary().get("added-records")
+            added = None if added is None or count is None else added + int(count)
         parent = snapshot.parentId()
         snapshot = None if parent is None else table.snapshot(parent)
     if snapshot is None:
-        return f"the recorded source snapshot {since} is not an ancestor of the current one (expired or rolled back)"
+        return (f"the recorded source snapshot {since} is not an ancestor of the current one (expired or rolled back)",
+                None)
     changed = sorted({op for op in operations if op not in KEEPS_RECORDS})
     if changed:
-        return f"the source had {', '.join(changed)} commits since snapshot {since}"
-    return None
+        return f"the source had {', '.join(changed)} commits since snapshot {since}", None
+    return None, added
 
 
 def uses_state(spec: Any, path: str, group_cols: list[str]) -> bool:
@@ -135,6 +141,7 @@ class IncrementPlan:
 
     since: int
     until: int
+    added_records: int | None = None  # what the appends in between added (their snapshot summaries)
 
 
 def plan_increment(options: "WindowRecomputeOptions", source: Any, target: Any,
@@ -156,14 +163,16 @@ def plan_increment(options: "WindowRecomputeOptions", source: Any, target: Any,
     if definition != definition_fingerprint(options):
         say("windows: full recompute (the window definition changed since the last run)")
         return None
-    until = current_snapshot_id(source)
-    if until is None:
+    table = source.java_table()  # loaded once for the current snapshot and the walk back to ``since``
+    current = table.currentSnapshot()
+    if current is None:
         return None
-    problem = None if until == since else _changes_since(source, since, until)
+    until = int(current.snapshotId())
+    problem, added = (None, 0) if until == since else _changes_since(table, since, until)
     if problem:
         say(f"windows: full recompute ({problem})")
         return None
-    return IncrementPlan(since, until)
+    return IncrementPlan(since, until, added)
 
 
 def source_at(spark: "SparkSession", sql_name: str, snapshot_id: int | None) -> "DataFrame":
@@ -363,27 +372,13 @@ def _emit_windows(spark: "SparkSession", options: "WindowRecomputeOptions", plan
             everything = prepare_input(source_at(spark, source.sql_name, plan.until), options).where(complete)
             inserted.append(compute_windows_of(everything.join(replace_keys, on="key", how="left_semi"), spec,
                                                order_cols, group_cols, value_type, path, options.loop))
-        written = _commit_windows(spark, target, inserted, replace_keys, bookmark)
+        written = commit_windows(spark, target, inserted, replace_keys, bookmark)
         return (summary.new_rows, appended + written,
                 f"incremental, {path}" + _replaced_note(summary, replace_keys, group_cols))
     finally:
         groups.unpersist()
 
 
-def _commit_windows(spark: "SparkSession", target: Any, inserted: list["DataFrame"], replace_keys: "DataFrame | None",
-                    properties: dict[str, str]) -> int:
-    """The output's one commit, carrying ``properties`` (the bookmark): a ``MERGE`` when keys are
-    replaced, else an append; the rows inserted."""
-    if replace_keys is not None:
-        return merge_windows(spark, target, inserted, replace_keys, properties)
-    if inserted:
-        return append_windows(target, inserted, properties)
-    # no window can change (sliding keys whose new records all lack a timestamp or value)
-    from lakehouse.window_recompute import _commit_properties
-
-    pause_point("windows.before-commit")
-    _commit_properties(target, properties)
-    return 0
 
 
 def _replaced_note(summary: GroupSummary, replace_keys: "DataFrame | None", group_cols: list[str]) -> str:
@@ -457,59 +452,4 @@ def compute_windows_of(data: "DataFrame", spec: Any, order_cols: list[str], grou
     return compute_windows(data, spec, order_cols, group_cols, value_type, path, loop)[0]
 
 
-def append_windows(target: Any, inserted: list["DataFrame"], properties: dict[str, str]) -> int:
-    """Append ``inserted`` to ``target`` in one commit carrying ``properties``; returns the rows."""
-    from functools import reduce
 
-    from pyspark.sql import Observation
-    from pyspark.sql import functions as F
-
-    from lakehouse.window_recompute import OUTPUT_COLUMNS
-
-    rows = reduce(lambda a, b: a.unionByName(b), [df.select(*OUTPUT_COLUMNS) for df in inserted])
-    counted = Observation(f"windows_appended_{uuid.uuid4().hex}")
-    writer = rows.observe(counted, F.count(F.lit(1)).alias("rows")).writeTo(target.sql_name)
-    for key, value in properties.items():
-        writer = writer.option(f"snapshot-property.{key}", value)
-    pause_point("windows.before-commit")
-    writer.append()
-    return int(counted.get["rows"] or 0)
-
-
-def merge_windows(spark: "SparkSession", target: Any, inserted: list["DataFrame"], replace_keys: "DataFrame",
-                  properties: dict[str, str]) -> int:
-    """One ``MERGE`` into ``target``: delete every row of ``replace_keys``, insert ``inserted``;
-    its snapshot carries ``properties``. Returns the number of rows inserted."""
-    from functools import reduce
-
-    from pyspark.sql import functions as F
-
-    from lakehouse.window_recompute import OUTPUT_COLUMNS
-
-    rows = reduce(lambda a, b: a.unionByName(b), [df.select(*OUTPUT_COLUMNS) for df in inserted])
-    rows = rows.withColumn("__op", F.lit("insert"))
-    deletes = replace_keys.select("key", *[F.lit(None).cast(rows.schema[c].dataType).alias(c)
-                                          for c in OUTPUT_COLUMNS[1:]], F.lit("delete").alias("__op"))
-    # computed once, before the MERGE reads them (it joins its source more than once); an
-    # increment's changes are the new windows and the replaced keys' rows: small
-    changes = rows.unionByName(deletes).localCheckpoint(eager=True)
-    inserted_rows = changes.where("__op = 'insert'").count()
-    view = f"windows_changes_{uuid.uuid4().hex}"
-    changes.createOrReplaceTempView(view)
-    conf_keys = [f"spark.sql.iceberg.snapshot-property.{k}" for k in properties]
-    for key, value in zip(conf_keys, properties.values()):
-        spark.conf.set(key, value)
-    pause_point("windows.before-commit")
-    try:
-        spark.sql(f"""
-            MERGE INTO {target.sql_name} t USING {view} s
-            ON s.__op = 'delete' AND t.key = s.key
-            WHEN MATCHED THEN DELETE
-            WHEN NOT MATCHED AND s.__op = 'insert' THEN
-                INSERT (key, window_start, window_end, value) VALUES (s.key, s.window_start, s.window_end, s.value)
-        """)
-    finally:
-        for key in conf_keys:
-            spark.conf.unset(key)
-        spark.catalog.dropTempView(view)
-    return inserted_rows

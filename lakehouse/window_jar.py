@@ -11,6 +11,10 @@ other runtime jars, so it reaches every class path they reach (the driver's, ``s
 cluster's executors, spark-defaults, the tests' ``SPARK_DIST_CLASSPATH``). Without a JDK there is
 no jar, and the jobs compute the same windows with Spark's own operators.
 
+``DriverWrite.java`` (a small increment's writes from the driver, :mod:`lakehouse.window_tail`)
+also compiles against the Iceberg Spark runtime of the jar cache; without that jar it is left
+out (the digest says which), and increments write through Spark.
+
 Example::
 
     python -m lakehouse.window_jar      # build (or find) the jar; prints its path
@@ -36,9 +40,13 @@ SOURCE_DIR = Path(__file__).resolve().parent / "jvm"
 _PREFIX = "lakehouse-windows-"
 
 
+#: the source that needs the Iceberg Spark runtime to compile (left out without it)
+ICEBERG_SOURCE = "streamlake/windows/DriverWrite.java"
+
+
 def source_digest(sources: dict[str, bytes], pyspark_version: str) -> str:
     """A short digest of the Java sources (relative path -> content) and the pyspark they compile
-    against.
+    against (with the Iceberg runtime's jar names, when it is on the class path).
 
     >>> source_digest({"a/B.java": b"class B {}"}, "4.1.4") == source_digest({"a/B.java": b"class B {}"}, "4.1.4")
     True
@@ -57,14 +65,25 @@ def jar_name(digest: str) -> str:
     return f"{_PREFIX}{digest}.jar"
 
 
+def _iceberg_jars() -> list[Path]:
+    """The Iceberg Spark runtime jar(s) of the jar cache (empty before ``./dev bootstrap`` fetched them)."""
+    from lakehouse.session import SPARK_JAR_SET, jar_cache
+
+    return sorted((jar_cache() / SPARK_JAR_SET).glob("iceberg-spark-runtime-*.jar"))
+
+
 def _sources() -> dict[str, bytes]:
-    return {str(p.relative_to(SOURCE_DIR)): p.read_bytes() for p in sorted(SOURCE_DIR.rglob("*.java"))}
+    sources = {str(p.relative_to(SOURCE_DIR)): p.read_bytes() for p in sorted(SOURCE_DIR.rglob("*.java"))}
+    if not _iceberg_jars():
+        sources.pop(ICEBERG_SOURCE, None)
+    return sources
 
 
 def _pyspark_version() -> str:
     from importlib.metadata import version
 
-    return version("pyspark")
+    iceberg = " ".join(p.name for p in _iceberg_jars())
+    return version("pyspark") + (f" with {iceberg}" if iceberg else "")
 
 
 def jar_dir() -> Path:
@@ -95,11 +114,12 @@ def build_jar(force: bool = False) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if jar.is_file() and not force:
             return jar
-        classpath = str(Path(pyspark.__file__).resolve().parent / "jars" / "*")
+        classpath = os.pathsep.join([str(Path(pyspark.__file__).resolve().parent / "jars" / "*"),
+                                     *map(str, _iceberg_jars())])
         with tempfile.TemporaryDirectory(prefix="window-jar-") as scratch:
             classes = Path(scratch) / "classes"
             proc = subprocess.run([javac, "-nowarn", "-source", "17", "-target", "17", "-d", str(classes),
-                                   "-cp", classpath, *sorted(str(p) for p in SOURCE_DIR.rglob("*.java"))],
+                                   "-cp", classpath, *sorted(str(SOURCE_DIR / p) for p in _sources())],
                                   capture_output=True, text=True)
             if proc.returncode != 0:
                 raise RuntimeError(f"compiling the window loop ({SOURCE_DIR}) failed:\n{proc.stderr[-4000:]}")

@@ -44,8 +44,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from lakehouse.window_recompute import WindowSpec
 
-__all__ = ("INCREMENT_COLUMNS", "LOOP_CLASS", "LOOP_MODES", "LoopState", "loop_available", "loop_input", "loop_state",
-           "loop_unavailable_reason", "loop_windows")
+__all__ = ("DRIVER_WRITE_CLASS", "INCREMENT_COLUMNS", "LOOP_CLASS", "LOOP_MODES", "LoopState", "driver_writes_available",
+           "loop_available", "loop_input", "loop_state", "loop_unavailable_reason", "loop_windows")
 
 LOOP_CLASS = "streamlake.windows.WindowLoop"
 #: ``auto``: the loop when its jar is on the class path; ``on``: the loop or an error; ``off``: Spark's operators
@@ -64,12 +64,20 @@ STATE_TASK_CAP = 500_000
 STATE_TOTAL_CAP = 1_000_000
 
 
+#: a small increment's writes from the driver (:mod:`lakehouse.window_tail`; in the jar when it was
+#: compiled with the Iceberg runtime, :mod:`lakehouse.window_jar`)
+DRIVER_WRITE_CLASS = "streamlake.windows.DriverWrite"
+
+
 @dataclass
 class LoopState:
     """The per-group window state a fixed windows' loop gathers (the rows of
     :func:`lakehouse.window_state.full_state`), read with :meth:`frame` after the job ran."""
 
     handle: Any  # streamlake.windows.WindowLoop$State
+    schema: Any = None  # the state rows' StructType
+    #: set by an increment small enough to write its windows and this state from the driver
+    driver_writes: bool = False
 
     def frame(self, spark: "SparkSession") -> "DataFrame | None":
         """The state's rows (one per group), or None when they were too many to gather."""
@@ -77,6 +85,19 @@ class LoopState:
 
         jdf = self.handle.frame(spark._jsparkSession)
         return None if jdf is None else DataFrame(jdf, spark)
+
+    def overwrite(self, spark: "SparkSession", identifier: str, properties: dict[str, str]) -> bool:
+        """Replace the rows of Iceberg table ``identifier`` with the gathered state from the driver,
+        in one commit carrying ``properties``; False (nothing written) when the state was too large
+        to gather or the table's columns are not the state's."""
+        jvm: Any = spark.sparkContext._jvm
+        return bool(getattr(jvm, DRIVER_WRITE_CLASS).overwriteState(spark._jsparkSession, identifier, self.handle,
+                                                                    properties))
+
+
+def driver_writes_available(spark: "SparkSession") -> bool:
+    """Whether the driver can load :data:`DRIVER_WRITE_CLASS`."""
+    return _class_available(spark, DRIVER_WRITE_CLASS)
 
 
 def loop_state(data: "DataFrame", group_cols: Sequence[str], order_cols: Sequence[str], bound: int,
@@ -102,7 +123,7 @@ def loop_state(data: "DataFrame", group_cols: Sequence[str], order_cols: Sequenc
     handle = getattr(spark.sparkContext._jvm, f"{LOOP_CLASS}$State")(
         spark._jsparkSession, schema.json(), _names(spark, group_cols), _names(spark, order_cols),
         _names(spark, list(fields)), int(bound), int(task_cap), int(total_cap))
-    return LoopState(handle)
+    return LoopState(handle, schema)
 
 
 def _names(spark: "SparkSession", names: Sequence[str]) -> Any:
@@ -117,9 +138,13 @@ def _names(spark: "SparkSession", names: Sequence[str]) -> Any:
 
 def loop_available(spark: "SparkSession") -> bool:
     """Whether the session's driver can load the loop's class."""
+    return _class_available(spark, LOOP_CLASS)
+
+
+def _class_available(spark: "SparkSession", name: str) -> bool:
     jvm: Any = spark.sparkContext._jvm
     try:
-        jvm.java.lang.Class.forName(LOOP_CLASS, False, jvm.Thread.currentThread().getContextClassLoader())
+        jvm.java.lang.Class.forName(name, False, jvm.Thread.currentThread().getContextClassLoader())
     except Exception:  # noqa: BLE001 - py4j wraps ClassNotFoundException
         return False
     return True

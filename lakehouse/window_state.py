@@ -118,6 +118,11 @@ def _bookmark_of(snapshot: Any) -> tuple[str | None, str | None]:
     return summary.get(STATE_SNAPSHOT_PROPERTY), summary.get(STATE_DEFINITION_PROPERTY)
 
 
+def state_properties(until: int, fingerprint: str) -> dict[str, str]:
+    """The snapshot summary entries of a state write: the source snapshot and the definition it reflects."""
+    return {STATE_SNAPSHOT_PROPERTY: str(until), STATE_DEFINITION_PROPERTY: fingerprint}
+
+
 def write_state(state: "DataFrame", options: "WindowRecomputeOptions", until: int, fingerprint: str,
                 overwrite: bool = False) -> None:
     """Write ``state`` as the state table's rows, recording ``until`` and the definition in the
@@ -130,7 +135,7 @@ def write_state(state: "DataFrame", options: "WindowRecomputeOptions", until: in
     from lakehouse.iceberg_tables import quote_ident
 
     writer = state.writeTo(quote_ident(state_table(options.output)))
-    for key, value in ((STATE_SNAPSHOT_PROPERTY, str(until)), (STATE_DEFINITION_PROPERTY, fingerprint)):
+    for key, value in state_properties(until, fingerprint).items():
         writer = writer.option(f"snapshot-property.{key}", value)
     if overwrite:
         writer.overwrite(F.lit(True))

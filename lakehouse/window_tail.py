@@ -41,7 +41,12 @@ from lakehouse.window_native import quote_column
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ("append_tail", "loop_gathers", "loop_increment", "loop_tail_rows", "save_gathered", "tail_records")
+#: the most new records an increment may have for its windows and window state to be written from
+#: the driver (``streamlake.windows.DriverWrite``: one Parquet file each, Iceberg's API commits them,
+#: no Spark write); larger increments write through Spark, whose fixed cost is then a small part
+DRIVER_WRITE_MAX_ROWS = 500_000
+
+__all__ = ("DRIVER_WRITE_MAX_ROWS", "append_tail", "loop_gathers", "loop_increment", "loop_tail_rows", "save_gathered", "tail_records")
 
 
 def _state_rows(state: "DataFrame", columns: Sequence[str], group_cols: Sequence[str]) -> "DataFrame":
@@ -132,21 +137,31 @@ def append_tail(target: Any, state: "DataFrame", arrived: "DataFrame", complete:
     the observation before anything is written; then ``computed_hook`` runs (the state's write
     starts alongside) and the append carries the bookmark when no group was reordered."""
     from pyspark.sql import Observation
-    from pyspark.sql import functions as F
 
-    from lakehouse.window_incremental import append_windows, compute_windows_of
-    from lakehouse.window_loop import loop_windows
+    from lakehouse.window_commits import append_windows
+    from lakehouse.window_incremental import compute_windows_of
+    from lakehouse.window_loop import DRIVER_WRITE_CLASS, loop_windows
 
     if gathered is not None:
         seen = Observation(f"windows_tail_{uuid.uuid4().hex}")
         rows = loop_windows(loop_tail_rows(state, arrived, complete, group_cols), spec, order_cols, group_cols, seen,
                             gathered)
-        computed = rows.withColumn("value", F.col("value").cast(value_type)).localCheckpoint(eager=True)
+        typed = rows.selectExpr("key", "window_start", "window_end",
+                                f"CAST(value AS {value_type.simpleString()}) AS value")
+        spark = typed.sparkSession
+        jvm: Any = spark.sparkContext._jvm
+        # a small increment's windows go to the driver, the others stay on the executors
+        collected: Any = getattr(jvm, DRIVER_WRITE_CLASS).collect(typed._jdf) if gathered.driver_writes else None
+        computed = typed.localCheckpoint(eager=True) if collected is None else None
         counts = seen.get
         reordered = int(counts["reordered"] or 0)
         if computed_hook is not None:
             computed_hook()
-        written = append_windows(target, [computed], {} if reordered else (bookmark or {}))
+        properties = {} if reordered else (bookmark or {})
+        if computed is not None:
+            written = append_windows(target, [computed], properties)
+        else:
+            written = _append_collected(target, collected, properties)
         return int(counts["new_rows"] or 0), written, reordered, bool(bookmark) and not reordered
     records, seen = tail_records(state, arrived, complete, group_cols, order_cols, spec.grace_ms + spec.duration_ms)
     written = append_windows(target, [compute_windows_of(records, spec, order_cols, group_cols, value_type, path)],
@@ -155,6 +170,26 @@ def append_tail(target: Any, state: "DataFrame", arrived: "DataFrame", complete:
     if computed_hook is not None:
         computed_hook()
     return int(counts["new_rows"] or 0), written, int(counts["reordered"] or 0), False
+
+
+def _append_collected(target: Any, collected: Any, properties: dict[str, str]) -> int:
+    """Append the windows collected on the driver (``DriverWrite.Rows``) to ``target`` in one commit
+    carrying ``properties``, from the driver; through Spark when the output's columns are not the
+    rows' (then nothing was written before)."""
+    from pyspark.sql import DataFrame
+
+    from lakehouse.fault_injection import pause_point
+    from lakehouse.window_commits import append_windows
+    from lakehouse.window_loop import DRIVER_WRITE_CLASS
+
+    spark = target.spark
+    jvm: Any = spark.sparkContext._jvm
+    pause_point("windows.before-commit")
+    written = int(getattr(jvm, DRIVER_WRITE_CLASS).append(spark._jsparkSession, target.identifier, collected,
+                                                          properties))
+    if written >= 0:
+        return written
+    return append_windows(target, [DataFrame(collected.frame(spark._jsparkSession), spark)], properties, pause=False)
 
 
 def loop_gathers(options: Any, arrived: "DataFrame", group_cols: list[str], order_cols: list[str], bound: int) -> Any:
@@ -183,8 +218,12 @@ def save_gathered(spark: "SparkSession", gathered: Any, state: "DataFrame", new:
     """Write the state the loop gathered (an overwrite when its schema is the table's), or, when it
     was too large to gather, the state advanced by a job of its own (:func:`_save_state`)."""
     from lakehouse.window_incremental import _save_state
-    from lakehouse.window_state import write_state
+    from lakehouse.window_state import state_properties, state_table, write_state
 
+    same_columns = gathered.schema is not None and gathered.schema.json() == state.schema.json()
+    if gathered.driver_writes and same_columns and gathered.overwrite(
+            spark, state_table(options.output), state_properties(until, fingerprint)):
+        return  # written from the driver: no Spark write for a few thousand rows
     frame = gathered.frame(spark)
     if frame is None:
         _save_state(state, new, options, group_cols, order_cols, until, fingerprint, True)
@@ -204,7 +243,11 @@ def loop_increment(spark: "SparkSession", options: Any, plan: Any, source: Any, 
     from concurrent.futures import Future, ThreadPoolExecutor, wait
 
     from lakehouse.window_incremental import _emit_windows, definition_fingerprint
+    from lakehouse.window_loop import driver_writes_available
 
+    added = getattr(plan, "added_records", None)
+    gathered.driver_writes = (added is not None and added <= DRIVER_WRITE_MAX_ROWS
+                              and driver_writes_available(spark))
     saving: list[Future[None]] = []
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="window-state") as pool:
         def save() -> None:  # once the windows are computed: the state the loop gathered

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lh_testkit import run_job
 
+from lakehouse import window_tail
 from lakehouse.window_incremental import SOURCE_SNAPSHOT_PROPERTY, read_bookmark
 from lakehouse.window_state import state_bookmark, state_table
 from lakehouse.tables import open_table
@@ -66,13 +67,16 @@ RAW = st.lists(st.tuples(st.integers(0, 3), st.integers(0, 12), st.sampled_from(
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture])
 @given(raw=RAW, batches=st.lists(st.integers(0, 2), min_size=50, max_size=50), kind=st.sampled_from(list(SPECS)),
-       in_order=st.booleans(), loops=st.lists(st.sampled_from(["auto", "off"]), min_size=3, max_size=3))
-def test_incremental_runs_equal_a_full_recompute(spark, raw, batches, kind, in_order, loops):
+       in_order=st.booleans(), loops=st.lists(st.sampled_from(["auto", "off"]), min_size=3, max_size=3),
+       driver=st.lists(st.booleans(), min_size=3, max_size=3))
+def test_incremental_runs_equal_a_full_recompute(spark, raw, batches, kind, in_order, loops, driver):
     """Records arrive in up to three appends; with ``in_order`` each append holds later offsets
     (the sink's normal order), else a batch can hold offsets older than an earlier one's (a file
     registered late). An incremental run follows each append; the output then equals a full
     recompute and what the edge emits. Each run takes the JVM loop or Spark's operators
-    (``loops``), so a state written by one path is read by the other."""
+    (``loops``), so a state written by one path is read by the other; on the loop, an increment
+    writes its windows and state from the driver or, as a large one would, through Spark
+    (``driver``)."""
     rows = stream(raw)
     assignment = sorted(batches[:len(rows)]) if in_order else batches[:len(rows)]
     spec = SPECS[kind]
@@ -80,6 +84,7 @@ def test_incremental_runs_equal_a_full_recompute(spark, raw, batches, kind, in_o
     source, output, full = f"{namespace}.src", f"{namespace}.out", f"{namespace}.full"
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
     options = WindowRecomputeOptions(table=source, output=output, value_column="temp", window=spec)
+    limit = window_tail.DRIVER_WRITE_MAX_ROWS
     try:
         paths = []
         for number in range(3):
@@ -92,6 +97,7 @@ def test_incremental_runs_equal_a_full_recompute(spark, raw, batches, kind, in_o
             else:
                 df.writeTo(source).using("iceberg").create()
             options.loop = loops[number]
+            window_tail.DRIVER_WRITE_MAX_ROWS = limit if driver[number] else -1
             paths.append(run_window_recompute(spark, options, progress=lambda _l: None).path)
         assert not paths[0].startswith("incremental")  # the first run has no bookmark
         assert all(p.startswith("incremental") for p in paths[1:])
@@ -101,6 +107,7 @@ def test_incremental_runs_equal_a_full_recompute(spark, raw, batches, kind, in_o
         assert table_rows(spark, full) == expected
         assert table_rows(spark, output) == expected
     finally:
+        window_tail.DRIVER_WRITE_MAX_ROWS = limit
         for table in (source, output, full):
             spark.sql(f"DROP TABLE IF EXISTS {table}")
 

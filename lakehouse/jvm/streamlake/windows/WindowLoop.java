@@ -74,7 +74,7 @@ public final class WindowLoop {
     public static final class State {
         final WindowState.Spec spec;
         final WindowState.Rows rows;
-        private final StructType schema;
+        final StructType schema;
 
         public State(org.apache.spark.sql.classic.SparkSession spark, String schemaJson, String[] groupCols,
                      String[] orderCols, String[] recordCols, long bound, long taskCap, long totalCap) {
