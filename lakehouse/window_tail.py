@@ -23,6 +23,10 @@ appends the windows (:func:`loop_increment`): the state's open records and the n
 reordered ones, closes the windows up to each group's old bound, holds a reordered group's
 windows back, and gathers the state after the new rows (an accumulator, as in a full run), which
 is then written beside the bookmark's commit instead of a job of its own advancing the state.
+A small increment (at most :data:`DRIVER_WRITE_MAX_ROWS` new records) collects its windows to
+the driver, which writes them and the gathered state as one Parquet file each and commits them
+with Iceberg's API (``streamlake.windows.DriverWrite``): the loop's job is the increment's only
+Spark job. Each Spark write costs ~0.1-0.2 s of planning and a job of its own whatever its size.
 
 Example::
 
@@ -133,9 +137,10 @@ def append_tail(target: Any, state: "DataFrame", arrived: "DataFrame", complete:
     it; a driver lost before that commit leaves an output without one, which the next run
     recomputes in full. ``gathered`` (:class:`lakehouse.window_loop.LoopState`): the JVM loop
     computes the windows from :func:`loop_tail_rows` and gathers the state after the new rows,
-    in a job that keeps its rows (``localCheckpoint``: small, an increment's windows) and fills
-    the observation before anything is written; then ``computed_hook`` runs (the state's write
-    starts alongside) and the append carries the bookmark when no group was reordered."""
+    in a job that keeps its rows (``localCheckpoint``, or on the driver when
+    ``gathered.driver_writes``: :func:`_append_collected`) and fills the observation before
+    anything is written; then ``computed_hook`` runs (the state's write starts alongside) and the
+    append carries the bookmark when no group was reordered."""
     from pyspark.sql import Observation
 
     from lakehouse.window_commits import append_windows
