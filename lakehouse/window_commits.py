@@ -42,14 +42,10 @@ def commit_windows(spark: "SparkSession", target: Any, inserted: list["DataFrame
 def append_windows(target: Any, inserted: list["DataFrame"], properties: dict[str, str], pause: bool = True) -> int:
     """Append ``inserted`` to ``target`` in one commit carrying ``properties``; returns the rows.
     ``pause``: pass the crash tests' pause point first (False: the caller passed it)."""
-    from functools import reduce
-
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
-    from lakehouse.window_recompute import OUTPUT_COLUMNS
-
-    rows = reduce(lambda a, b: a.unionByName(b), [df.select(*OUTPUT_COLUMNS) for df in inserted])
+    rows = _output_rows(inserted)
     counted = Observation(f"windows_appended_{uuid.uuid4().hex}")
     writer = rows.observe(counted, F.count(F.lit(1)).alias("rows")).writeTo(target.sql_name)
     for key, value in properties.items():
@@ -60,18 +56,24 @@ def append_windows(target: Any, inserted: list["DataFrame"], properties: dict[st
     return int(counted.get["rows"] or 0)
 
 
+def _output_rows(inserted: list["DataFrame"]) -> "DataFrame":
+    """The windows of ``inserted`` as one DataFrame of the output's columns."""
+    from functools import reduce
+
+    from lakehouse.window_recompute import OUTPUT_COLUMNS
+
+    return reduce(lambda a, b: a.unionByName(b), [df.select(*OUTPUT_COLUMNS) for df in inserted])
+
+
 def merge_windows(spark: "SparkSession", target: Any, inserted: list["DataFrame"], replace_keys: "DataFrame",
                   properties: dict[str, str]) -> int:
     """One ``MERGE`` into ``target``: delete every row of ``replace_keys``, insert ``inserted``;
     its snapshot carries ``properties``. Returns the number of rows inserted."""
-    from functools import reduce
-
     from pyspark.sql import functions as F
 
     from lakehouse.window_recompute import OUTPUT_COLUMNS
 
-    rows = reduce(lambda a, b: a.unionByName(b), [df.select(*OUTPUT_COLUMNS) for df in inserted])
-    rows = rows.withColumn("__op", F.lit("insert"))
+    rows = _output_rows(inserted).withColumn("__op", F.lit("insert"))
     deletes = replace_keys.select("key", *[F.lit(None).cast(rows.schema[c].dataType).alias(c)
                                           for c in OUTPUT_COLUMNS[1:]], F.lit("delete").alias("__op"))
     # computed once, before the MERGE reads them (it joins its source more than once); an
