@@ -17,10 +17,9 @@ record and open records at the group's end, so it gathers the state's rows in th
 (:func:`loop_state`: an accumulator the driver reads after the job) instead of a scan of the
 table after the output's commit.
 
-The loop's output also carries one summary row per group, which the observation of
-:func:`loop_windows` turns into the figures the job reports and the window state needs (rows read
-and skipped, groups, ``state_floor``, ``stale_groups``, ``replayed``); the rows returned are the
-windows alone.
+The figures the job reports and the window state needs (rows read and skipped, groups,
+``state_floor``, ``stale_groups``, ``replayed``, windows written) are counted by the loop into an
+accumulator (:func:`loop_figures`); the rows are the windows alone.
 
 :func:`loop_unavailable_reason` says when the loop cannot run (no jar on the class path, the
 ``loop="off"`` option, an input whose plan observes metrics); the caller then uses Spark's
@@ -29,7 +28,8 @@ operators, which compute the same rows.
 Example::
 
     if loop_unavailable_reason(data, "auto") is None:
-        rows = loop_windows(data, spec, order_cols, group_cols, observation)
+        figures = loop_figures(data.sparkSession)
+        rows = loop_windows(data, spec, order_cols, group_cols, figures)   # figures.get after the job
 """
 
 from __future__ import annotations
@@ -44,8 +44,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from lakehouse.window_recompute import WindowSpec
 
-__all__ = ("DRIVER_WRITE_CLASS", "INCREMENT_COLUMNS", "LOOP_CLASS", "LOOP_MODES", "LoopState", "driver_writes_available",
-           "loop_available", "loop_input", "loop_state", "loop_unavailable_reason", "loop_windows")
+__all__ = ("DRIVER_WRITE_CLASS", "INCREMENT_COLUMNS", "LOOP_CLASS", "LOOP_MODES", "LoopFigures", "LoopState",
+           "driver_writes_available", "loop_available", "loop_figures", "loop_input", "loop_state",
+           "loop_unavailable_reason", "loop_windows")
 
 LOOP_CLASS = "streamlake.windows.WindowLoop"
 #: ``auto``: the loop when its jar is on the class path; ``on``: the loop or an error; ``off``: Spark's operators
@@ -192,35 +193,47 @@ def loop_input(data: "DataFrame", group_cols: Sequence[str], order_cols: Sequenc
     return narrowed.repartition("__gh", *group_cols).sortWithinPartitions("__gh", *offsets, *group_cols)
 
 
-def _observed(rows: "DataFrame", observation: Any, increment: bool = False) -> "DataFrame":
-    """The figures of the summary rows, observed (see the module doc); of an increment's rows:
-    ``new_rows``, ``changed`` (groups with a new complete record) and ``reordered`` (of those, the
-    groups whose new records do not all follow their old ones, left out of the rows)."""
-    from pyspark.sql import functions as F
+@dataclass
+class LoopFigures:
+    """What the loop counts while its job runs (``streamlake.windows.LoopFigures``, an accumulator
+    each task adds to once): read :attr:`get` after the job, like a ``pyspark.sql.Observation``.
 
-    if increment:
-        metrics = ["coalesce(sum(CASE WHEN __summary > 0 THEN __rows END), 0) AS new_rows",
-                   "count(CASE WHEN __summary = 1 THEN 1 END) AS changed",
-                   "count(CASE WHEN __summary > 0 AND __replayed THEN 1 END) AS reordered"]
-        return rows.observe(observation, *[F.expr(m) for m in metrics])
-    metrics = ["count(CASE WHEN __summary = 1 THEN 1 END) AS groups",
-               "min(CASE WHEN __summary = 1 THEN __bound END) AS state_floor",
-               "count(CASE WHEN __summary = 1 AND __stale THEN 1 END) AS stale_groups",
-               "coalesce(sum(__rows), 0) AS rows", "coalesce(sum(__skipped), 0) AS skipped",
-               "count(CASE WHEN __replayed THEN 1 END) AS replayed"]
-    return rows.observe(observation, *[F.expr(m) for m in metrics])
+    A full run's figures: ``groups``, ``state_floor`` (the smallest ``latest - grace - duration``
+    of the groups, None without any), ``stale_groups``, ``rows`` and ``skipped`` (rows read, and of
+    those with a NULL timestamp or value), ``replayed`` (sliding keys through the edge's engine),
+    ``windows`` (window rows emitted); an increment's: ``new_rows``, ``changed`` (groups with a new
+    complete record), ``reordered`` (of those, the groups whose new records do not all follow their
+    old ones: their windows are left out of the rows) and ``windows``.
+
+    Example::
+
+        figures = loop_figures(spark)
+        loop_windows(data, spec, order_cols, group_cols, figures).write...
+        figures.get["groups"]
+    """
+
+    handle: Any  # streamlake.windows.LoopFigures
+
+    @property
+    def get(self) -> dict[str, int | None]:
+        return {name: (None if value is None else int(value)) for name, value in self.handle.figures().items()}
+
+
+def loop_figures(spark: "SparkSession") -> LoopFigures:
+    """A new, registered :class:`LoopFigures` for one :func:`loop_windows` job."""
+    jvm: Any = spark.sparkContext._jvm
+    return LoopFigures(jvm.streamlake.windows.LoopFigures.register(spark._jsparkSession))
 
 
 def loop_windows(data: "DataFrame", spec: "WindowSpec", order_cols: Sequence[str], group_cols: Sequence[str],
-                 observation: Any = None, state: LoopState | None = None) -> "DataFrame":
+                 figures: LoopFigures | None = None, state: LoopState | None = None) -> "DataFrame":
     """``final()`` rows of ``data`` (prepared columns; rows with a NULL timestamp or value are
     counted as skipped): ``__gh``, ``key``, ``window_start``, ``window_end``, ``value`` (bigint for
     counts and for sums, minima and maxima of integral values, else double). Per key (``key`` in
-    ``group_cols``) the rows come grouped by key and in time order. ``observation`` (a
-    ``pyspark.sql.Observation``) receives ``groups``, ``state_floor``, ``stale_groups``, ``rows``,
-    ``skipped`` and ``replayed`` (an increment's rows, :data:`INCREMENT_COLUMNS`: see
-    :func:`_observed`). ``state`` (:func:`loop_state`; tumbling and hopping windows, required for
-    an increment's rows) gathers the window state while the rows are computed."""
+    ``group_cols``) the rows come grouped by key and in time order. ``figures``
+    (:func:`loop_figures`) receives what the loop counts (:class:`LoopFigures`); ``state``
+    (:func:`loop_state`; tumbling and hopping windows, required for an increment's rows,
+    :data:`INCREMENT_COLUMNS`) gathers the window state while the rows are computed."""
     from pyspark.sql import DataFrame
     from pyspark.sql import types as T
 
@@ -233,13 +246,11 @@ def loop_windows(data: "DataFrame", spec: "WindowSpec", order_cols: Sequence[str
     jvm: Any = spark.sparkContext._jvm
     names = _names(spark, group_cols)
     loop = getattr(jvm, LOOP_CLASS)
+    counter = None if figures is None else figures.handle
     if spec.kind == "sliding":
-        jdf = loop.sliding(sorted_rows._jdf, names, spec.duration_ms, spec.grace_ms, aggregation)
+        jdf = loop.sliding(sorted_rows._jdf, names, spec.duration_ms, spec.grace_ms, aggregation, counter)
     else:
         step = spec.step_ms or spec.duration_ms
         jdf = loop.fixed(sorted_rows._jdf, names, spec.duration_ms, step, spec.grace_ms, aggregation,
-                         "key" in group_cols, None if state is None else state.handle)
-    rows = DataFrame(jdf, spark)
-    if observation is not None:
-        rows = _observed(rows, observation, "__new" in data.columns)
-    return rows.where("__summary = 0").select("__gh", "key", "window_start", "window_end", "value")
+                         "key" in group_cols, None if state is None else state.handle, counter)
+    return DataFrame(jdf, spark)

@@ -14,7 +14,7 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
-from lakehouse.window_loop import LoopState, loop_state, loop_unavailable_reason, loop_windows
+from lakehouse.window_loop import LoopState, loop_figures, loop_state, loop_unavailable_reason, loop_windows
 from lakehouse.window_native import (group_hash, native_fixed_windows, native_sliding_windows,
                                      native_unsupported_reason, sliding_key_flags)
 
@@ -44,9 +44,9 @@ class PathNote:
     computed: the native path's counts are observations of that job."""
 
     path: str
-    observation: Any = None  # native: groups (and replayed groups for sliding windows)
+    observation: Any = None  # native: groups (and replayed groups for sliding windows); the loop's LoopFigures
     clustered: bool = False  # the rows come out grouped by key and in time order (no sort needed to write)
-    loop: bool = False  # the JVM loop computed the rows (its observation also counts the rows read)
+    loop: bool = False  # the JVM loop computed the rows (its figures also count the rows read and the windows)
     operators_reason: str | None = None  # native without the loop: why Spark's operators computed them
     loop_state: LoopState | None = None  # the window state the loop gathered (compute_windows' state_bound)
 
@@ -60,6 +60,10 @@ class PathNote:
         port = " (their JVM port, in the loop)" if self.loop else ""
         return (f"native ({replayed} of {self.groups()} keys through the edge's engines{port}: sliding records "
                 "inside closed windows or near time 0)")
+
+    def windows(self) -> int | None:
+        """The window rows the loop emitted (the rows a write of them writes), when it computed them."""
+        return int(self._metrics().get("windows") or 0) if self.loop else None
 
     def rows_read(self) -> tuple[int, int] | None:
         """(rows read, rows skipped for a NULL timestamp or value) when the loop counted them."""
@@ -136,11 +140,9 @@ def _loop_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str]
                   value_type: Any, state_bound: int | None = None) -> tuple["DataFrame", PathNote]:
     """The native path through the JVM loop (:func:`lakehouse.window_loop.loop_windows`); per key
     its rows come out grouped by key and in time order."""
-    from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
-    note = PathNote("native", Observation(f"windows_loop_{uuid.uuid4().hex}"), clustered="key" in group_cols,
-                    loop=True)
+    note = PathNote("native", loop_figures(data.sparkSession), clustered="key" in group_cols, loop=True)
     if state_bound is not None and spec.kind != "sliding":
         note.loop_state = loop_state(data, group_cols, order_cols, state_bound)
     rows = loop_windows(data, spec, order_cols, group_cols, note.observation, note.loop_state)

@@ -328,7 +328,8 @@ def run_window_recompute(spark: "SparkSession", options: WindowRecomputeOptions,
         state_bound = spec.grace_ms + spec.duration_ms if _keeps_state(target, until, spec, path, group_cols) else None
         windows, note = compute_windows(data, spec, order_cols, group_cols, value_type, path, options.loop,
                                         state_bound)
-        report.windows = _write_output(spark, windows, options, say, bookmark, sort=not note.clustered)
+        report.windows = _write_output(spark, windows, options, say, bookmark, sort=not note.clustered,
+                                       counted=note.windows)
         return _finish(spark, report, options, raw, note, None, group_cols, order_cols, until, started, say)
     if loop_reason is not None:
         say(f"windows: Spark's operators compute the native windows: {loop_reason}")
@@ -409,9 +410,11 @@ def _commit_properties(target: Any, properties: dict[str, str]) -> None:
 
 
 def _write_output(spark: "SparkSession", windows: "DataFrame", options: WindowRecomputeOptions,
-                  say: Callable[[str], None], properties: dict[str, str] | None = None, sort: bool = True) -> int:
+                  say: Callable[[str], None], properties: dict[str, str] | None = None, sort: bool = True,
+                  counted: Callable[[], int | None] | None = None) -> int:
     """Create or replace the output table with ``windows``; returns its row count (observed while
-    writing, not read back)."""
+    writing, not read back; ``counted``: the count after the write, from whatever computed the rows,
+    e.g. the loop's figures, so that no observation evaluates every row)."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
@@ -425,7 +428,9 @@ def _write_output(spark: "SparkSession", windows: "DataFrame", options: WindowRe
     written = Observation(f"windows_written_{uuid.uuid4().hex}")
     if sort:
         windows = windows.sortWithinPartitions("__gh", "key", "window_end")
-    windows = windows.select(*OUTPUT_COLUMNS).observe(written, F.count(F.lit(1)).alias("rows"))
+    windows = windows.select(*OUTPUT_COLUMNS)
+    if counted is None:
+        windows = windows.observe(written, F.count(F.lit(1)).alias("rows"))
     if fmt == "iceberg":
         writer = windows.writeTo(target.sql_name).using("iceberg")
         for key, value in (properties or {}).items():  # in the summary of the commit that writes the rows
@@ -440,6 +445,6 @@ def _write_output(spark: "SparkSession", windows: "DataFrame", options: WindowRe
         (windows.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
          .save(target.location))
         target.declare()
-    rows = int(written.get["rows"] or 0)
+    rows = int((written.get["rows"] if counted is None else counted()) or 0)
     say(f"windows: wrote {rows} window rows to {options.output} ({fmt})")
     return rows

@@ -138,17 +138,15 @@ def append_tail(target: Any, state: "DataFrame", arrived: "DataFrame", complete:
     recomputes in full. ``gathered`` (:class:`lakehouse.window_loop.LoopState`): the JVM loop
     computes the windows from :func:`loop_tail_rows` and gathers the state after the new rows,
     in a job that keeps its rows (``localCheckpoint``, or on the driver when
-    ``gathered.driver_writes``: :func:`_append_collected`) and fills the observation before
+    ``gathered.driver_writes``: :func:`_append_collected`) and fills its figures before
     anything is written; then ``computed_hook`` runs (the state's write starts alongside) and the
     append carries the bookmark when no group was reordered."""
-    from pyspark.sql import Observation
-
     from lakehouse.window_commits import append_windows
     from lakehouse.window_incremental import compute_windows_of
-    from lakehouse.window_loop import DRIVER_WRITE_CLASS, loop_windows
+    from lakehouse.window_loop import DRIVER_WRITE_CLASS, loop_figures, loop_windows
 
     if gathered is not None:
-        seen = Observation(f"windows_tail_{uuid.uuid4().hex}")
+        seen = loop_figures(arrived.sparkSession)
         rows = loop_windows(loop_tail_rows(state, arrived, complete, group_cols), spec, order_cols, group_cols, seen,
                             gathered)
         typed = rows.selectExpr("key", "window_start", "window_end",

@@ -84,6 +84,32 @@ def test_a_late_last_record_makes_its_group_stale(spark):
     assert (observed.get["groups"], observed.get["state_floor"], observed.get["stale_groups"]) == (2, 1075, 1)
 
 
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(raw=RAW, duration=st.integers(2, 30), hop=st.booleans(), grace=st.integers(0, 20),
+       origin=st.sampled_from([0, 5, 1000]), nulls=st.lists(st.integers(0, 59), max_size=3))
+def test_the_loops_figures_equal_a_record_by_record_count(spark, raw, duration, hop, grace, origin, nulls):
+    """What the JVM loop counts into its accumulator (:class:`lakehouse.window_loop.LoopFigures`):
+    groups, the state's floor and stale groups as computed record by record, every row read, the
+    rows without a value as skipped, and as many windows as rows came out."""
+    from lakehouse.window_loop import loop_figures, loop_windows
+
+    spec = WindowSpec("hopping" if hop else "tumbling", duration, grace, max(1, duration // 3) if hop else None,
+                      "sum")
+    rows = build_rows(raw, origin, floats=False)
+    skipped = sorted({i for i in nulls if i < len(rows)})
+    with_nulls = [(k, ts, None if i in skipped else v, p, o) for i, (k, ts, v, p, o) in enumerate(rows)]
+    complete = [r for i, r in enumerate(rows) if i not in skipped]
+    figures = loop_figures(spark)
+    windows = loop_windows(spark.createDataFrame(with_nulls, SCHEMA), spec, ORDER, GROUP, figures).collect()
+    counted = figures.get
+    assert (counted["rows"], counted["skipped"], counted["windows"]) == (len(rows), len(skipped), len(windows))
+    if complete:
+        groups, floor, stale = expected_observations(complete, grace + duration)
+        assert (counted["groups"], counted["state_floor"], counted["stale_groups"]) == (groups, floor, stale)
+    else:
+        assert (counted["groups"], counted["state_floor"], counted["stale_groups"]) == (0, None, 0)
+
+
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(raw=RAW, duration=st.integers(2, 30), hop=st.booleans(), grace=st.integers(0, 20),
        origin=st.sampled_from([0, 5, 1000]), closing=st.sampled_from(["key", "partition"]), floats=st.booleans(),

@@ -40,8 +40,8 @@ final class FixedLoop extends LoopIterator<FixedLoop.State> {
     }
 
     FixedLoop(Iterator<InternalRow> input, GroupReader reader, int agg, long duration, long step, long grace,
-              boolean perKey, WindowState.Collector state) {
-        super(input, reader, agg, state);
+              boolean perKey, WindowState.Collector state, LoopFigures figures) {
+        super(input, reader, agg, state, figures);
         this.duration = duration;
         this.step = step;
         this.grace = grace;

@@ -10,7 +10,8 @@ import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 /**
  * One task's sorted rows in, window rows out, streamed: rows are read only while no output row
  * is waiting, so a task holds the windows one row produced at most, never its whole output.
- * After each group comes one summary row (see {@link WindowLoop#OUTPUT_DOC}).
+ * What it counts per group (rows read and skipped, groups, the window state's floor, replayed
+ * sliding keys, an increment's figures) goes to a {@link LoopFigures} once the input is exhausted.
  *
  * <p>Rows come sorted by the group's hash {@code __gh}, then in offset order, then by the group's
  * columns (the offset right after the hash makes almost every comparison of the sort end on the
@@ -23,10 +24,9 @@ import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
  * {@code __old_last}; a group without open records has one such row without a record) and the new
  * rows. Windows up to the old event time's bound count as closed (they were emitted before); a
  * group whose new complete records do not all follow its old last record in offset order is
- * <em>reordered</em>: its windows are held back (the job recomputes its keys whole) and its summary
- * row says so. The summary row of an increment's group carries {@code __summary} 1 when the group
- * got a new complete record (2 otherwise), {@code __rows} its new rows and {@code __replayed}
- * whether it is reordered.
+ * <em>reordered</em>: its windows are held back (the job recomputes its keys whole). An increment
+ * counts its new rows, its groups with a new complete record ({@code changed}) and, of those, the
+ * reordered ones.
  *
  * @param <G> a group's state
  */
@@ -36,6 +36,8 @@ abstract class LoopIterator<G extends LoopIterator.Group> implements Iterator<In
     protected final GroupReader reader;
     protected final int agg;
     private final WindowState.Collector state;  // null: no window state gathered
+    private final LoopFigures figures;          // null: nothing counted
+    private final long[] counts = new long[LoopFigures.NAMES.length];  // this task's, added at its end
     private final boolean increment;            // the rows are an increment's (reader.isNew >= 0)
     private G emitting;                         // the group whose row is being recorded
     private boolean finished;
@@ -58,11 +60,14 @@ abstract class LoopIterator<G extends LoopIterator.Group> implements Iterator<In
         ArrayList<InternalRow> held;
     }
 
-    LoopIterator(Iterator<InternalRow> input, GroupReader reader, int agg, WindowState.Collector state) {
+    LoopIterator(Iterator<InternalRow> input, GroupReader reader, int agg, WindowState.Collector state,
+                 LoopFigures figures) {
         this.input = input;
         this.reader = reader;
         this.agg = agg;
         this.state = state;
+        this.figures = figures;
+        counts[LoopFigures.STATE_FLOOR] = LoopFigures.NO_FLOOR;
         this.increment = reader.isNew >= 0;
         if (increment && state == null) {
             throw new IllegalArgumentException("an increment's loop gathers the window state");
@@ -88,6 +93,7 @@ abstract class LoopIterator<G extends LoopIterator.Group> implements Iterator<In
             } else if (!finished) {
                 finished = true;
                 endAll();
+                if (figures != null) figures.add(counts);
             } else {
                 return false;
             }
@@ -173,13 +179,23 @@ abstract class LoopIterator<G extends LoopIterator.Group> implements Iterator<In
     private void endGroup(G group, Object[] values) {
         if (state != null) state.finish(group.buffer, values);
         if (increment) {
-            if (!group.reordered) pending.addAll(group.held);
-            pending.add(new GenericInternalRow(new Object[] {gh, null, null, null, null, group.changed ? 1 : 2,
-                null, null, group.newRows, 0L, group.reordered}));
+            if (!group.reordered) {
+                pending.addAll(group.held);
+                counts[LoopFigures.WINDOWS] += group.held.size();
+            }
+            counts[LoopFigures.NEW_ROWS] += group.newRows;
+            if (group.changed) counts[LoopFigures.CHANGED]++;
+            if (group.reordered) counts[LoopFigures.REORDERED]++;
             return;
         }
-        pending.add(new GenericInternalRow(new Object[] {gh, null, null, null, null,
-            counted(group) ? 1 : 2, bound(group), stale(group), group.rows, group.skipped, group.replayed}));
+        counts[LoopFigures.ROWS] += group.rows;
+        counts[LoopFigures.SKIPPED] += group.skipped;
+        if (group.replayed) counts[LoopFigures.REPLAYED]++;
+        if (!counted(group)) return;
+        counts[LoopFigures.GROUPS]++;
+        Long bound = bound(group);
+        if (bound != null) counts[LoopFigures.STATE_FLOOR] = Math.min(counts[LoopFigures.STATE_FLOOR], bound);
+        if (stale(group)) counts[LoopFigures.STALE_GROUPS]++;
     }
 
     /**
@@ -188,8 +204,12 @@ abstract class LoopIterator<G extends LoopIterator.Group> implements Iterator<In
      * sliding rows to the noop sink 8.3-9.0 s against 7.7-8.0 s (bench/README.md).
      */
     protected final void emit(Object key, long start, long end, Object value) {
-        InternalRow row = new GenericInternalRow(new Object[] {gh, GroupReader.outputKey(key), start, end,
-            value, 0, null, null, null, null, null});
-        if (increment) emitting.held.add(row); else pending.add(row);
+        InternalRow row = new GenericInternalRow(new Object[] {gh, GroupReader.outputKey(key), start, end, value});
+        if (increment) {
+            emitting.held.add(row);
+        } else {
+            pending.add(row);
+            counts[LoopFigures.WINDOWS]++;
+        }
     }
 }

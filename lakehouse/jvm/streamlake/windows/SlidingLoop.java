@@ -36,8 +36,9 @@ final class SlidingLoop extends LoopIterator<SlidingLoop.State> {
         int emitted;                             // accepted records [head, emitted) have had their window
     }
 
-    SlidingLoop(Iterator<InternalRow> input, GroupReader reader, int agg, long duration, long grace) {
-        super(input, reader, agg, null);
+    SlidingLoop(Iterator<InternalRow> input, GroupReader reader, int agg, long duration, long grace,
+                LoopFigures figures) {
+        super(input, reader, agg, null, figures);
         this.duration = duration;
         this.grace = grace;
         this.integral = reader.integral;

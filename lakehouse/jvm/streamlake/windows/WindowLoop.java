@@ -18,17 +18,10 @@ import org.apache.spark.sql.types.StructType;
  * <p>Input columns: {@code __gh} (the group's 64-bit hash, first in the sort), the group's
  * columns, {@code key}, {@code ts} (bigint), {@code value} (bigint or double), optionally
  * {@code __closed_floor} (incremental runs); rows with a NULL timestamp or value are counted, not
- * windowed.
+ * windowed. Output columns: {@code __gh}, {@code key}, {@code window_start}, {@code window_end},
+ * {@code value}; what the loop counts goes to a {@link LoopFigures}.
  */
 public final class WindowLoop {
-    /** What the output holds, for the Python side's docstrings and errors. */
-    public static final String OUTPUT_DOC = "__gh, key, window_start, window_end, value, then per group one "
-        + "summary row (__summary 1, or 2 when the group had no complete row) with __bound, __stale, __rows, "
-        + "__skipped and __replayed; window rows have __summary 0";
-
-    /** The number of output columns. */
-    static final int OUTPUT_WIDTH = 11;
-
     /** Key types the loop writes: strings, binary, int and bigint keys. */
     public static final String KEY_TYPES = "string, binary, int, bigint";
 
@@ -37,18 +30,11 @@ public final class WindowLoop {
     /**
      * Tumbling ({@code step == duration}) or hopping windows of {@code sorted}; {@code perKey}:
      * the group is a key within its partition (else a whole partition, keys closing together).
+     * Gathers each group's window state into {@code state} while the windows are computed
+     * ({@link State}; null: none) and counts into {@code figures} (null: nothing counted).
      */
     public static Dataset<Row> fixed(Dataset<Row> sorted, String[] groupCols, long duration, long step, long grace,
-                                     String aggregation, boolean perKey) {
-        return fixed(sorted, groupCols, duration, step, grace, aggregation, perKey, null);
-    }
-
-    /**
-     * {@link #fixed}, also gathering each group's window state into {@code state} while the
-     * windows are computed ({@link State}; null: none).
-     */
-    public static Dataset<Row> fixed(Dataset<Row> sorted, String[] groupCols, long duration, long step, long grace,
-                                     String aggregation, boolean perKey, State state) {
+                                     String aggregation, boolean perKey, State state, LoopFigures figures) {
         final int agg = Acc.kind(aggregation);
         final StructType in = sorted.schema();
         GroupReader checked = new GroupReader(in, groupCols);  // checks the columns on the driver
@@ -59,7 +45,7 @@ public final class WindowLoop {
             GroupReader reader = new GroupReader(in, groupCols);
             WindowState.Collector collector = spec == null ? null
                 : new WindowState.Collector(spec, rows, in, groupCols, reader);
-            return new FixedLoop(it, reader, agg, duration, step, grace, perKey, collector);
+            return new FixedLoop(it, reader, agg, duration, step, grace, perKey, collector, figures);
         });
     }
 
@@ -99,13 +85,14 @@ public final class WindowLoop {
         }
     }
 
-    /** Sliding windows of {@code sorted} (per key). */
+    /** Sliding windows of {@code sorted} (per key), counted into {@code figures} (null: nothing counted). */
     public static Dataset<Row> sliding(Dataset<Row> sorted, String[] groupCols, long duration, long grace,
-                                       String aggregation) {
+                                       String aggregation, LoopFigures figures) {
         final int agg = Acc.kind(aggregation);
         final StructType in = sorted.schema();
         new GroupReader(in, groupCols);
-        return run(sorted, agg, it -> new SlidingLoop(it, new GroupReader(in, groupCols), agg, duration, grace));
+        return run(sorted, agg, it -> new SlidingLoop(it, new GroupReader(in, groupCols), agg, duration, grace,
+                                                      figures));
     }
 
     /**
@@ -138,13 +125,7 @@ public final class WindowLoop {
             .add("key", in.apply("key").dataType(), true)
             .add("window_start", DataTypes.LongType, true)
             .add("window_end", DataTypes.LongType, true)
-            .add("value", valueType, true)
-            .add("__summary", DataTypes.IntegerType, false)
-            .add("__bound", DataTypes.LongType, true)
-            .add("__stale", DataTypes.BooleanType, true)
-            .add("__rows", DataTypes.LongType, true)
-            .add("__skipped", DataTypes.LongType, true)
-            .add("__replayed", DataTypes.BooleanType, true);
+            .add("value", valueType, true);
         JavaRDD<InternalRow> rows = ds.queryExecution().toRdd().toJavaRDD().mapPartitions(loop::over);
         return ds.sparkSession().internalCreateDataFrame(rows.rdd(), out, false);
     }
