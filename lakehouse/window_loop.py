@@ -216,7 +216,8 @@ class LoopFigures:
 
     @property
     def get(self) -> dict[str, int | None]:
-        return {name: (None if value is None else int(value)) for name, value in self.handle.figures().items()}
+        pairs = (pair.split("=") for pair in str(self.handle.encoded()).split(";"))
+        return {name: int(value) if value else None for name, value in pairs}
 
 
 def loop_figures(spark: "SparkSession") -> LoopFigures:

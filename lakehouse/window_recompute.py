@@ -361,7 +361,7 @@ def _finish(spark: "SparkSession", report: WindowReport, options: WindowRecomput
             note: Any, read: tuple[Any, "DataFrame"] | None, group_cols: list[str], order_cols: list[str],
             until: int | None, started: float, say: Callable[[str], None]) -> WindowReport:
     """After a full run's output commit: the window state for the next incremental run (when the
-    path uses one), then the report's figures, from the loop's observation or from ``read`` (the
+    path uses one), then the report's figures, from the loop's figures or from ``read`` (the
     observation of the rows read, and the rows)."""
     from pyspark.sql import functions as F
 
@@ -372,8 +372,10 @@ def _finish(spark: "SparkSession", report: WindowReport, options: WindowRecomput
     if until is not None and _keeps_state(target, until, spec, note.path, group_cols):
         from lakehouse.window_state import save_full_state, write_state  # what the next incremental run starts from
 
-        gathered = None if note.loop_state is None else note.loop_state.frame(spark)
-        if gathered is not None:  # the loop's, from the same pass as the windows
+        state = note.loop_state
+        if state is not None and _state_from_driver(spark, state, options, int(until)):
+            say("windows: the window state gathered by the loop (written from the driver)")
+        elif state is not None and (gathered := state.frame(spark)) is not None:  # from the same pass
             write_state(gathered, options, int(until), definition_fingerprint(options))
             say("windows: the window state gathered by the loop")
         else:
@@ -391,6 +393,20 @@ def _finish(spark: "SparkSession", report: WindowReport, options: WindowRecomput
     report.seconds = time.monotonic() - started
     say(f"windows: {report.rows_read} rows, {report.groups} groups in {options.table}")
     return report
+
+
+def _state_from_driver(spark: "SparkSession", state: Any, options: WindowRecomputeOptions, until: int) -> bool:
+    """Overwrite the existing state table with the state the loop gathered, from the driver
+    (:meth:`lakehouse.window_loop.LoopState.overwrite`: no Spark job for a table of one row per
+    group); False, nothing written, when the table is new, its columns are not the state's (the
+    definition changed), the state was too large to gather or the driver cannot write."""
+    from lakehouse.window_loop import driver_writes_available
+    from lakehouse.window_state import state_properties, state_table
+
+    name = state_table(options.output)
+    if not driver_writes_available(spark) or not spark.catalog.tableExists(name):
+        return False
+    return state.overwrite(spark, name, state_properties(until, definition_fingerprint(options)))
 
 
 def _keeps_state(target: Any, until: int | None, spec: WindowSpec, path: str, group_cols: list[str]) -> bool:

@@ -114,10 +114,11 @@ def test_incremental_runs_equal_a_full_recompute(spark, raw, batches, kind, in_o
 
 def test_only_new_windows_are_added_and_nothing_is_read_twice(spark):
     """In-order appends: the run adds the windows that closed, keeps the emitted ones, records the
-    new snapshot; a run with no new snapshot changes nothing; --full recomputes."""
+    new snapshot; a run with no new snapshot changes nothing; --full recomputes, and overwrites the
+    existing state table from the driver, which the next increment starts from."""
     rng = random.Random(5)
     rows = stream([(rng.randrange(4), rng.randrange(12), rng.choice([0, 0, 3, 15]), rng.randrange(10))
-                   for _ in range(400)])
+                   for _ in range(450)])
     spec = SPECS["tumbling"]
     namespace = f"embedded.inc_{uuid.uuid4().hex[:8]}"
     source, output = f"{namespace}.src", f"{namespace}.out"
@@ -146,18 +147,26 @@ def test_only_new_windows_are_added_and_nothing_is_read_twice(spark):
     assert str(state.java_table().currentSnapshot().operation()) == "overwrite"
     # a state that does not match the output's bookmark is not trusted: rebuilt, same result
     spark.sql(f"DROP TABLE {state_table(output)}")
-    spark.createDataFrame(rows[350:], SCHEMA).writeTo(source).append()
+    spark.createDataFrame(rows[350:400], SCHEMA).writeTo(source).append()
     said.clear()
     assert run_window_recompute(spark, options, progress=said.append).rows_read == 50
     assert [line for line in said if "rebuilding" in line]
     after = table_rows(spark, output)
-    assert after == edge_windows(rows, spec)
+    assert after == edge_windows(rows[:400], spec)
     snapshot = open_table(spark, source).java_table().currentSnapshot().snapshotId()
     idle = run_window_recompute(spark, options, progress=lambda _l: None)
     assert (idle.rows_read, idle.windows, idle.path) == (0, 0, "incremental (no new source snapshot)")
     options.full = True
-    assert run_window_recompute(spark, options, progress=lambda _l: None).rows_read == 400
+    said.clear()
+    assert run_window_recompute(spark, options, progress=said.append).rows_read == 400
     assert table_rows(spark, output) == after
+    assert "windows: the window state gathered by the loop (written from the driver)" in said
+    options.full = False
+    spark.createDataFrame(rows[400:], SCHEMA).writeTo(source).append()
+    said.clear()
+    assert run_window_recompute(spark, options, progress=said.append).rows_read == 50
+    assert not [line for line in said if "rebuilding" in line]  # the full run's state is trusted
+    assert table_rows(spark, output) == edge_windows(rows, spec)
     for table in (source, output, state_table(output)):
         spark.sql(f"DROP TABLE IF EXISTS {table}")
 

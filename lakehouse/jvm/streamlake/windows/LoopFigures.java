@@ -72,10 +72,18 @@ public final class LoopFigures extends AccumulatorV2<long[], long[]> {
         return sums.clone();
     }
 
-    /** Every figure by name ({@link #NAMES}); {@code state_floor} is null when no group had a bound. */
-    public java.util.Map<String, Long> figures() {
-        java.util.Map<String, Long> out = new java.util.LinkedHashMap<>();
-        for (int i = 0; i < NAMES.length; i++) out.put(NAMES[i], i == STATE_FLOOR && sums[i] == NO_FLOOR ? null : sums[i]);
-        return out;
+    /**
+     * Every figure as {@code name=value} pairs joined by {@code ;} ({@link #NAMES} order; an empty
+     * {@code state_floor} when no group had a bound): one string, so that Python reads all of them
+     * in one call through the gateway (a map's iterator costs a round trip per entry).
+     */
+    public String encoded() {
+        StringBuilder out = new StringBuilder();
+        for (int i = 0; i < NAMES.length; i++) {
+            if (i > 0) out.append(';');
+            out.append(NAMES[i]).append('=');
+            if (!(i == STATE_FLOOR && sums[i] == NO_FLOOR)) out.append(sums[i]);
+        }
+        return out.toString();
     }
 }
