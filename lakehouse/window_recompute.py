@@ -441,12 +441,13 @@ def _write_output(spark: "SparkSession", windows: "DataFrame", options: WindowRe
     # compares by its prefix, then key and end (per key the order of (start, end) too)
     if "__gh" not in windows.columns:
         windows = windows.withColumn("__gh", group_hash(["key"]))
-    written = Observation(f"windows_written_{uuid.uuid4().hex}")
     if sort:
         windows = windows.sortWithinPartitions("__gh", "key", "window_end")
     windows = windows.select(*OUTPUT_COLUMNS)
     if counted is None:
+        written = Observation(f"windows_written_{uuid.uuid4().hex}")
         windows = windows.observe(written, F.count(F.lit(1)).alias("rows"))
+        counted = lambda: written.get["rows"]  # noqa: E731
     if fmt == "iceberg":
         writer = windows.writeTo(target.sql_name).using("iceberg")
         for key, value in (properties or {}).items():  # in the summary of the commit that writes the rows
@@ -461,6 +462,6 @@ def _write_output(spark: "SparkSession", windows: "DataFrame", options: WindowRe
         (windows.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
          .save(target.location))
         target.declare()
-    rows = int((written.get["rows"] if counted is None else counted()) or 0)
+    rows = int(counted() or 0)
     say(f"windows: wrote {rows} window rows to {options.output} ({fmt})")
     return rows

@@ -5,7 +5,7 @@ import org.apache.spark.util.AccumulatorV2;
 /**
  * What the window loop counts while it runs (the job's report and the window state read them
  * after the job): each task adds its figures once, when its input is exhausted, and the driver
- * holds their sum ({@link #get}).
+ * holds their sum ({@link #value}; {@link #encoded} for Python).
  *
  * <p>An accumulator instead of per-group summary rows observed with {@code DataFrame.observe}:
  * those rows had to travel with the windows, and the observation evaluated its aggregates on every
