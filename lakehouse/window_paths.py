@@ -41,7 +41,8 @@ def choose_path(spec: WindowSpec, engine: str = "auto") -> str:
 @dataclass
 class PathNote:
     """Which path computed the rows; read (``str``, :meth:`groups`) only after the rows were
-    computed: the native path's counts are observations of that job."""
+    computed: the native path's counts are observations of that job (the JVM loop's, its
+    :class:`lakehouse.window_loop.LoopFigures`)."""
 
     path: str
     observation: Any = None  # native: groups (and replayed groups for sliding windows); the loop's LoopFigures
