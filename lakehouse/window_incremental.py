@@ -352,7 +352,8 @@ def _emit_windows(spark: "SparkSession", options: "WindowRecomputeOptions", plan
         if not reordered:
             if not bookmarked:
                 _commit_properties(target, bookmark)
-            return new_rows, appended, f"incremental, {path}" + (" (JVM loop)" if gathered is not None else "")
+            loop = "" if gathered is None else " (JVM loop, one task)" if gathered.one_task else " (JVM loop)"
+            return new_rows, appended, f"incremental, {path}{loop}"
         if "key" not in group_cols:  # closing per partition: a full run
             say("windows: full recompute (a partition got records between its old ones)")
             return None

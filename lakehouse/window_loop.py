@@ -44,7 +44,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from lakehouse.window_recompute import WindowSpec
 
-__all__ = ("DRIVER_WRITE_CLASS", "INCREMENT_COLUMNS", "LOOP_CLASS", "LOOP_MODES", "LoopFigures", "LoopState",
+__all__ = ("DRIVER_WRITE_CLASS", "INCREMENT_COLUMNS", "LOOP_CLASS", "LOOP_MODES", "ONE_TASK_MAX_ROWS", "LoopFigures",
+           "LoopState",
            "driver_writes_available", "loop_available", "loop_figures", "loop_input", "loop_state",
            "loop_unavailable_reason", "loop_windows")
 
@@ -65,6 +66,10 @@ STATE_TASK_CAP = 500_000
 STATE_TOTAL_CAP = 1_000_000
 
 
+#: the most rows :func:`loop_input` sorts in one task, without a shuffle: an increment's new rows
+#: and its state's open records (below that, a shuffle's second stage costs more than it spreads)
+ONE_TASK_MAX_ROWS = 200_000
+
 #: a small increment's writes from the driver (:mod:`lakehouse.window_tail`; in the jar when it was
 #: compiled with the Iceberg runtime, :mod:`lakehouse.window_jar`)
 DRIVER_WRITE_CLASS = "streamlake.windows.DriverWrite"
@@ -79,6 +84,9 @@ class LoopState:
     schema: Any = None  # the state rows' StructType
     #: set by an increment small enough to write its windows and this state from the driver
     driver_writes: bool = False
+    #: set by an increment whose rows (new ones and the old state's open records) one task sorts
+    #: faster than a shuffle would spread them (:data:`ONE_TASK_MAX_ROWS`)
+    one_task: bool = False
 
     def frame(self, spark: "SparkSession") -> "DataFrame | None":
         """The state's rows (one per group), or None when they were too many to gather."""
@@ -173,7 +181,7 @@ def loop_unavailable_reason(data: "DataFrame", mode: str = "auto") -> str | None
 
 
 def loop_input(data: "DataFrame", group_cols: Sequence[str], order_cols: Sequence[str],
-               value_integral: bool) -> "DataFrame":
+               value_integral: bool, one_task: bool = False) -> "DataFrame":
     """The floor's plan over the columns the loop reads: ``__gh``, the group's columns, ``key``,
     ``ts``, ``value`` (bigint when ``value_integral``, else double) and ``__closed_floor`` when
     ``data`` has it (and an increment's :data:`INCREMENT_COLUMNS`), shuffled by the group and sorted within each task by the group's hash, the
@@ -183,14 +191,18 @@ def loop_input(data: "DataFrame", group_cols: Sequence[str], order_cols: Sequenc
     the loop handles; putting the offset right after the hash is what makes the sort cheap: Spark
     compares an 8-byte prefix of the first column, every record of a group shares it, and the
     comparison that follows ends on the offset instead of comparing the key's bytes (the floor's
-    own order, by partition and key first: 5.3-5.6 s at 10M rows here, this one 4.9 s)."""
+    own order, by partition and key first: 5.3-5.6 s at 10M rows here, this one 4.9 s).
+
+    ``one_task``: all rows in one task, sorted the same way, without a shuffle (for a few hundred
+    thousand rows at most: an increment's, :data:`ONE_TASK_MAX_ROWS`): one stage instead of two."""
     columns = list(dict.fromkeys(["__gh", *group_cols, "key", *order_cols]))
     value = f"CAST(value AS {'BIGINT' if value_integral else 'DOUBLE'}) AS value"
     extra = [c for c in ("__closed_floor", *INCREMENT_COLUMNS) if c in data.columns]
     hashed = data if "__gh" in data.columns else data.withColumn("__gh", group_hash(group_cols))
     narrowed = hashed.selectExpr(*map(quote_column, columns), "ts", value, *extra)
     offsets = [c for c in order_cols if c not in group_cols]
-    return narrowed.repartition("__gh", *group_cols).sortWithinPartitions("__gh", *offsets, *group_cols)
+    grouped = narrowed.coalesce(1) if one_task else narrowed.repartition("__gh", *group_cols)
+    return grouped.sortWithinPartitions("__gh", *offsets, *group_cols)
 
 
 @dataclass
@@ -234,7 +246,8 @@ def loop_windows(data: "DataFrame", spec: "WindowSpec", order_cols: Sequence[str
     ``group_cols``) the rows come grouped by key and in time order. ``figures``
     (:func:`loop_figures`) receives what the loop counts (:class:`LoopFigures`); ``state``
     (:func:`loop_state`; tumbling and hopping windows, required for an increment's rows,
-    :data:`INCREMENT_COLUMNS`) gathers the window state while the rows are computed."""
+    :data:`INCREMENT_COLUMNS`) gathers the window state while the rows are computed, in one task
+    when ``state.one_task``."""
     from pyspark.sql import DataFrame
     from pyspark.sql import types as T
 
@@ -242,7 +255,7 @@ def loop_windows(data: "DataFrame", spec: "WindowSpec", order_cols: Sequence[str
     if not isinstance(aggregation, str):
         raise ValueError(f"the window loop cannot compute a custom aggregation ({type(aggregation).__name__})")
     integral = isinstance(data.schema["value"].dataType, (T.ByteType, T.ShortType, T.IntegerType, T.LongType))
-    sorted_rows = loop_input(data, group_cols, order_cols, integral)
+    sorted_rows = loop_input(data, group_cols, order_cols, integral, one_task=state is not None and state.one_task)
     spark = data.sparkSession
     jvm: Any = spark.sparkContext._jvm
     names = _names(spark, group_cols)

@@ -43,6 +43,9 @@ if TYPE_CHECKING:  # pragma: no cover
 STATE_SUFFIX = "__window_state"
 STATE_SNAPSHOT_PROPERTY = "lakehouse.windows.state.source-snapshot"
 STATE_DEFINITION_PROPERTY = "lakehouse.windows.state.definition"
+#: the open records of a state written from the driver (``streamlake.windows.DriverWrite``), in its
+#: commit's summary: what the next increment's plan is sized by (:func:`state_open_records`)
+STATE_RECORDS_PROPERTY = "lakehouse.windows.state.records"
 
 
 def state_table(output: str) -> str:
@@ -105,6 +108,16 @@ def read_state(spark: "SparkSession", options: "WindowRecomputeOptions", since: 
     # state, and a write makes Spark recompute the cached plans that read the table (an unpinned
     # read would then see the new state)
     return spark.sql(f"SELECT * FROM {table.sql_name} VERSION AS OF {int(snapshot.snapshotId())}")
+
+
+def state_open_records(spark: "SparkSession", options: "WindowRecomputeOptions") -> int | None:
+    """The open records of the state table's current state, as its commit recorded them (None when
+    it was written through Spark, which does not count them, or there is no state)."""
+    from lakehouse.iceberg_tables import IcebergTable
+
+    snapshot = IcebergTable(spark, state_table(options.output)).java_table().currentSnapshot()
+    recorded = None if snapshot is None else snapshot.summary().get(STATE_RECORDS_PROPERTY)
+    return None if recorded is None else int(recorded)
 
 
 def state_bookmark(table: Any) -> tuple[str | None, str | None]:

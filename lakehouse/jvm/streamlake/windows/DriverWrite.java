@@ -121,14 +121,25 @@ public final class DriverWrite {
         return true;
     }
 
+    /** The snapshot summary entry of a state written here: its open records (the rows' {@code records}). */
+    public static final String STATE_RECORDS_PROPERTY = "lakehouse.windows.state.records";
+
     /**
-     * {@link #overwrite} with the window state a loop gathered ({@link WindowLoop.State}); false
-     * when it was too large to gather or the table does not take its rows.
+     * {@link #overwrite} with the window state a loop gathered ({@link WindowLoop.State}), its
+     * number of open records in the commit's summary ({@link #STATE_RECORDS_PROPERTY}: the next
+     * increment sizes its plan by it); false when it was too large to gather or the table does
+     * not take its rows.
      */
     public static boolean overwriteState(SparkSession spark, String identifier, WindowLoop.State state,
                                          Map<String, String> properties) throws Exception {
         if (state.overflowed()) return false;
-        return overwrite(spark, identifier, state.schema, state.rows.distinct(state.schema), properties);
+        List<InternalRow> rows = state.rows.distinct(state.schema);
+        int records = state.schema.fieldIndex("records");
+        long open = 0;
+        for (InternalRow row : rows) open += row.isNullAt(records) ? 0 : row.getArray(records).numElements();
+        Map<String, String> summary = new java.util.HashMap<>(properties);
+        summary.put(STATE_RECORDS_PROPERTY, Long.toString(open));
+        return overwrite(spark, identifier, state.schema, rows, summary);
     }
 
     private static Table load(SparkSession spark, String identifier) throws Exception {
