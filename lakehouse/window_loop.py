@@ -95,6 +95,11 @@ class LoopState:
         jdf = self.handle.frame(spark._jsparkSession)
         return None if jdf is None else DataFrame(jdf, spark)
 
+    def open_records(self) -> int | None:
+        """The gathered state's open records (None when it was too large to gather)."""
+        count = int(self.handle.openRecords())
+        return None if count < 0 else count
+
     def overwrite(self, spark: "SparkSession", identifier: str, properties: dict[str, str]) -> bool:
         """Replace the rows of Iceberg table ``identifier`` with the gathered state from the driver,
         in one commit carrying ``properties``; False (nothing written) when the state was too large

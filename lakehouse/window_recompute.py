@@ -376,7 +376,8 @@ def _finish(spark: "SparkSession", report: WindowReport, options: WindowRecomput
         if state is not None and _state_from_driver(spark, state, options, int(until)):
             say("windows: the window state gathered by the loop (written from the driver)")
         elif state is not None and (gathered := state.frame(spark)) is not None:  # from the same pass
-            write_state(gathered, options, int(until), definition_fingerprint(options))
+            write_state(gathered, options, int(until), definition_fingerprint(options),
+                        open_records=state.open_records())
             say("windows: the window state gathered by the loop")
         else:
             save_full_state(prepare_input(raw, options).where(complete), options, group_cols, order_cols, until,

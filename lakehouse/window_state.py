@@ -137,18 +137,21 @@ def state_properties(until: int, fingerprint: str) -> dict[str, str]:
 
 
 def write_state(state: "DataFrame", options: "WindowRecomputeOptions", until: int, fingerprint: str,
-                overwrite: bool = False) -> None:
+                overwrite: bool = False, open_records: int | None = None) -> None:
     """Write ``state`` as the state table's rows, recording ``until`` and the definition in the
-    summary of the same commit. ``overwrite``: the table exists with ``state``'s columns (the
-    state an incremental run read), so its rows are overwritten in one plain commit; otherwise
-    (full runs: the definition, hence the columns, may have changed) the table is created or
-    replaced."""
+    summary of the same commit (and ``open_records``, when known: :func:`state_open_records`).
+    ``overwrite``: the table exists with ``state``'s columns (the state an incremental run read),
+    so its rows are overwritten in one plain commit; otherwise (full runs: the definition, hence
+    the columns, may have changed) the table is created or replaced."""
     from pyspark.sql import functions as F
 
     from lakehouse.iceberg_tables import quote_ident
 
     writer = state.writeTo(quote_ident(state_table(options.output)))
-    for key, value in state_properties(until, fingerprint).items():
+    properties = state_properties(until, fingerprint)
+    if open_records is not None:
+        properties[STATE_RECORDS_PROPERTY] = str(open_records)
+    for key, value in properties.items():
         writer = writer.option(f"snapshot-property.{key}", value)
     if overwrite:
         writer.overwrite(F.lit(True))

@@ -231,7 +231,8 @@ def save_gathered(spark: "SparkSession", gathered: Any, state: "DataFrame", new:
     if frame is None:
         _save_state(state, new, options, group_cols, order_cols, until, fingerprint, True)
         return
-    write_state(frame, options, until, fingerprint, overwrite=frame.schema.json() == state.schema.json())
+    write_state(frame, options, until, fingerprint, overwrite=frame.schema.json() == state.schema.json(),
+                open_records=gathered.open_records())
 
 
 def loop_increment(spark: "SparkSession", options: Any, plan: Any, source: Any, target: Any,

@@ -133,13 +133,9 @@ public final class DriverWrite {
     public static boolean overwriteState(SparkSession spark, String identifier, WindowLoop.State state,
                                          Map<String, String> properties) throws Exception {
         if (state.overflowed()) return false;
-        List<InternalRow> rows = state.rows.distinct(state.schema);
-        int records = state.schema.fieldIndex("records");
-        long open = 0;
-        for (InternalRow row : rows) open += row.isNullAt(records) ? 0 : row.getArray(records).numElements();
         Map<String, String> summary = new java.util.HashMap<>(properties);
-        summary.put(STATE_RECORDS_PROPERTY, Long.toString(open));
-        return overwrite(spark, identifier, state.schema, rows, summary);
+        summary.put(STATE_RECORDS_PROPERTY, Long.toString(state.openRecords()));
+        return overwrite(spark, identifier, state.schema, state.rows.distinct(state.schema), summary);
     }
 
     private static Table load(SparkSession spark, String identifier) throws Exception {

@@ -75,6 +75,17 @@ public final class WindowLoop {
             return rows.overflowed();
         }
 
+        /** The open records of the state's rows (their {@code records}), -1 when {@link #overflowed}. */
+        public long openRecords() {
+            if (rows.overflowed()) return -1;
+            int records = schema.fieldIndex("records");
+            long open = 0;
+            for (InternalRow row : rows.distinct(schema)) {
+                open += row.isNullAt(records) ? 0 : row.getArray(records).numElements();
+            }
+            return open;
+        }
+
         /** The state's rows, one per group, as a DataFrame (null when {@link #overflowed}). */
         public Dataset<Row> frame(org.apache.spark.sql.classic.SparkSession spark) {
             if (rows.overflowed()) return null;
