@@ -44,10 +44,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from lakehouse.window_recompute import WindowSpec
 
-__all__ = ("DRIVER_WRITE_CLASS", "INCREMENT_COLUMNS", "LOOP_CLASS", "LOOP_MODES", "ONE_TASK_MAX_ROWS", "LoopFigures",
-           "LoopState",
-           "driver_writes_available", "loop_available", "loop_figures", "loop_input", "loop_state",
-           "loop_unavailable_reason", "loop_windows")
+__all__ = ("DRIVER_WRITE_CLASS", "INCREMENT_COLUMNS", "LOOP_CLASS", "LOOP_MODES", "ONE_TASK_MAX_ROWS",
+           "STATE_SNAPSHOTS_KEPT", "LoopFigures", "LoopState", "driver_writes_available", "loop_available",
+           "loop_figures", "loop_input", "loop_state", "loop_unavailable_reason", "loop_windows")
 
 LOOP_CLASS = "streamlake.windows.WindowLoop"
 #: ``auto``: the loop when its jar is on the class path; ``on``: the loop or an error; ``off``: Spark's operators
@@ -65,6 +64,10 @@ INCREMENT_COLUMNS = ("__new", "__old_latest", "__old_last")
 STATE_TASK_CAP = 500_000
 STATE_TOTAL_CAP = 1_000_000
 
+
+#: the window state table's snapshots kept by its writes from the driver (past twice as many, the
+#: older ones are expired and their files deleted: a run reads only the newest state)
+STATE_SNAPSHOTS_KEPT = 8
 
 #: the most rows :func:`loop_input` sorts in one task, without a shuffle: an increment's new rows
 #: and its state's open records (below that, a shuffle's second stage costs more than it spreads)
@@ -102,11 +105,12 @@ class LoopState:
 
     def overwrite(self, spark: "SparkSession", identifier: str, properties: dict[str, str]) -> bool:
         """Replace the rows of Iceberg table ``identifier`` with the gathered state from the driver,
-        in one commit carrying ``properties``; False (nothing written) when the state was too large
-        to gather or the table's columns are not the state's."""
+        in one commit carrying ``properties``, and past twice :data:`STATE_SNAPSHOTS_KEPT`
+        snapshots expire the older ones; False (nothing written) when the state was too large to
+        gather or the table's columns are not the state's."""
         jvm: Any = spark.sparkContext._jvm
         return bool(getattr(jvm, DRIVER_WRITE_CLASS).overwriteState(spark._jsparkSession, identifier, self.handle,
-                                                                    properties))
+                                                                    properties, STATE_SNAPSHOTS_KEPT))
 
 
 def driver_writes_available(spark: "SparkSession") -> bool:

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lh_testkit import run_job
 
-from lakehouse import window_tail
+from lakehouse import window_loop, window_tail
 from lakehouse.window_incremental import SOURCE_SNAPSHOT_PROPERTY, read_bookmark
 from lakehouse.window_state import state_bookmark, state_open_records, state_table
 from lakehouse.tables import open_table
@@ -112,10 +112,11 @@ def test_incremental_runs_equal_a_full_recompute(spark, raw, batches, kind, in_o
             spark.sql(f"DROP TABLE IF EXISTS {table}")
 
 
-def test_only_new_windows_are_added_and_nothing_is_read_twice(spark):
+def test_only_new_windows_are_added_and_nothing_is_read_twice(spark, monkeypatch):
     """In-order appends: the run adds the windows that closed, keeps the emitted ones, records the
     new snapshot; a run with no new snapshot changes nothing; --full recomputes, and overwrites the
-    existing state table from the driver, which the next increment starts from."""
+    existing state table from the driver (expiring its older snapshots), which the next increment
+    starts from, in one task."""
     rng = random.Random(5)
     rows = stream([(rng.randrange(4), rng.randrange(12), rng.choice([0, 0, 3, 15]), rng.randrange(10))
                    for _ in range(450)])
@@ -162,9 +163,13 @@ def test_only_new_windows_are_added_and_nothing_is_read_twice(spark):
     assert (idle.rows_read, idle.windows, idle.path) == (0, 0, "incremental (no new source snapshot)")
     options.full = True
     said.clear()
+    snapshots = f"SELECT count(*) FROM {state_table(output)}.snapshots"
+    assert spark.sql(snapshots).first()[0] == 1  # the rebuilt state's table, created anew
+    monkeypatch.setattr(window_loop, "STATE_SNAPSHOTS_KEPT", 1)
     assert run_window_recompute(spark, options, progress=said.append).rows_read == 400
     assert table_rows(spark, output) == after
     assert "windows: the window state gathered by the loop (written from the driver)" in said
+    assert spark.sql(snapshots).first()[0] == 2  # not past twice the snapshots kept
     options.full = False
     spark.createDataFrame(rows[400:], SCHEMA).writeTo(source).append()
     said.clear()
@@ -175,6 +180,9 @@ def test_only_new_windows_are_added_and_nothing_is_read_twice(spark):
     assert (last.rows_read, last.path) == (50, "incremental, native (JVM loop, one task)")
     assert not [line for line in said if "rebuilding" in line]  # the full run's state is trusted
     assert table_rows(spark, output) == edge_windows(rows, spec)
+    # the driver's state write expired the state's older snapshots and the files only they held
+    assert spark.sql(snapshots).first()[0] == 1
+    assert spark.sql(f"SELECT count(*) FROM {state_table(output)}.all_data_files").first()[0] == 1
     for table in (source, output, state_table(output)):
         spark.sql(f"DROP TABLE IF EXISTS {table}")
 

@@ -113,7 +113,11 @@ public final class DriverWrite {
      */
     public static boolean overwrite(SparkSession spark, String identifier, StructType schema, List<InternalRow> rows,
                                     Map<String, String> properties) throws Exception {
-        Table table = load(spark, identifier);
+        return overwrite(load(spark, identifier), schema, rows, properties);
+    }
+
+    private static boolean overwrite(Table table, StructType schema, List<InternalRow> rows,
+                                     Map<String, String> properties) throws Exception {
         if (!writable(table, schema)) return false;
         OverwriteFiles overwrite = table.newOverwrite().overwriteByRowFilter(Expressions.alwaysTrue());
         if (!rows.isEmpty()) overwrite.addFile(write(table, schema, rows));
@@ -131,11 +135,27 @@ public final class DriverWrite {
      * not take its rows.
      */
     public static boolean overwriteState(SparkSession spark, String identifier, WindowLoop.State state,
-                                         Map<String, String> properties) throws Exception {
+                                         Map<String, String> properties, int keep) throws Exception {
         if (state.overflowed()) return false;
         Map<String, String> summary = new java.util.HashMap<>(properties);
         summary.put(STATE_RECORDS_PROPERTY, Long.toString(state.openRecords()));
-        return overwrite(spark, identifier, state.schema, state.rows.distinct(state.schema), summary);
+        Table table = load(spark, identifier);
+        if (!overwrite(table, state.schema, state.rows.distinct(state.schema), summary)) return false;
+        expireOldStates(table, keep);
+        return true;
+    }
+
+    /**
+     * Past {@code 2 * keep} snapshots, expire all but the newest {@code keep} of the state table
+     * and delete the state files only they referenced: a run reads only the newest state, and an
+     * hourly schedule would otherwise add a snapshot (and a file) to it every hour, forever, each
+     * one making every later commit rewrite a larger metadata file. Once in {@code keep} runs.
+     */
+    static void expireOldStates(Table table, int keep) {
+        int snapshots = 0;
+        for (org.apache.iceberg.Snapshot ignored : table.snapshots()) snapshots++;
+        if (keep < 1 || snapshots <= 2 * keep) return;
+        table.expireSnapshots().retainLast(keep).expireOlderThan(System.currentTimeMillis()).commit();
     }
 
     private static Table load(SparkSession spark, String identifier) throws Exception {
