@@ -256,7 +256,7 @@ def loop_increment(spark: "SparkSession", options: Any, plan: Any, source: Any, 
                               and driver_writes_available(spark))
     # a state written from the driver recorded its open records; one written through Spark did not
     open_records = state_open_records(spark, options) if gathered.driver_writes else None
-    gathered.one_task = open_records is not None and added + open_records <= ONE_TASK_MAX_ROWS
+    gathered.one_task = added is not None and open_records is not None and added + open_records <= ONE_TASK_MAX_ROWS
     saving: list[Future[None]] = []
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="window-state") as pool:
         def save() -> None:  # once the windows are computed: the state the loop gathered
