@@ -142,7 +142,8 @@ def write_state(state: "DataFrame", options: "WindowRecomputeOptions", until: in
     summary of the same commit (and ``open_records``, when known: :func:`state_open_records`).
     ``overwrite``: the table exists with ``state``'s columns (the state an incremental run read),
     so its rows are overwritten in one plain commit; otherwise (full runs: the definition, hence
-    the columns, may have changed) the table is created or replaced."""
+    the columns, may have changed) the table is created or replaced. Then the table's older
+    snapshots are expired past a bound (:func:`_expire_old_states`)."""
     from pyspark.sql import functions as F
 
     from lakehouse.iceberg_tables import quote_ident
@@ -157,6 +158,18 @@ def write_state(state: "DataFrame", options: "WindowRecomputeOptions", until: in
         writer.overwrite(F.lit(True))
     else:
         writer.using("iceberg").createOrReplace()
+    _expire_old_states(state.sparkSession, state_table(options.output))
+
+
+def _expire_old_states(spark: "SparkSession", identifier: str) -> None:
+    """The older snapshots of the state table expired as its writes from the driver do
+    (:data:`lakehouse.window_loop.STATE_SNAPSHOTS_KEPT`; no Spark job), when the driver can."""
+    from lakehouse import window_loop
+
+    if window_loop.driver_writes_available(spark):
+        jvm: Any = spark.sparkContext._jvm
+        getattr(jvm, window_loop.DRIVER_WRITE_CLASS).expireOldStates(spark._jsparkSession, identifier,
+                                                                     window_loop.STATE_SNAPSHOTS_KEPT)
 
 
 def full_state(data: "DataFrame", group_cols: Sequence[str], order_cols: Sequence[str], bound: int,

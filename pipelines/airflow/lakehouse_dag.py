@@ -10,7 +10,8 @@ it validates; a backfill of an old interval validates that interval, not "the la
 ``windows`` runs incrementally from the source snapshot its output records.
 ``lakehouse_maintenance``: Iceberg ``compact -> rewrite_manifests -> expire_snapshots ->
 remove_orphan_files``; Delta ``compact -> vacuum`` (``compact`` bin-packs only, each clean-up step is
-its own task). Every task has an ``execution_timeout``.
+its own task); with ``LAKEHOUSE_WINDOWS_OUTPUT``, the same clean-up steps for the windows output
+after them (``*_windows``). Every task has an ``execution_timeout``.
 
 The jobs' Python code (``lakehouse``, ``pipelines``, ``stream_edge``) is shipped to the executors
 with ``--py-files`` (a zip the DAG builds next to the checkout when the sources change), so the
@@ -249,14 +250,45 @@ def build_dag() -> DAG:
     return dag
 
 
+def windows_output_format(output: str, windows_args: str) -> str:
+    """The windows job's output format, as the job resolves it (``lakehouse.tables.resolve_format``):
+    ``--output-format`` among its arguments, else ``delta`` for a ``delta.`path``` name, else
+    ``iceberg``. Example: ``windows_output_format("lake.db.temp_1m", "--duration 1m")`` is ``"iceberg"``."""
+    args = shlex.split(windows_args)
+    for i, arg in enumerate(args):
+        if arg == "--output-format" and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith("--output-format="):
+            return arg.split("=", 1)[1]
+    return "delta" if output.strip().startswith("delta.`") else "iceberg"
+
+
+def _maintenance_tasks(home: Path, table: str, table_format: str, retention: str, suffix: str = "") -> list:
+    """One table's clean-up steps: Iceberg ``rewrite_manifests -> expire_snapshots ->
+    remove_orphan_files``, Delta ``vacuum``; task ids end with ``suffix``."""
+    common = ["--table", table, "--format", table_format]
+    actions = (["rewrite-manifests", "expire-snapshots", "remove-orphan-files"] if table_format == "iceberg"
+               else ["vacuum"])
+    return [SparkSubmitOperator(
+        task_id=action.replace("-", "_") + suffix, name=f"lakehouse-maintain-{action}",
+        application=str(home / "pipelines" / "jobs" / "maintain.py"),
+        application_args=[*common, "--action", action,
+                          *(["--retention", retention] if action in ("expire-snapshots", "vacuum") else [])],
+        **_common(home)) for action in actions]
+
+
 def build_maintenance_dag() -> DAG:
     """The daily DAG ``lakehouse_maintenance``: compaction (bin-packing, verified) of the recent
     partitions, then each clean-up step as its own task: Iceberg ``rewrite_manifests ->
-    expire_snapshots -> remove_orphan_files``, Delta ``vacuum``."""
+    expire_snapshots -> remove_orphan_files``, Delta ``vacuum``; then, with
+    ``LAKEHOUSE_WINDOWS_OUTPUT`` set, the same clean-up steps for the windows job's output (each
+    hourly run commits to it: ``*_windows`` tasks). The windows' state table expires its own old
+    snapshots as it is written (lakehouse/window_state.py)."""
     home = _home()
     table = os.environ.get("LAKEHOUSE_TABLE", "lake.db.sensor_readings")
     table_format = os.environ.get("LAKEHOUSE_FORMAT", "iceberg")
     retention = os.environ.get("LAKEHOUSE_RETENTION", "7d")
+    windows_output = os.environ.get("LAKEHOUSE_WINDOWS_OUTPUT")
     with DAG(
         dag_id="lakehouse_maintenance",
         description="compact, rewrite manifests, expire snapshots, remove orphan files (Iceberg) / vacuum (Delta)",
@@ -270,16 +302,10 @@ def build_maintenance_dag() -> DAG:
         common = ["--table", table, "--format", table_format]
         tasks = [_job(home, "compact", [*common, "--since", os.environ.get("LAKEHOUSE_COMPACT_SINCE", "2d"),
                                         "--no-cleanup"])]
-        actions = (["rewrite-manifests", "expire-snapshots", "remove-orphan-files"] if table_format == "iceberg"
-                   else ["vacuum"])
-        for action in actions:
-            task = SparkSubmitOperator(
-                task_id=action.replace("-", "_"), name=f"lakehouse-maintain-{action}",
-                application=str(home / "pipelines" / "jobs" / "maintain.py"),
-                application_args=[*common, "--action", action,
-                                  *(["--retention", retention] if action in ("expire-snapshots", "vacuum") else [])],
-                **_common(home))
-            tasks.append(task)
+        tasks += _maintenance_tasks(home, table, table_format, retention)
+        if windows_output:
+            output_format = windows_output_format(windows_output, os.environ.get("LAKEHOUSE_WINDOWS_ARGS", ""))
+            tasks += _maintenance_tasks(home, windows_output, output_format, retention, suffix="_windows")
         chain(*tasks)
     return dag
 

@@ -88,13 +88,17 @@ def _parse_dags(tmp_path: Path, configs: list[tuple[dict[str, str], str]]) -> li
 
 @pytest.mark.integration
 def test_dag_parses_into_register_then_windows_and_a_daily_maintenance_dag(tmp_path) -> None:
-    parsed, no_py_files, with_jars, maintenance, delta = _parse_dags(tmp_path, [
-        ({"LAKEHOUSE_WINDOWS_OUTPUT": "lake.db.temp_1m",
-          "LAKEHOUSE_WINDOWS_ARGS": "--duration 1m --value-column 'temperature'"}, "dag"),
+    windows = {"LAKEHOUSE_WINDOWS_OUTPUT": "lake.db.temp_1m",
+               "LAKEHOUSE_WINDOWS_ARGS": "--duration 1m --value-column 'temperature'"}
+    parsed, no_py_files, with_jars, maintenance, delta, with_windows, delta_windows = _parse_dags(tmp_path, [
+        (windows, "dag"),
         ({"LAKEHOUSE_PY_FILES": ""}, "dag"),
         ({"LAKEHOUSE_SPARK_JARS": "/j/iceberg.jar,/j/delta.jar", "SPARK_DIST_CLASSPATH": "/j/delta.jar"}, "dag"),
         ({"LAKEHOUSE_TASK_TIMEOUT_MINUTES": "30"}, "maintenance_dag"),
         ({"LAKEHOUSE_FORMAT": "delta", "LAKEHOUSE_TABLE": "db.readings", "LAKEHOUSE_RETENTION": "10d"},
+         "maintenance_dag"),
+        (windows, "maintenance_dag"),
+        ({"LAKEHOUSE_WINDOWS_OUTPUT": "db.temp_1m", "LAKEHOUSE_WINDOWS_ARGS": "--output-format delta --duration 1m"},
          "maintenance_dag"),
     ])
     assert parsed["dag_id"] == "lakehouse"
@@ -135,6 +139,15 @@ def test_dag_parses_into_register_then_windows_and_a_daily_maintenance_dag(tmp_p
     assert delta["tasks"] == {"compact": ["vacuum"], "vacuum": []}
     assert delta["args"]["vacuum"] == ["--table", "db.readings", "--format", "delta", "--action", "vacuum",
                                        "--retention", "10d"]
+    # the windows output, committed to every hour, gets the same clean-up steps after the table's
+    assert with_windows["tasks"] == {
+        **maintenance["tasks"], "remove_orphan_files": ["rewrite_manifests_windows"],
+        "rewrite_manifests_windows": ["expire_snapshots_windows"],
+        "expire_snapshots_windows": ["remove_orphan_files_windows"], "remove_orphan_files_windows": []}
+    assert with_windows["args"]["expire_snapshots_windows"] == [
+        "--table", "lake.db.temp_1m", "--format", "iceberg", "--action", "expire-snapshots", "--retention", "7d"]
+    assert delta_windows["tasks"]["remove_orphan_files"] == ["vacuum_windows"]
+    assert delta_windows["args"]["vacuum_windows"][:4] == ["--table", "db.temp_1m", "--format", "delta"]
 
 
 @pytest.mark.integration

@@ -149,8 +149,13 @@ public final class DriverWrite {
      * Past {@code 2 * keep} snapshots, expire all but the newest {@code keep} of the state table
      * and delete the state files only they referenced: a run reads only the newest state, and an
      * hourly schedule would otherwise add a snapshot (and a file) to it every hour, forever, each
-     * one making every later commit rewrite a larger metadata file. Once in {@code keep} runs.
+     * one making every later commit rewrite a larger metadata file. Once in {@code keep} runs
+     * (lakehouse/window_state.py calls it after a state written through Spark, too).
      */
+    public static void expireOldStates(SparkSession spark, String identifier, int keep) throws Exception {
+        expireOldStates(load(spark, identifier), keep);
+    }
+
     static void expireOldStates(Table table, int keep) {
         int snapshots = 0;
         for (org.apache.iceberg.Snapshot ignored : table.snapshots()) snapshots++;
