@@ -65,8 +65,9 @@ STATE_TASK_CAP = 500_000
 STATE_TOTAL_CAP = 1_000_000
 
 
-#: the window state table's snapshots kept by its writes from the driver (past twice as many, the
-#: older ones are expired and their files deleted: a run reads only the newest state)
+#: the window state table's snapshots its writes keep (past twice as many, the older ones are
+#: expired and their files deleted): a run reads only the newest state, and the one before it while
+#: it writes the next (a reordered key's fallback), so at least 2
 STATE_SNAPSHOTS_KEPT = 8
 
 #: the most rows :func:`loop_input` sorts in one task, without a shuffle: an increment's new rows

@@ -43,8 +43,8 @@ if TYPE_CHECKING:  # pragma: no cover
 STATE_SUFFIX = "__window_state"
 STATE_SNAPSHOT_PROPERTY = "lakehouse.windows.state.source-snapshot"
 STATE_DEFINITION_PROPERTY = "lakehouse.windows.state.definition"
-#: the open records of a state written from the driver (``streamlake.windows.DriverWrite``), in its
-#: commit's summary: what the next increment's plan is sized by (:func:`state_open_records`)
+#: the open records of a state the JVM loop gathered, in its commit's summary: what the next
+#: increment's plan is sized by (:func:`state_open_records`)
 STATE_RECORDS_PROPERTY = "lakehouse.windows.state.records"
 
 
@@ -112,7 +112,7 @@ def read_state(spark: "SparkSession", options: "WindowRecomputeOptions", since: 
 
 def state_open_records(spark: "SparkSession", options: "WindowRecomputeOptions") -> int | None:
     """The open records of the state table's current state, as its commit recorded them (None when
-    it was written through Spark, which does not count them, or there is no state)."""
+    Spark's operators built it, which do not count them, or there is no state)."""
     from lakehouse.iceberg_tables import IcebergTable
 
     snapshot = IcebergTable(spark, state_table(options.output)).java_table().currentSnapshot()
