@@ -71,7 +71,7 @@ STATE_TOTAL_CAP = 1_000_000
 STATE_SNAPSHOTS_KEPT = 8
 
 #: the most rows :func:`loop_input` sorts in one task, without a shuffle: an increment's new rows
-#: and its state's open records (below that, a shuffle's second stage costs more than it spreads)
+#: and its state's rows (below that, a shuffle's second stage costs more than it spreads)
 ONE_TASK_MAX_ROWS = 200_000
 
 #: a small increment's writes from the driver (:mod:`lakehouse.window_tail`; in the jar when it was
@@ -88,8 +88,8 @@ class LoopState:
     schema: Any = None  # the state rows' StructType
     #: set by an increment small enough to write its windows and this state from the driver
     driver_writes: bool = False
-    #: set by an increment whose rows (new ones and the old state's open records) one task sorts
-    #: faster than a shuffle would spread them (:data:`ONE_TASK_MAX_ROWS`)
+    #: set by an increment whose rows (new ones and the old state's) one task sorts faster than a
+    #: shuffle would spread them (:data:`ONE_TASK_MAX_ROWS`)
     one_task: bool = False
 
     def frame(self, spark: "SparkSession") -> "DataFrame | None":

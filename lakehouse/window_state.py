@@ -44,7 +44,7 @@ STATE_SUFFIX = "__window_state"
 STATE_SNAPSHOT_PROPERTY = "lakehouse.windows.state.source-snapshot"
 STATE_DEFINITION_PROPERTY = "lakehouse.windows.state.definition"
 #: the open records of a state the JVM loop gathered, in its commit's summary: what the next
-#: increment's plan is sized by (:func:`state_open_records`)
+#: increment's plan is sized by (:func:`state_input_rows`)
 STATE_RECORDS_PROPERTY = "lakehouse.windows.state.records"
 
 
@@ -110,14 +110,19 @@ def read_state(spark: "SparkSession", options: "WindowRecomputeOptions", since: 
     return spark.sql(f"SELECT * FROM {table.sql_name} VERSION AS OF {int(snapshot.snapshotId())}")
 
 
-def state_open_records(spark: "SparkSession", options: "WindowRecomputeOptions") -> int | None:
-    """The open records of the state table's current state, as its commit recorded them (None when
-    Spark's operators built it, which do not count them, or there is no state)."""
+def state_input_rows(spark: "SparkSession", options: "WindowRecomputeOptions") -> int | None:
+    """The most rows the state table's current state adds to an increment's loop input
+    (:func:`lakehouse.window_tail.loop_tail_rows`): its open records, as its commit recorded them,
+    plus one per group (a group without open records still sends one row), the commit's
+    ``total-records``. None when Spark's operators built the state (they do not count its records)
+    or there is none."""
     from lakehouse.iceberg_tables import IcebergTable
 
     snapshot = IcebergTable(spark, state_table(options.output)).java_table().currentSnapshot()
-    recorded = None if snapshot is None else snapshot.summary().get(STATE_RECORDS_PROPERTY)
-    return None if recorded is None else int(recorded)
+    summary = None if snapshot is None else snapshot.summary()
+    if summary is None or summary.get(STATE_RECORDS_PROPERTY) is None or summary.get("total-records") is None:
+        return None
+    return int(summary.get(STATE_RECORDS_PROPERTY)) + int(summary.get("total-records"))
 
 
 def state_bookmark(table: Any) -> tuple[str | None, str | None]:
@@ -139,7 +144,7 @@ def state_properties(until: int, fingerprint: str) -> dict[str, str]:
 def write_state(state: "DataFrame", options: "WindowRecomputeOptions", until: int, fingerprint: str,
                 overwrite: bool = False, open_records: int | None = None) -> None:
     """Write ``state`` as the state table's rows, recording ``until`` and the definition in the
-    summary of the same commit (and ``open_records``, when known: :func:`state_open_records`).
+    summary of the same commit (and ``open_records``, when known: :func:`state_input_rows`).
     ``overwrite``: the table exists with ``state``'s columns (the state an incremental run read),
     so its rows are overwritten in one plain commit; otherwise (full runs: the definition, hence
     the columns, may have changed) the table is created or replaced. Then the table's older

@@ -243,20 +243,21 @@ def loop_increment(spark: "SparkSession", options: Any, plan: Any, source: Any, 
     the state is then written alongside the windows' append, which carries the bookmark (or,
     with reordered keys, alongside the append and the MERGE that replaces those keys). The state
     is not cached: the loop's job reads it once (a reordered key's fallback reads its pinned
-    snapshot again). When the new rows and the state's open records are few
-    (:data:`lakehouse.window_loop.ONE_TASK_MAX_ROWS`), the loop's job is one task without a shuffle."""
+    snapshot again). When the new rows and the state's rows (open records, a row per group without
+    any) are few (:data:`lakehouse.window_loop.ONE_TASK_MAX_ROWS`), the loop's job is one task
+    without a shuffle."""
     from concurrent.futures import Future, ThreadPoolExecutor, wait
 
     from lakehouse.window_incremental import _emit_windows, definition_fingerprint
     from lakehouse.window_loop import ONE_TASK_MAX_ROWS, driver_writes_available
-    from lakehouse.window_state import state_open_records
+    from lakehouse.window_state import state_input_rows
 
     added = getattr(plan, "added_records", None)
     gathered.driver_writes = (added is not None and added <= DRIVER_WRITE_MAX_ROWS
                               and driver_writes_available(spark))
-    # a state written from the driver recorded its open records; one written through Spark did not
-    open_records = state_open_records(spark, options) if gathered.driver_writes else None
-    gathered.one_task = added is not None and open_records is not None and added + open_records <= ONE_TASK_MAX_ROWS
+    # a state the loop gathered recorded its open records; one Spark's operators built did not
+    state_rows = state_input_rows(spark, options) if gathered.driver_writes else None
+    gathered.one_task = added is not None and state_rows is not None and added + state_rows <= ONE_TASK_MAX_ROWS
     saving: list[Future[None]] = []
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="window-state") as pool:
         def save() -> None:  # once the windows are computed: the state the loop gathered
