@@ -407,7 +407,7 @@ def _state_from_driver(spark: "SparkSession", state: Any, options: WindowRecompu
     name = state_table(options.output)
     if not driver_writes_available(spark) or not spark.catalog.tableExists(name):
         return False
-    return state.overwrite(spark, name, state_properties(until, definition_fingerprint(options)))
+    return state.overwrite(spark, name, state_properties(until, definition_fingerprint(options), state.open_records()))
 
 
 def _keeps_state(target: Any, until: int | None, spec: WindowSpec, path: str, group_cols: list[str]) -> bool:

@@ -136,9 +136,13 @@ def _bookmark_of(snapshot: Any) -> tuple[str | None, str | None]:
     return summary.get(STATE_SNAPSHOT_PROPERTY), summary.get(STATE_DEFINITION_PROPERTY)
 
 
-def state_properties(until: int, fingerprint: str) -> dict[str, str]:
-    """The snapshot summary entries of a state write: the source snapshot and the definition it reflects."""
-    return {STATE_SNAPSHOT_PROPERTY: str(until), STATE_DEFINITION_PROPERTY: fingerprint}
+def state_properties(until: int, fingerprint: str, open_records: int | None = None) -> dict[str, str]:
+    """The snapshot summary entries of a state write: the source snapshot and the definition it
+    reflects, and its open records when known (:func:`state_input_rows`)."""
+    properties = {STATE_SNAPSHOT_PROPERTY: str(until), STATE_DEFINITION_PROPERTY: fingerprint}
+    if open_records is not None:
+        properties[STATE_RECORDS_PROPERTY] = str(open_records)
+    return properties
 
 
 def write_state(state: "DataFrame", options: "WindowRecomputeOptions", until: int, fingerprint: str,
@@ -154,10 +158,7 @@ def write_state(state: "DataFrame", options: "WindowRecomputeOptions", until: in
     from lakehouse.iceberg_tables import quote_ident
 
     writer = state.writeTo(quote_ident(state_table(options.output)))
-    properties = state_properties(until, fingerprint)
-    if open_records is not None:
-        properties[STATE_RECORDS_PROPERTY] = str(open_records)
-    for key, value in properties.items():
+    for key, value in state_properties(until, fingerprint, open_records).items():
         writer = writer.option(f"snapshot-property.{key}", value)
     if overwrite:
         writer.overwrite(F.lit(True))

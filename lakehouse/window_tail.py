@@ -225,7 +225,7 @@ def save_gathered(spark: "SparkSession", gathered: Any, state: "DataFrame", new:
 
     same_columns = gathered.schema is not None and gathered.schema.json() == state.schema.json()
     if gathered.driver_writes and same_columns and gathered.overwrite(
-            spark, state_table(options.output), state_properties(until, fingerprint)):
+            spark, state_table(options.output), state_properties(until, fingerprint, gathered.open_records())):
         return  # written from the driver: no Spark write for a few thousand rows
     frame = gathered.frame(spark)
     if frame is None:

@@ -125,22 +125,16 @@ public final class DriverWrite {
         return true;
     }
 
-    /** The snapshot summary entry of a state written here: its open records (the rows' {@code records}). */
-    public static final String STATE_RECORDS_PROPERTY = "lakehouse.windows.state.records";
-
     /**
-     * {@link #overwrite} with the window state a loop gathered ({@link WindowLoop.State}), its
-     * number of open records in the commit's summary ({@link #STATE_RECORDS_PROPERTY}: the next
-     * increment sizes its plan by it); false when it was too large to gather or the table does
-     * not take its rows.
+     * {@link #overwrite} with the window state a loop gathered ({@link WindowLoop.State}), then
+     * {@link #expireOldStates}; false when it was too large to gather or the table does not take
+     * its rows.
      */
     public static boolean overwriteState(SparkSession spark, String identifier, WindowLoop.State state,
                                          Map<String, String> properties, int keep) throws Exception {
         if (state.overflowed()) return false;
-        Map<String, String> summary = new java.util.HashMap<>(properties);
-        summary.put(STATE_RECORDS_PROPERTY, Long.toString(state.openRecords()));
         Table table = load(spark, identifier);
-        if (!overwrite(table, state.schema, state.rows.distinct(state.schema), summary)) return false;
+        if (!overwrite(table, state.schema, state.rows.distinct(state.schema), properties)) return false;
         expireOldStates(table, keep);
         return true;
     }
