@@ -8,6 +8,8 @@
     ./dev bench window_recompute_bench --rows 2000000 --stages --kinds hopping   # native job stage by stage
     ./dev bench window_recompute_bench --kinds tumbling,hopping,sliding --floor --paired --repeat 5 --loop on \
         --skip-python-engine --skip-edge-replay      # native/floor per kind, in alternating pairs (median)
+    ./dev bench window_recompute_bench --kinds sliding --floor --paired --output-floor --repeat 5 --loop on \
+        --skip-python-engine --skip-edge-replay      # + the floor that also writes the job's windows
     ./dev bench window_recompute_bench --kinds hopping,tumbling --only-incremental --increments 6 \
         --skip-python-engine --skip-edge-replay      # incremental (+1% rows) / full run, per increment
 
@@ -34,6 +36,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -135,14 +138,42 @@ def print_floor(spark, table: str, rows: int, repeat: int = 1, scan_too: bool = 
     return seconds  # the last step: scan + group + sort
 
 
-def paired_runs(spark, table: str, rows: int, repeat: int, job, kind: str) -> tuple[float, float]:
+def print_output_floor(spark, table: str, rows: int, windows: int) -> float:
+    """The floor plus what writing the job's output costs Spark: the floor's sorted rows, one in
+    ``round(rows / windows)`` kept after the sort (``windows``: the job's window count; every row
+    for sliding windows, which emit one window per record), written as window rows (key, start, end, value)
+    to an Iceberg table, as the job writes its output. The least a Spark plan that reads, groups,
+    orders and writes that many windows does; returns its seconds."""
+    from pyspark.sql import functions as F
+
+    every = max(1, round(rows / max(1, windows)))
+    columns = ["_kafka_key", "_kafka_timestamp", "_kafka_partition", "_kafka_offset", "temperature"]
+    grouped = spark.table(table).select(*columns).withColumn("__gh", F.xxhash64("_kafka_partition", "_kafka_key"))
+    ordered = grouped.repartition("__gh", "_kafka_partition", "_kafka_key").sortWithinPartitions(
+        "__gh", "_kafka_offset", "_kafka_partition", "_kafka_key")
+    # a non-deterministic filter stays above the sort (a deterministic one would be pushed to the scan)
+    kept = ordered if every == 1 else ordered.where(F.pmod(F.monotonically_increasing_id(), F.lit(every)) == 0)
+    out = kept.select(F.col("_kafka_key").alias("key"), (F.col("_kafka_timestamp") - 60_000).alias("window_start"),
+                      F.col("_kafka_timestamp").alias("window_end"), F.col("temperature").alias("value"))
+    t0 = time.monotonic()
+    out.writeTo("lake.bench.floor_output").using("iceberg").createOrReplace()
+    seconds = time.monotonic() - t0
+    written = spark.table("lake.bench.floor_output").count()
+    print(f"  floor + writing {written:,} window rows: {rows / seconds:>12,.0f} rows/s ({seconds:.2f}s)", flush=True)
+    return seconds
+
+
+def paired_runs(spark, table: str, rows: int, repeat: int, job, kind: str,
+                windows: Callable[[], int] | None = None) -> tuple[float, float]:
     """``repeat`` pairs of (the floor, the job), one right after the other; prints each pair's
     ratio and their median, which this machine's drift (its speed moves by tens of percent within
     minutes, e.g. the floor 4.9 -> 6.3 s) affects far less than separate best-of blocks do; returns
-    the job's and the floor's best times."""
+    the job's and the floor's best times. ``windows``: the job's last window count; then each
+    pair also times :func:`print_output_floor` (the floor that writes as many windows) and prints
+    the job's ratio to it as well."""
     import statistics
 
-    ratios, jobs, floors = [], [], []
+    ratios, jobs, floors, written = [], [], [], []
     for _ in range(max(1, repeat)):
         floor = print_floor(spark, table, rows, 1, scan_too=False, warm=False)
         floors.append(floor)
@@ -150,9 +181,16 @@ def paired_runs(spark, table: str, rows: int, repeat: int, job, kind: str) -> tu
         job()
         jobs.append(time.monotonic() - t0)
         ratios.append(floor / jobs[-1])
-        print(f"  pair: floor {floor:.2f}s, {kind} job {jobs[-1]:.2f}s: {ratios[-1]:.0%}", flush=True)
+        line = f"  pair: floor {floor:.2f}s, {kind} job {jobs[-1]:.2f}s: {ratios[-1]:.0%}"
+        if windows is not None:
+            written.append(print_output_floor(spark, table, rows, windows()) / jobs[-1])
+            line += f"; of the floor with the output's write: {written[-1]:.0%}"
+        print(line, flush=True)
     print(f"{kind}: median of {len(ratios)} paired ratios floor/job: {statistics.median(ratios):.0%} "
           f"(pairs: {', '.join(f'{r:.0%}' for r in ratios)}; target >= 70%)", flush=True)
+    if written:
+        print(f"{kind}: median of the ratios (floor + the output's write)/job: {statistics.median(written):.0%} "
+              f"(pairs: {', '.join(f'{r:.0%}' for r in written)})", flush=True)
     return min(jobs), min(floors)
 
 
@@ -359,6 +397,9 @@ def main() -> int:
     parser.add_argument("--paired", action="store_true",
                         help="with --floor: time the floor and each native job in --repeat alternating pairs and "
                              "print the median of the pairs' ratios (robust to the machine's drift)")
+    parser.add_argument("--output-floor", action="store_true",
+                        help="with --paired: also time, in each pair, the floor followed by writing as many window "
+                             "rows as the job wrote to an Iceberg table, and print the job's ratio to it")
     parser.add_argument("--floor", action="store_true",
                         help="also time what any Spark plan of the recompute must do at least: one scan of "
                              "the columns it reads, and that scan grouped by key and sorted in offset order")
@@ -415,7 +456,9 @@ def main() -> int:
             reports = []
             job = lambda: reports.append(run_window_recompute(spark, options, progress=lambda _line: None))  # noqa: E731
             if args.paired and args.floor_seconds and engine != "python":
-                seconds, args.floor_seconds = paired_runs(spark, table, args.rows, args.repeat, job, kind)
+                seconds, args.floor_seconds = paired_runs(
+                    spark, table, args.rows, args.repeat, job, kind,
+                    windows=(lambda: reports[-1].windows) if args.output_floor else None)
             else:
                 seconds = best_of(args.repeat if engine != "python" else 1, job)
             report = reports[-1]

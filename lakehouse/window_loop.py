@@ -46,7 +46,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ("DRIVER_WRITE_CLASS", "INCREMENT_COLUMNS", "LOOP_CLASS", "LOOP_MODES", "ONE_TASK_MAX_ROWS",
            "STATE_SNAPSHOTS_KEPT", "LoopFigures", "LoopState", "driver_writes_available", "loop_available",
-           "loop_figures", "loop_input", "loop_state", "loop_unavailable_reason", "loop_windows")
+           "loop_figures", "loop_input", "loop_orders_offsets", "loop_state", "loop_unavailable_reason",
+           "loop_windows")
 
 LOOP_CLASS = "streamlake.windows.WindowLoop"
 #: ``auto``: the loop when its jar is on the class path; ``on``: the loop or an error; ``off``: Spark's operators
@@ -191,7 +192,7 @@ def loop_unavailable_reason(data: "DataFrame", mode: str = "auto") -> str | None
 
 
 def loop_input(data: "DataFrame", group_cols: Sequence[str], order_cols: Sequence[str],
-               value_integral: bool, one_task: bool = False) -> "DataFrame":
+               value_integral: bool, one_task: bool = False, hash_only: bool = False) -> "DataFrame":
     """The floor's plan over the columns the loop reads: ``__gh``, the group's columns, ``key``,
     ``ts``, ``value`` (bigint when ``value_integral``, else double) and ``__closed_floor`` when
     ``data`` has it (and an increment's :data:`INCREMENT_COLUMNS`), shuffled by the group and sorted within each task by the group's hash, the
@@ -204,7 +205,10 @@ def loop_input(data: "DataFrame", group_cols: Sequence[str], order_cols: Sequenc
     own order, by partition and key first: 5.3-5.6 s at 10M rows here, this one 4.9 s).
 
     ``one_task``: all rows in one task, sorted the same way, without a shuffle (for a few hundred
-    thousand rows at most: an increment's, :data:`ONE_TASK_MAX_ROWS`): one stage instead of two."""
+    thousand rows at most: an increment's, :data:`ONE_TASK_MAX_ROWS`): one stage instead of two.
+
+    ``hash_only``: sorted by the hash alone, which Spark radix-sorts (a one-column bigint sort);
+    the sliding loop then orders each hash's rows by offset itself (:func:`loop_orders_offsets`)."""
     columns = list(dict.fromkeys(["__gh", *group_cols, "key", *order_cols]))
     value = f"CAST(value AS {'BIGINT' if value_integral else 'DOUBLE'}) AS value"
     extra = [c for c in ("__closed_floor", *INCREMENT_COLUMNS) if c in data.columns]
@@ -212,7 +216,23 @@ def loop_input(data: "DataFrame", group_cols: Sequence[str], order_cols: Sequenc
     narrowed = hashed.selectExpr(*map(quote_column, columns), "ts", value, *extra)
     offsets = [c for c in order_cols if c not in group_cols]
     grouped = narrowed.coalesce(1) if one_task else narrowed.repartition("__gh", *group_cols)
-    return grouped.sortWithinPartitions("__gh", *offsets, *group_cols)
+    return grouped.sortWithinPartitions("__gh") if hash_only else grouped.sortWithinPartitions(
+        "__gh", *offsets, *group_cols)
+
+
+def loop_orders_offsets(data: "DataFrame", spec: "WindowSpec", group_cols: Sequence[str],
+                        order_cols: Sequence[str]) -> str | None:
+    """The offset column the sliding loop orders each hash's rows by itself (its input then sorted
+    by the group's hash alone, ``loop_input(hash_only=True)``), or None for the full sort. Sliding
+    windows only: their loop holds a tidy key's records anyway, while the fixed windows' loops hold
+    a key's open windows, and a hash's rows held at once would be new memory for them; and only
+    for a single int or bigint order column besides the group's (a Kafka offset)."""
+    from pyspark.sql import types as T
+
+    offsets = [c for c in order_cols if c not in group_cols]
+    if spec.kind != "sliding" or len(offsets) != 1:
+        return None
+    return offsets[0] if isinstance(data.schema[offsets[0]].dataType, (T.IntegerType, T.LongType)) else None
 
 
 @dataclass
@@ -265,14 +285,16 @@ def loop_windows(data: "DataFrame", spec: "WindowSpec", order_cols: Sequence[str
     if not isinstance(aggregation, str):
         raise ValueError(f"the window loop cannot compute a custom aggregation ({type(aggregation).__name__})")
     integral = isinstance(data.schema["value"].dataType, (T.ByteType, T.ShortType, T.IntegerType, T.LongType))
-    sorted_rows = loop_input(data, group_cols, order_cols, integral, one_task=state is not None and state.one_task)
+    in_loop = loop_orders_offsets(data, spec, group_cols, order_cols)
+    sorted_rows = loop_input(data, group_cols, order_cols, integral, one_task=state is not None and state.one_task,
+                             hash_only=in_loop is not None)
     spark = data.sparkSession
     jvm: Any = spark.sparkContext._jvm
     names = _names(spark, group_cols)
     loop = getattr(jvm, LOOP_CLASS)
     counter = None if figures is None else figures.handle
     if spec.kind == "sliding":
-        jdf = loop.sliding(sorted_rows._jdf, names, spec.duration_ms, spec.grace_ms, aggregation, counter)
+        jdf = loop.sliding(sorted_rows._jdf, names, spec.duration_ms, spec.grace_ms, aggregation, counter, in_loop)
     else:
         step = spec.step_ms or spec.duration_ms
         jdf = loop.fixed(sorted_rows._jdf, names, spec.duration_ms, step, spec.grace_ms, aggregation,

@@ -96,14 +96,20 @@ public final class WindowLoop {
         }
     }
 
-    /** Sliding windows of {@code sorted} (per key), counted into {@code figures} (null: nothing counted). */
+    /**
+     * Sliding windows of {@code sorted} (per key), counted into {@code figures} (null: nothing
+     * counted). {@code offsetColumn}: null when the rows come sorted by hash, offset and group;
+     * else the rows come sorted by {@code __gh} alone, and the loop orders each hash's rows by
+     * this column itself ({@link HashRunOrder}).
+     */
     public static Dataset<Row> sliding(Dataset<Row> sorted, String[] groupCols, long duration, long grace,
-                                       String aggregation, LoopFigures figures) {
+                                       String aggregation, LoopFigures figures, String offsetColumn) {
         final int agg = Acc.kind(aggregation);
         final StructType in = sorted.schema();
         new GroupReader(in, groupCols);
-        return run(sorted, agg, it -> new SlidingLoop(it, new GroupReader(in, groupCols), agg, duration, grace,
-                                                      figures));
+        if (offsetColumn != null) in.fieldIndex(offsetColumn);  // a missing column fails here, not in a task
+        return run(sorted, agg, it -> new SlidingLoop(offsetColumn == null ? it : new HashRunOrder(it, in, offsetColumn),
+                                                      new GroupReader(in, groupCols), agg, duration, grace, figures));
     }
 
     /**
