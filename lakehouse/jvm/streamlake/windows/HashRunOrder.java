@@ -18,9 +18,11 @@ import org.apache.spark.sql.types.StructType;
  * (hash, offset, group) compares every pair of rows of one group in full (they share the prefix).
  * Ordering each hash's rows here costs a copy of each row and, when a group's rows did not arrive
  * in offset order already, a sort of that group's rows alone; at 10M sliding rows the task sorts
- * ~1 s less (bench/README.md). The price is memory: one hash's rows are held at a time, as copies,
- * which is what {@link SlidingLoop} holds of a tidy key anyway; the fixed windows' loops, whose
- * state is a key's open windows, keep Spark's full sort.
+ * ~1 s less (bench/README.md). The price is memory: one hash's rows are held at a time, as copies
+ * (the row's bytes, ~100 for the loop's six columns), where {@link SlidingLoop} holds every record
+ * of a tidy key anyway (48 bytes each); Spark's sort could spill them instead. So only sliding
+ * windows take this order: the fixed windows' loops hold a key's open windows, not its records,
+ * and keep Spark's full sort.
  */
 final class HashRunOrder implements Iterator<InternalRow> {
     private final Iterator<InternalRow> input;
