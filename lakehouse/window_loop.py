@@ -3,9 +3,10 @@
 Spark's own operators compute the native windows (:mod:`lakehouse.window_native`) with a window
 operator that buffers every group and evaluates interpreted frames per record, then one or two
 aggregations; no arrangement of them gets near the floor of the job (scan, shuffle by group,
-sort by offset; ``bench/README.md``). Here the records take exactly that floor's plan (a shuffle by
-the closing group's hash, a sort by group and Kafka offset within each task) and then one pass of
-``streamlake.windows.WindowLoop`` (Java, ``lakehouse/jvm``, built by ``./dev bootstrap``:
+sort by offset; ``bench/README.md``). Here the records take that floor's plan (a shuffle by the
+closing group's hash, then group and Kafka offset order within each task: Spark radix-sorts by the
+hash alone and the loop orders each hash's records by offset, :func:`loop_orders_offsets`) and
+then one pass of ``streamlake.windows.WindowLoop`` (Java, ``lakehouse/jvm``, built by ``./dev bootstrap``:
 :mod:`lakehouse.window_jar`) over each task's rows: per group the running event time, the
 edge's lateness rule and the open windows' partial aggregates, emitting each window as it closes.
 Sliding windows of tidy keys take the closed form; a key with a record inside an already-closed
@@ -44,8 +45,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from lakehouse.window_recompute import WindowSpec
 
-__all__ = ("DRIVER_WRITE_CLASS", "INCREMENT_COLUMNS", "LOOP_CLASS", "LOOP_MODES", "ONE_TASK_MAX_ROWS",
-           "STATE_SNAPSHOTS_KEPT", "LoopFigures", "LoopState", "driver_writes_available", "loop_available",
+__all__ = ("DRIVER_WRITE_CLASS", "HASH_ROWS_HELD", "INCREMENT_COLUMNS", "LOOP_CLASS", "LOOP_MODES",
+           "ONE_TASK_MAX_ROWS", "STATE_SNAPSHOTS_KEPT", "LoopFigures", "LoopState", "driver_writes_available", "loop_available",
            "loop_figures", "loop_input", "loop_orders_offsets", "loop_state", "loop_unavailable_reason",
            "loop_windows")
 
@@ -74,6 +75,11 @@ STATE_SNAPSHOTS_KEPT = 8
 #: the most rows :func:`loop_input` sorts in one task, without a shuffle: an increment's new rows
 #: and its state's rows (below that, a shuffle's second stage costs more than it spreads)
 ONE_TASK_MAX_ROWS = 200_000
+
+#: the most rows of one group hash the loop holds to put them in offset order itself
+#: (:func:`loop_orders_offsets`; ~100 bytes each); a larger hash goes through Spark's external
+#: sorter, which spills
+HASH_ROWS_HELD = 500_000
 
 #: a small increment's writes from the driver (:mod:`lakehouse.window_tail`; in the jar when it was
 #: compiled with the Iceberg runtime, :mod:`lakehouse.window_jar`)
@@ -208,7 +214,7 @@ def loop_input(data: "DataFrame", group_cols: Sequence[str], order_cols: Sequenc
     thousand rows at most: an increment's, :data:`ONE_TASK_MAX_ROWS`): one stage instead of two.
 
     ``hash_only``: sorted by the hash alone, which Spark radix-sorts (a one-column bigint sort);
-    the sliding loop then orders each hash's rows by offset itself (:func:`loop_orders_offsets`)."""
+    the loop then orders each hash's rows by offset itself (:func:`loop_orders_offsets`)."""
     columns = list(dict.fromkeys(["__gh", *group_cols, "key", *order_cols]))
     value = f"CAST(value AS {'BIGINT' if value_integral else 'DOUBLE'}) AS value"
     extra = [c for c in ("__closed_floor", *INCREMENT_COLUMNS) if c in data.columns]
@@ -220,17 +226,16 @@ def loop_input(data: "DataFrame", group_cols: Sequence[str], order_cols: Sequenc
         "__gh", *offsets, *group_cols)
 
 
-def loop_orders_offsets(data: "DataFrame", spec: "WindowSpec", group_cols: Sequence[str],
-                        order_cols: Sequence[str]) -> str | None:
-    """The offset column the sliding loop orders each hash's rows by itself (its input then sorted
-    by the group's hash alone, ``loop_input(hash_only=True)``), or None for the full sort. Sliding
-    windows only: their loop holds a tidy key's records anyway, while the fixed windows' loops hold
-    a key's open windows, and a hash's rows held at once would be new memory for them; and only
-    for a single int or bigint order column besides the group's (a Kafka offset)."""
+def loop_orders_offsets(data: "DataFrame", group_cols: Sequence[str], order_cols: Sequence[str]) -> str | None:
+    """The offset column the loop orders each hash's rows by itself (its input then sorted by the
+    group's hash alone, ``loop_input(hash_only=True)``; ``streamlake.windows.HashRunOrder`` holds
+    up to :data:`HASH_ROWS_HELD` rows, a larger hash takes Spark's external sorter), or None for
+    Spark's full sort: when the order has no single int or bigint column besides the group's (a
+    Kafka offset)."""
     from pyspark.sql import types as T
 
     offsets = [c for c in order_cols if c not in group_cols]
-    if spec.kind != "sliding" or len(offsets) != 1:
+    if len(offsets) != 1:
         return None
     return offsets[0] if isinstance(data.schema[offsets[0]].dataType, (T.IntegerType, T.LongType)) else None
 
@@ -285,7 +290,7 @@ def loop_windows(data: "DataFrame", spec: "WindowSpec", order_cols: Sequence[str
     if not isinstance(aggregation, str):
         raise ValueError(f"the window loop cannot compute a custom aggregation ({type(aggregation).__name__})")
     integral = isinstance(data.schema["value"].dataType, (T.ByteType, T.ShortType, T.IntegerType, T.LongType))
-    in_loop = loop_orders_offsets(data, spec, group_cols, order_cols)
+    in_loop = loop_orders_offsets(data, group_cols, order_cols)
     sorted_rows = loop_input(data, group_cols, order_cols, integral, one_task=state is not None and state.one_task,
                              hash_only=in_loop is not None)
     spark = data.sparkSession
@@ -294,9 +299,10 @@ def loop_windows(data: "DataFrame", spec: "WindowSpec", order_cols: Sequence[str
     loop = getattr(jvm, LOOP_CLASS)
     counter = None if figures is None else figures.handle
     if spec.kind == "sliding":
-        jdf = loop.sliding(sorted_rows._jdf, names, spec.duration_ms, spec.grace_ms, aggregation, counter, in_loop)
+        jdf = loop.sliding(sorted_rows._jdf, names, spec.duration_ms, spec.grace_ms, aggregation, counter, in_loop,
+                           HASH_ROWS_HELD)
     else:
         step = spec.step_ms or spec.duration_ms
         jdf = loop.fixed(sorted_rows._jdf, names, spec.duration_ms, step, spec.grace_ms, aggregation,
-                         "key" in group_cols, None if state is None else state.handle, counter)
+                         "key" in group_cols, None if state is None else state.handle, counter, in_loop, HASH_ROWS_HELD)
     return DataFrame(jdf, spark)

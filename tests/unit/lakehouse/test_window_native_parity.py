@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import math
 import random
+from unittest import mock
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from lakehouse import window_loop
 from lakehouse.window_recompute import WindowSpec, compute_windows
 from stream_edge.dataframe.windows.replay import replay
 
@@ -147,6 +150,20 @@ def test_sliding_paths_equal_the_edge(spark, raw, duration, grace, aggregation, 
         assert described.startswith("native")
 
 
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(raw=RAW, duration=st.integers(2, 30), kind=st.sampled_from(["tumbling", "hopping", "sliding"]),
+       grace=st.integers(0, 20), aggregation=AGGS, closing=st.sampled_from(["key", "partition"]),
+       origin=st.sampled_from([0, 1000]), shared_hash=st.booleans(), floats=st.booleans())
+def test_hashes_past_the_rows_held_go_through_sparks_sorter(spark, raw, duration, kind, grace, aggregation, closing,
+                                                            origin, shared_hash, floats):
+    # the loop puts a hash's rows in offset order itself while it holds at most HASH_ROWS_HELD of
+    # them; past that the hash's rows take Spark's external sorter: the same windows
+    step = max(1, duration // 3) if kind == "hopping" else None
+    spec = WindowSpec(kind, duration, grace, step, aggregation, "key" if kind == "sliding" else closing)
+    with mock.patch.object(window_loop, "HASH_ROWS_HELD", 2):
+        check(spark, build_rows(raw, origin, floats), spec, floats, engines=False, shared_hash=shared_hash)
+
+
 def test_sliding_keys_with_records_inside_closed_windows_go_through_the_engines(spark):
     # key a: in order, far from 0 -> closed form; key b: ts 1025 arrives after 1030 with a 10 ms
     # window and no grace: accepted (> 1019), but its own window [1015, 1025] was already closed.
@@ -200,7 +217,7 @@ def test_hopping_windows_wider_than_the_loops_first_ring(spark):
        origin=st.sampled_from([0, 1000]), floats=st.booleans())
 def test_groups_sharing_a_hash_keep_their_own_windows_in_the_loop(spark, raw, duration, kind, grace, aggregation,
                                                                   closing, origin, floats):
-    # the loop's input is sorted by (group hash, offset, group): groups whose hashes collide come
+    # the loop reads each group hash's rows in offset order: groups whose hashes collide come
     # interleaved in offset order, and each keeps its own event time and windows
     step = max(1, duration // 3) if kind == "hopping" else None
     spec = WindowSpec(kind, duration, grace, step, aggregation, "key" if kind == "sliding" else closing)

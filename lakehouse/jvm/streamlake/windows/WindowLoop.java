@@ -34,10 +34,12 @@ public final class WindowLoop {
      * ({@link State}; null: none) and counts into {@code figures} (null: nothing counted).
      */
     public static Dataset<Row> fixed(Dataset<Row> sorted, String[] groupCols, long duration, long step, long grace,
-                                     String aggregation, boolean perKey, State state, LoopFigures figures) {
+                                     String aggregation, boolean perKey, State state, LoopFigures figures,
+                                     String offsetColumn, int maxHeld) {
         final int agg = Acc.kind(aggregation);
         final StructType in = sorted.schema();
         GroupReader checked = new GroupReader(in, groupCols);  // checks the columns on the driver
+        if (offsetColumn != null) in.fieldIndex(offsetColumn);
         final WindowState.Spec spec = state == null ? null : state.spec;
         final WindowState.Rows rows = state == null ? null : state.rows;
         if (spec != null) new WindowState.Collector(spec, rows, in, groupCols, checked);  // checks them too
@@ -45,7 +47,8 @@ public final class WindowLoop {
             GroupReader reader = new GroupReader(in, groupCols);
             WindowState.Collector collector = spec == null ? null
                 : new WindowState.Collector(spec, rows, in, groupCols, reader);
-            return new FixedLoop(it, reader, agg, duration, step, grace, perKey, collector, figures);
+            return new FixedLoop(offsetColumn == null ? it : new HashRunOrder(it, in, offsetColumn, maxHeld), reader, agg,
+                                 duration, step, grace, perKey, collector, figures);
         });
     }
 
@@ -100,15 +103,16 @@ public final class WindowLoop {
      * Sliding windows of {@code sorted} (per key), counted into {@code figures} (null: nothing
      * counted). {@code offsetColumn}: null when the rows come sorted by hash, offset and group;
      * else the rows come sorted by {@code __gh} alone, and the loop orders each hash's rows by
-     * this column itself ({@link HashRunOrder}).
+     * this column itself ({@link HashRunOrder}), holding up to {@code maxHeld} of them (a larger
+     * hash goes through Spark's external sorter).
      */
     public static Dataset<Row> sliding(Dataset<Row> sorted, String[] groupCols, long duration, long grace,
-                                       String aggregation, LoopFigures figures, String offsetColumn) {
+                                       String aggregation, LoopFigures figures, String offsetColumn, int maxHeld) {
         final int agg = Acc.kind(aggregation);
         final StructType in = sorted.schema();
         new GroupReader(in, groupCols);
         if (offsetColumn != null) in.fieldIndex(offsetColumn);  // a missing column fails here, not in a task
-        return run(sorted, agg, it -> new SlidingLoop(offsetColumn == null ? it : new HashRunOrder(it, in, offsetColumn),
+        return run(sorted, agg, it -> new SlidingLoop(offsetColumn == null ? it : new HashRunOrder(it, in, offsetColumn, maxHeld),
                                                       new GroupReader(in, groupCols), agg, duration, grace, figures));
     }
 
