@@ -255,11 +255,11 @@ def print_stages(spark, table: str, rows: int, kind: str) -> None:
 
 def print_plan(spark, table: str, spec, loop: str = "auto") -> None:
     """The native job's physical plan (what ``explain()`` prints), for the notes. With the JVM
-    loop: the plan of the rows the loop reads (scan, shuffle, sort: the floor's), then the plan
+    loop: the plan of the rows the loop reads (scan, shuffle, sort by the group's hash), then the plan
     above the loop (its rows are an RDD to Spark). Without it (``loop="off"``): for sliding windows
     the one-sort plan a full run tries first (the exact plan runs only after it reports dirty
     groups)."""
-    from lakehouse.window_loop import loop_input, loop_unavailable_reason
+    from lakehouse.window_loop import loop_input, loop_orders_offsets, loop_unavailable_reason
     from lakehouse.window_recompute import (WindowRecomputeOptions, _extra_columns, presorted_sliding,
                                             _value_type, compute_windows, group_columns, prepare_input)
 
@@ -270,8 +270,11 @@ def print_plan(spark, table: str, spec, loop: str = "auto") -> None:
     order = ["__order_0", "__order_1"]
     value_type = _value_type(data.schema["value"].dataType, spec.aggregation)
     if loop_unavailable_reason(data, loop) is None:
-        print("  the JVM loop's input:", flush=True)
-        loop_input(data, groups, order, value_integral=False).explain()
+        in_loop = loop_orders_offsets(data, groups, order)
+        how = (f"sorted by the group's hash; the loop orders each hash's rows by {in_loop}" if in_loop
+               else "sorted by the group's hash, the offset, the group")
+        print(f"  the JVM loop's input ({how}):", flush=True)
+        loop_input(data, groups, order, value_integral=False, hash_only=in_loop is not None).explain()
         print("  above the loop:", flush=True)
         compute_windows(data, spec, order, groups, value_type, "native", loop)[0].explain()
         return
