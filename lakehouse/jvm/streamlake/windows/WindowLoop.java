@@ -32,6 +32,7 @@ public final class WindowLoop {
      * the group is a key within its partition (else a whole partition, keys closing together).
      * Gathers each group's window state into {@code state} while the windows are computed
      * ({@link State}; null: none) and counts into {@code figures} (null: nothing counted).
+     * {@code offsetColumn} and {@code maxHeld}: as for {@link #sliding}.
      */
     public static Dataset<Row> fixed(Dataset<Row> sorted, String[] groupCols, long duration, long step, long grace,
                                      String aggregation, boolean perKey, State state, LoopFigures figures,
@@ -39,7 +40,7 @@ public final class WindowLoop {
         final int agg = Acc.kind(aggregation);
         final StructType in = sorted.schema();
         GroupReader checked = new GroupReader(in, groupCols);  // checks the columns on the driver
-        if (offsetColumn != null) in.fieldIndex(offsetColumn);
+        if (offsetColumn != null) in.fieldIndex(offsetColumn);  // a missing column fails here, not in a task
         final WindowState.Spec spec = state == null ? null : state.spec;
         final WindowState.Rows rows = state == null ? null : state.rows;
         if (spec != null) new WindowState.Collector(spec, rows, in, groupCols, checked);  // checks them too
@@ -47,8 +48,8 @@ public final class WindowLoop {
             GroupReader reader = new GroupReader(in, groupCols);
             WindowState.Collector collector = spec == null ? null
                 : new WindowState.Collector(spec, rows, in, groupCols, reader);
-            return new FixedLoop(offsetColumn == null ? it : new HashRunOrder(it, in, offsetColumn, maxHeld), reader, agg,
-                                 duration, step, grace, perKey, collector, figures);
+            return new FixedLoop(ordered(it, in, offsetColumn, maxHeld), reader, agg, duration, step, grace, perKey,
+                                 collector, figures);
         });
     }
 
@@ -112,8 +113,14 @@ public final class WindowLoop {
         final StructType in = sorted.schema();
         new GroupReader(in, groupCols);
         if (offsetColumn != null) in.fieldIndex(offsetColumn);  // a missing column fails here, not in a task
-        return run(sorted, agg, it -> new SlidingLoop(offsetColumn == null ? it : new HashRunOrder(it, in, offsetColumn, maxHeld),
-                                                      new GroupReader(in, groupCols), agg, duration, grace, figures));
+        return run(sorted, agg, it -> new SlidingLoop(ordered(it, in, offsetColumn, maxHeld), new GroupReader(in, groupCols),
+                                                      agg, duration, grace, figures));
+    }
+
+    /** A task's rows in the order the loops read: as they come, or each hash's rows put in offset order. */
+    private static java.util.Iterator<InternalRow> ordered(java.util.Iterator<InternalRow> rows, StructType schema,
+                                                           String offsetColumn, int maxHeld) {
+        return offsetColumn == null ? rows : new HashRunOrder(rows, schema, offsetColumn, maxHeld);
     }
 
     /**
