@@ -119,11 +119,12 @@ def print_floor(spark, table: str, rows: int, repeat: int = 1, scan_too: bool = 
     grouped = scan.withColumn("__gh", F.xxhash64("_kafka_partition", "_kafka_key"))
     steps = {
         "scan (sum of every column)": lambda: scan.agg(*[F.sum(F.hash(c)) for c in columns]).collect(),
-        # sorted exactly as the job's loop input is (lakehouse.window_loop.loop_input): the group
+        # Spark's own group and offset order, as the job's loop input was sorted before the loop
+        # ordered each hash's rows itself (lakehouse.window_loop.loop_orders_offsets): the group
         # (partition, key) hashed first, since Spark's sort compares an 8-byte prefix of the first
         # column, which "sensor-000.." keys share; then the offset, so that a comparison of two rows
         # of one group ends there instead of on the key's bytes (a floor sorted by (hash, partition,
-        # key, offset) would do more work than the job, and flatter its ratio by ~1-5% here)
+        # key, offset) would do more work, and flatter the job's ratio by ~1-5% here)
         "scan + group by key + sort by offset": lambda: grouped.repartition(
             "__gh", "_kafka_partition", "_kafka_key").sortWithinPartitions(
             "__gh", "_kafka_offset", "_kafka_partition", "_kafka_key").write.format("noop").mode("overwrite").save(),
