@@ -108,26 +108,37 @@ def best_of(repeat: int, action) -> float:
     return best
 
 
+#: the columns a recompute reads (the floor's)
+FLOOR_COLUMNS = ["_kafka_key", "_kafka_timestamp", "_kafka_partition", "_kafka_offset", "temperature"]
+
+
+def floor_rows(spark, table: str):
+    """The floor's rows: the five columns read, shuffled by the group (partition, key) and sorted
+    by its hash and the offset within each task (:func:`print_floor` says why this order)."""
+    from pyspark.sql import functions as F
+
+    grouped = spark.table(table).select(*FLOOR_COLUMNS).withColumn("__gh", F.xxhash64("_kafka_partition", "_kafka_key"))
+    return grouped.repartition("__gh", "_kafka_partition", "_kafka_key").sortWithinPartitions(
+        "__gh", "_kafka_offset", "_kafka_partition", "_kafka_key")
+
+
 def print_floor(spark, table: str, rows: int, repeat: int = 1, scan_too: bool = True, warm: bool = True) -> float:
     """The Spark floor of a recompute on this machine: it must read the five columns, and deciding
     lateness in Kafka offset order needs each key's (or partition's) rows sorted by offset
     (``scan_too``: also the scan alone; ``warm``: one untimed run of each first)."""
     from pyspark.sql import functions as F
 
-    columns = ["_kafka_key", "_kafka_timestamp", "_kafka_partition", "_kafka_offset", "temperature"]
-    scan = spark.table(table).select(*columns)
-    grouped = scan.withColumn("__gh", F.xxhash64("_kafka_partition", "_kafka_key"))
+    scan = spark.table(table).select(*FLOOR_COLUMNS)
+    ordered = floor_rows(spark, table)
     steps = {
-        "scan (sum of every column)": lambda: scan.agg(*[F.sum(F.hash(c)) for c in columns]).collect(),
+        "scan (sum of every column)": lambda: scan.agg(*[F.sum(F.hash(c)) for c in FLOOR_COLUMNS]).collect(),
         # Spark's own group and offset order, as the job's loop input was sorted before the loop
         # ordered each hash's rows itself (lakehouse.window_loop.loop_orders_offsets): the group
         # (partition, key) hashed first, since Spark's sort compares an 8-byte prefix of the first
         # column, which "sensor-000.." keys share; then the offset, so that a comparison of two rows
         # of one group ends there instead of on the key's bytes (a floor sorted by (hash, partition,
         # key, offset) would do more work, and flatter the job's ratio by ~1-5% here)
-        "scan + group by key + sort by offset": lambda: grouped.repartition(
-            "__gh", "_kafka_partition", "_kafka_key").sortWithinPartitions(
-            "__gh", "_kafka_offset", "_kafka_partition", "_kafka_key").write.format("noop").mode("overwrite").save(),
+        "scan + group by key + sort by offset": lambda: ordered.write.format("noop").mode("overwrite").save(),
     }
     for name, step in steps.items():
         if not scan_too and name.startswith("scan ("):
@@ -148,10 +159,7 @@ def print_output_floor(spark, table: str, rows: int, windows: int) -> float:
     from pyspark.sql import functions as F
 
     every = max(1, round(rows / max(1, windows)))
-    columns = ["_kafka_key", "_kafka_timestamp", "_kafka_partition", "_kafka_offset", "temperature"]
-    grouped = spark.table(table).select(*columns).withColumn("__gh", F.xxhash64("_kafka_partition", "_kafka_key"))
-    ordered = grouped.repartition("__gh", "_kafka_partition", "_kafka_key").sortWithinPartitions(
-        "__gh", "_kafka_offset", "_kafka_partition", "_kafka_key")
+    ordered = floor_rows(spark, table)
     # a non-deterministic filter stays above the sort (a deterministic one would be pushed to the scan)
     kept = ordered if every == 1 else ordered.where(F.pmod(F.monotonically_increasing_id(), F.lit(every)) == 0)
     out = kept.select(F.col("_kafka_key").alias("key"), (F.col("_kafka_timestamp") - 60_000).alias("window_start"),
