@@ -46,9 +46,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from lakehouse.window_recompute import WindowSpec
 
 __all__ = ("DRIVER_WRITE_CLASS", "HASH_ROWS_HELD", "INCREMENT_COLUMNS", "LOOP_CLASS", "LOOP_MODES",
-           "ONE_TASK_MAX_ROWS", "STATE_SNAPSHOTS_KEPT", "LoopFigures", "LoopState", "driver_writes_available", "loop_available",
-           "loop_figures", "loop_input", "loop_orders_offsets", "loop_state", "loop_unavailable_reason",
-           "loop_windows")
+           "ONE_TASK_MAX_ROWS", "STATE_SNAPSHOTS_KEPT", "LoopFigures", "LoopState", "driver_writes_available",
+           "loop_available", "loop_figures", "loop_input", "loop_orders_offsets", "loop_state",
+           "loop_unavailable_reason", "loop_windows")
 
 LOOP_CLASS = "streamlake.windows.WindowLoop"
 #: ``auto``: the loop when its jar is on the class path; ``on``: the loop or an error; ``off``: Spark's operators
