@@ -13,6 +13,7 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.execution.UnsafeExternalRowSorter;
 import org.apache.spark.sql.types.IntegerType;
 import org.apache.spark.sql.types.StructType;
+import org.apache.spark.unsafe.Platform;
 import org.apache.spark.util.collection.unsafe.sort.PrefixComparators;
 import org.apache.spark.util.collection.unsafe.sort.RecordComparator;
 
@@ -26,12 +27,23 @@ import org.apache.spark.util.collection.unsafe.sort.RecordComparator;
  * (hash, offset, group) compares every pair of rows of one group in full (they share the prefix).
  * Ordering each hash's rows here costs a copy of each row and, when a group's rows did not arrive
  * in offset order already, a sort of that group's rows alone; at 10M sliding rows the task sorts
- * 1-2 s less (bench/README.md). The price is memory: one hash's rows are held at a time, as copies
- * (the row's bytes, ~100 for the loop's six columns). A hash with more than {@code maxHeld} rows
- * goes to Spark's own external sorter instead (by offset, in the task's managed memory, spilling
- * to disk when it runs short), so a key of any size fits.
+ * 1-2 s less (bench/README.md). The price is memory: one hash's rows are held at a time, their
+ * bytes copied one after the other into one reused array (~100 bytes a row for the loop's six
+ * columns; no object per row: at 10M sliding rows the copy's share of the job's CPU samples went
+ * from 6.0% to 5.1% and the collector's from 1.2% to 0.7%; what is left is mostly the first read
+ * of rows the sort scattered). A hash with more than {@code maxHeld} rows, or more than
+ * {@link #MAX_HELD_BYTES} of them, goes to Spark's own external sorter instead (by offset, in the
+ * task's managed memory, spilling to disk when it runs short), so a key of any size fits.
+ *
+ * <p>Like the sorter's, the row {@link #next} returns is reused: it is valid until the next call
+ * of {@link #hasNext} or {@link #next}; the loops copy what they keep.
  */
 final class HashRunOrder implements Iterator<InternalRow> {
+    /** The most bytes of one hash's rows held in the array (past them the hash goes to Spark's sorter). */
+    static final int MAX_HELD_BYTES = 256 << 20;
+    /** The largest array kept from one hash to the next (a larger one is dropped once its hash is read out). */
+    private static final int KEPT_BYTES = 16 << 20;
+
     private final Iterator<InternalRow> input;
     private final StructType schema;
     private final int gh, offset, maxHeld;
@@ -39,11 +51,15 @@ final class HashRunOrder implements Iterator<InternalRow> {
     private UnsafeProjection toUnsafe;           // for input rows that are not UnsafeRows (none from a sort)
     private UnsafeExternalRowSorter sorter;       // a hash past maxHeld rows, while it is read out
     private scala.collection.Iterator<InternalRow> sorted;
-    private InternalRow[] run = new InternalRow[256];
+    private byte[] held = new byte[1 << 16];      // the run's rows' bytes, one after the other
+    private int heldBytes;
+    private int[] starts = new int[256], sizes = new int[256];
     private long[] offsets = new long[256];
     private boolean[] nulls = new boolean[256];
     private int size, next;
-    private InternalRow following;  // the first row of the next hash (a copy)
+    private final UnsafeRow out, scratch;         // pointed at the held bytes
+    private byte[] following = new byte[256];     // the first row of the next hash, copied
+    private int followingSize = -1;               // -1: none
 
     HashRunOrder(Iterator<InternalRow> input, StructType schema, String offsetColumn, int maxHeld) {
         this.input = input;
@@ -52,6 +68,8 @@ final class HashRunOrder implements Iterator<InternalRow> {
         this.gh = schema.fieldIndex("__gh");
         this.offset = schema.fieldIndex(offsetColumn);
         this.intOffset = schema.fields()[offset].dataType() instanceof IntegerType;
+        this.out = new UnsafeRow(schema.size());
+        this.scratch = new UnsafeRow(schema.size());
     }
 
     @Override
@@ -71,37 +89,53 @@ final class HashRunOrder implements Iterator<InternalRow> {
     public InternalRow next() {
         if (!hasNext()) throw new NoSuchElementException();
         if (sorted != null) return sorted.next();  // the sorter's row is reused: the loop copies what it keeps
-        InternalRow row = run[next];
-        run[next++] = null;
-        return row;
+        out.pointTo(held, Platform.BYTE_ARRAY_OFFSET + starts[next], sizes[next]);
+        next++;
+        return out;
     }
 
-    /** Reads the next hash's rows (the sorter reuses its row objects: each is copied) and orders them. */
+    /** Reads the next hash's rows (the sorter reuses its row objects: their bytes are copied) and orders them. */
     private void fill() {
         size = 0;
         next = 0;
-        if (following == null && !input.hasNext()) return;
-        InternalRow first = following != null ? following : input.next().copy();
-        following = null;
+        heldBytes = 0;
+        if (held.length > KEPT_BYTES) held = new byte[1 << 16];  // a large hash's array is not kept for the task
+        UnsafeRow first;
+        if (followingSize >= 0) {
+            scratch.pointTo(following, Platform.BYTE_ARRAY_OFFSET, followingSize);
+            followingSize = -1;
+            first = scratch;
+        } else if (input.hasNext()) {
+            first = unsafe(input.next());
+        } else {
+            return;
+        }
         long hash = first.getLong(gh);
         add(first);
         while (input.hasNext()) {
-            InternalRow row = input.next();
+            UnsafeRow row = unsafe(input.next());
             if (row.getLong(gh) != hash) {
-                following = row.copy();
+                keepFollowing(row);
                 break;
             }
-            if (size == maxHeld) {
+            if (size == maxHeld || (long) heldBytes + row.getSizeInBytes() > MAX_HELD_BYTES) {
                 sortExternally(hash, row);
                 return;
             }
-            add(row.copy());
+            add(row);
         }
         if (!inOrder()) order();
     }
 
+    private void keepFollowing(UnsafeRow row) {
+        int length = row.getSizeInBytes();
+        if (following.length < length) following = new byte[Math.max(length, following.length * 2)];
+        row.writeToMemory(following, Platform.BYTE_ARRAY_OFFSET);
+        followingSize = length;
+    }
+
     /** The rest of a hash too large to hold, with the rows held so far, through Spark's sorter. */
-    private void sortExternally(long hash, InternalRow row) {
+    private void sortExternally(long hash, UnsafeRow row) {
         try {
             sorter = UnsafeExternalRowSorter.createWithRecordComparator(
                 schema, OffsetComparator::new, PrefixComparators.LONG, new UnsafeExternalRowSorter.PrefixComputer() {
@@ -115,15 +149,16 @@ final class HashRunOrder implements Iterator<InternalRow> {
                     }
                 }, SparkEnv.get().memoryManager().pageSizeBytes(), false);
             for (int i = 0; i < size; i++) {
-                sorter.insertRow(unsafe(run[i]));
-                run[i] = null;
+                scratch.pointTo(held, Platform.BYTE_ARRAY_OFFSET + starts[i], sizes[i]);
+                sorter.insertRow(scratch);
             }
             size = 0;
-            sorter.insertRow(unsafe(row));
+            heldBytes = 0;
+            sorter.insertRow(row);
             while (input.hasNext()) {
-                InternalRow more = input.next();
+                UnsafeRow more = unsafe(input.next());
                 if (more.getLong(gh) != hash) {
-                    following = more.copy();
+                    keepFollowing(more);
                     break;
                 }
                 sorter.insertRow(unsafe(more));
@@ -159,16 +194,26 @@ final class HashRunOrder implements Iterator<InternalRow> {
         }
     }
 
-    private void add(InternalRow row) {
-        if (size == run.length) {
-            run = Arrays.copyOf(run, size * 2);
+    /** Appends the row's bytes to the held array (which grows as needed). */
+    private void add(UnsafeRow row) {
+        if (size == starts.length) {
+            starts = Arrays.copyOf(starts, size * 2);
+            sizes = Arrays.copyOf(sizes, size * 2);
             offsets = Arrays.copyOf(offsets, size * 2);
             nulls = Arrays.copyOf(nulls, size * 2);
         }
+        int length = row.getSizeInBytes();
+        if (held.length - heldBytes < length) {
+            held = Arrays.copyOf(held, (int) Math.min(Integer.MAX_VALUE - 16, Math.max((long) held.length * 2,
+                                                                                        (long) heldBytes + length)));
+        }
+        row.writeToMemory(held, Platform.BYTE_ARRAY_OFFSET + heldBytes);
         boolean isNull = row.isNullAt(offset);
         nulls[size] = isNull;
         offsets[size] = isNull ? 0L : offsetOf(row);
-        run[size++] = row;
+        starts[size] = heldBytes;
+        sizes[size++] = length;
+        heldBytes += length;
     }
 
     private int compare(int a, int b) {
@@ -186,8 +231,12 @@ final class HashRunOrder implements Iterator<InternalRow> {
         Integer[] index = new Integer[size];
         for (int i = 0; i < size; i++) index[i] = i;
         Arrays.sort(index, this::compare);
-        InternalRow[] ordered = new InternalRow[run.length];
-        for (int i = 0; i < size; i++) ordered[i] = run[index[i]];
-        run = ordered;  // offsets and nulls are not read again for this run
+        int[] orderedStarts = new int[starts.length], orderedSizes = new int[sizes.length];
+        for (int i = 0; i < size; i++) {
+            orderedStarts[i] = starts[index[i]];
+            orderedSizes[i] = sizes[index[i]];
+        }
+        starts = orderedStarts;  // offsets and nulls are not read again for this run
+        sizes = orderedSizes;
     }
 }
