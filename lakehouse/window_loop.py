@@ -77,8 +77,8 @@ STATE_SNAPSHOTS_KEPT = 8
 ONE_TASK_MAX_ROWS = 200_000
 
 #: the most rows of one group hash the loop holds to put them in offset order itself
-#: (:func:`loop_orders_offsets`; ~100 bytes each); a larger hash goes through Spark's external
-#: sorter, which spills
+#: (:func:`loop_orders_offsets`; ~100 bytes each, copied into one array); a larger hash, or one past
+#: 256 MiB of rows, goes through Spark's external sorter, which spills
 HASH_ROWS_HELD = 500_000
 
 #: a small increment's writes from the driver (:mod:`lakehouse.window_tail`; in the jar when it was
