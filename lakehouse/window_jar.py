@@ -17,7 +17,8 @@ out (the digest says which), and increments write through Spark.
 
 Example::
 
-    python -m lakehouse.window_jar      # build (or find) the jar; prints its path
+    python -m lakehouse.window_jar      # build (or find) the jar; prints its path and records it
+                                        # in .local/window-loop-jar (read by the Airflow DAG)
 """
 
 from __future__ import annotations
@@ -32,11 +33,16 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-__all__ = ("JAR_SET", "SOURCE_DIR", "build_jar", "built_jar", "jar_dir", "jar_name", "source_digest")
+__all__ = ("JAR_SET", "POINTER", "SOURCE_DIR", "build_jar", "built_jar", "jar_dir", "jar_name", "record_jar",
+           "source_digest")
 
 #: the jar cache's folder for the project's own jars (beside the fetched sets)
 JAR_SET = "lakehouse"
 SOURCE_DIR = Path(__file__).resolve().parent / "jvm"
+#: where :func:`main` records the path of this checkout's jar, for processes that cannot compute
+#: its digest (the Airflow DAG parses without pyspark): checkouts at other commits share the jar
+#: cache, so "the newest jar there" can be another checkout's, with other method signatures
+POINTER = SOURCE_DIR.parents[1] / ".local" / "window-loop-jar"
 _PREFIX = "lakehouse-windows-"
 
 
@@ -154,13 +160,29 @@ def _javac() -> str:
     return javac
 
 
+def record_jar(jar: Path | None, pointer: Path = POINTER) -> None:
+    """Write ``jar``'s path to ``pointer`` (replaced whole, never half written); remove the
+    pointer when there is no jar, so that nothing reads a stale one."""
+    if jar is None:
+        pointer.unlink(missing_ok=True)
+        return
+    pointer.parent.mkdir(parents=True, exist_ok=True)
+    partial = pointer.with_name(f".{pointer.name}.{os.getpid()}")
+    partial.write_text(f"{jar}\n")
+    partial.replace(pointer)
+
+
 def main() -> int:
-    """Build the jar; without a JDK, say so and succeed (the jobs fall back to Spark's operators)."""
+    """Build the jar and record its path (:data:`POINTER`); without a JDK, say so and succeed (the
+    jobs fall back to Spark's operators)."""
     try:
-        print(build_jar(force="--force" in sys.argv[1:]))
+        jar = build_jar(force="--force" in sys.argv[1:])
     except RuntimeError as exc:
         print(f"lakehouse.window_jar: {exc}", file=sys.stderr)
+        record_jar(None)
         return 0 if "no javac" in str(exc) else 1
+    record_jar(jar)
+    print(jar)
     return 0
 
 

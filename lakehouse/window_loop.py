@@ -45,8 +45,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from lakehouse.window_recompute import WindowSpec
 
-__all__ = ("DRIVER_WRITE_CLASS", "HASH_ROWS_HELD", "INCREMENT_COLUMNS", "LOOP_CLASS", "LOOP_MODES",
-           "ONE_TASK_MAX_ROWS", "STATE_SNAPSHOTS_KEPT", "LoopFigures", "LoopState", "driver_writes_available",
+__all__ = ("DRIVER_WRITE_CLASS", "HASH_BYTES_HELD", "HASH_ROWS_HELD", "INCREMENT_COLUMNS", "LOOP_CLASS",
+           "LOOP_MODES", "ONE_TASK_MAX_ROWS", "STATE_SNAPSHOTS_KEPT", "LoopFigures", "LoopState", "driver_writes_available",
            "loop_available", "loop_figures", "loop_input", "loop_orders_offsets", "loop_state",
            "loop_unavailable_reason", "loop_windows")
 
@@ -77,9 +77,12 @@ STATE_SNAPSHOTS_KEPT = 8
 ONE_TASK_MAX_ROWS = 200_000
 
 #: the most rows of one group hash the loop holds to put them in offset order itself
-#: (:func:`loop_orders_offsets`; ~100 bytes each, copied into one array); a larger hash, or one past
-#: 256 MiB of rows, goes through Spark's external sorter, which spills
+#: (:func:`loop_orders_offsets`; ~100 bytes each, copied into one array); a larger hash goes
+#: through Spark's external sorter, which spills
 HASH_ROWS_HELD = 500_000
+#: the most bytes of one hash's rows the loop holds (rows with long keys or many columns reach it
+#: before :data:`HASH_ROWS_HELD`); past it the hash goes through Spark's external sorter too
+HASH_BYTES_HELD = 256 << 20
 
 #: a small increment's writes from the driver (:mod:`lakehouse.window_tail`; in the jar when it was
 #: compiled with the Iceberg runtime, :mod:`lakehouse.window_jar`)
@@ -229,7 +232,8 @@ def loop_input(data: "DataFrame", group_cols: Sequence[str], order_cols: Sequenc
 def loop_orders_offsets(data: "DataFrame", group_cols: Sequence[str], order_cols: Sequence[str]) -> str | None:
     """The offset column the loop orders each hash's rows by itself (its input then sorted by the
     group's hash alone, ``loop_input(hash_only=True)``; ``streamlake.windows.HashRunOrder`` holds
-    up to :data:`HASH_ROWS_HELD` rows, a larger hash takes Spark's external sorter), or None for
+    up to :data:`HASH_ROWS_HELD` rows and :data:`HASH_BYTES_HELD` bytes, a larger hash takes Spark's
+    external sorter), or None for
     Spark's full sort: when the order has no single int or bigint column besides the group's (a
     Kafka offset)."""
     from pyspark.sql import types as T
@@ -300,9 +304,10 @@ def loop_windows(data: "DataFrame", spec: "WindowSpec", order_cols: Sequence[str
     counter = None if figures is None else figures.handle
     if spec.kind == "sliding":
         jdf = loop.sliding(sorted_rows._jdf, names, spec.duration_ms, spec.grace_ms, aggregation, counter, in_loop,
-                           HASH_ROWS_HELD)
+                           HASH_ROWS_HELD, HASH_BYTES_HELD)
     else:
         step = spec.step_ms or spec.duration_ms
         jdf = loop.fixed(sorted_rows._jdf, names, spec.duration_ms, step, spec.grace_ms, aggregation,
-                         "key" in group_cols, None if state is None else state.handle, counter, in_loop, HASH_ROWS_HELD)
+                         "key" in group_cols, None if state is None else state.handle, counter, in_loop, HASH_ROWS_HELD,
+                         HASH_BYTES_HELD)
     return DataFrame(jdf, spark)

@@ -87,10 +87,20 @@ def _jars() -> str:
         return env
     cache = os.environ.get("STREAMLAKE_JAR_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "streaming-lakehouse", "jars")
-    # the fetched runtime jars, then the windows job's loop jar the bootstrap built last
-    # (lakehouse/window_jar.py; one per source digest, the newest is this checkout's)
-    loop_jars = sorted(glob.glob(os.path.join(cache, "lakehouse", "lakehouse-windows-*.jar")), key=os.path.getmtime)
-    return ",".join(sorted(glob.glob(os.path.join(cache, "spark", "*.jar"))) + loop_jars[-1:])
+    # the fetched runtime jars, then this checkout's windows loop jar, whose path the bootstrap
+    # recorded (lakehouse/window_jar.py: the cache holds one per source digest, shared by every
+    # checkout on the machine); without it the job computes windows with Spark's operators
+    return ",".join(sorted(glob.glob(os.path.join(cache, "spark", "*.jar"))) + _loop_jar(_home()))
+
+
+def _loop_jar(home: Path) -> list[str]:
+    """The windows loop jar ``./dev bootstrap`` built for the checkout at ``home`` (its path is in
+    ``.local/window-loop-jar``), or nothing when there is none."""
+    try:
+        jar = (home / ".local" / "window-loop-jar").read_text().strip()
+    except OSError:
+        return []
+    return [jar] if jar and os.path.isfile(jar) else []
 
 
 #: the packages the jobs import on executors (the python-engine window path runs edge code there)

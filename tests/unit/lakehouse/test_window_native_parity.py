@@ -153,14 +153,16 @@ def test_sliding_paths_equal_the_edge(spark, raw, duration, grace, aggregation, 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(raw=RAW, duration=st.integers(2, 30), kind=st.sampled_from(["tumbling", "hopping", "sliding"]),
        grace=st.integers(0, 20), aggregation=AGGS, closing=st.sampled_from(["key", "partition"]),
-       origin=st.sampled_from([0, 1000]), shared_hash=st.booleans(), floats=st.booleans())
+       origin=st.sampled_from([0, 1000]), shared_hash=st.booleans(), floats=st.booleans(),
+       bound=st.sampled_from(["HASH_ROWS_HELD", "HASH_BYTES_HELD"]))
 def test_hashes_past_the_rows_held_go_through_sparks_sorter(spark, raw, duration, kind, grace, aggregation, closing,
-                                                            origin, shared_hash, floats):
+                                                            origin, shared_hash, floats, bound):
     # the loop puts a hash's rows in offset order itself while it holds at most HASH_ROWS_HELD of
-    # them; past that the hash's rows take Spark's external sorter: the same windows
+    # them and HASH_BYTES_HELD of their bytes; past either the hash's rows take Spark's external
+    # sorter: the same windows (a loop input row is 70-100 bytes: 150 bytes hold one or two)
     step = max(1, duration // 3) if kind == "hopping" else None
     spec = WindowSpec(kind, duration, grace, step, aggregation, "key" if kind == "sliding" else closing)
-    with mock.patch.object(window_loop, "HASH_ROWS_HELD", 2):
+    with mock.patch.object(window_loop, bound, 2 if bound == "HASH_ROWS_HELD" else 150):
         check(spark, build_rows(raw, origin, floats), spec, floats, engines=False, shared_hash=shared_hash)
 
 

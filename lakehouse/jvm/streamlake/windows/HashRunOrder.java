@@ -32,21 +32,19 @@ import org.apache.spark.util.collection.unsafe.sort.RecordComparator;
  * columns; no object per row: at 10M sliding rows the copy's share of the job's CPU samples went
  * from 6.0% to 5.1% and the collector's from 1.2% to 0.7%; what is left is mostly the first read
  * of rows the sort scattered). A hash with more than {@code maxHeld} rows, or more than
- * {@link #MAX_HELD_BYTES} of them, goes to Spark's own external sorter instead (by offset, in the
+ * {@code maxHeldBytes} of row bytes, goes to Spark's own external sorter instead (by offset, in the
  * task's managed memory, spilling to disk when it runs short), so a key of any size fits.
  *
  * <p>Like the sorter's, the row {@link #next} returns is reused: it is valid until the next call
  * of {@link #hasNext} or {@link #next}; the loops copy what they keep.
  */
 final class HashRunOrder implements Iterator<InternalRow> {
-    /** The most bytes of one hash's rows held in the array (past them the hash goes to Spark's sorter). */
-    static final int MAX_HELD_BYTES = 256 << 20;
     /** The largest array kept from one hash to the next (a larger one is dropped once its hash is read out). */
     private static final int KEPT_BYTES = 16 << 20;
 
     private final Iterator<InternalRow> input;
     private final StructType schema;
-    private final int gh, offset, maxHeld;
+    private final int gh, offset, maxHeld, maxHeldBytes;
     private final boolean intOffset;
     private UnsafeProjection toUnsafe;           // for input rows that are not UnsafeRows (none from a sort)
     private UnsafeExternalRowSorter sorter;       // a hash past maxHeld rows, while it is read out
@@ -61,10 +59,11 @@ final class HashRunOrder implements Iterator<InternalRow> {
     private byte[] following = new byte[256];     // the first row of the next hash, copied
     private int followingSize = -1;               // -1: none
 
-    HashRunOrder(Iterator<InternalRow> input, StructType schema, String offsetColumn, int maxHeld) {
+    HashRunOrder(Iterator<InternalRow> input, StructType schema, String offsetColumn, int maxHeld, int maxHeldBytes) {
         this.input = input;
         this.schema = schema;
         this.maxHeld = Math.max(1, maxHeld);
+        this.maxHeldBytes = Math.max(1, maxHeldBytes);
         this.gh = schema.fieldIndex("__gh");
         this.offset = schema.fieldIndex(offsetColumn);
         this.intOffset = schema.fields()[offset].dataType() instanceof IntegerType;
@@ -118,7 +117,7 @@ final class HashRunOrder implements Iterator<InternalRow> {
                 keepFollowing(row);
                 break;
             }
-            if (size == maxHeld || (long) heldBytes + row.getSizeInBytes() > MAX_HELD_BYTES) {
+            if (size == maxHeld || (long) heldBytes + row.getSizeInBytes() > maxHeldBytes) {
                 sortExternally(hash, row);
                 return;
             }

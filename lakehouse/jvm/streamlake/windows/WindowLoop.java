@@ -32,11 +32,11 @@ public final class WindowLoop {
      * the group is a key within its partition (else a whole partition, keys closing together).
      * Gathers each group's window state into {@code state} while the windows are computed
      * ({@link State}; null: none) and counts into {@code figures} (null: nothing counted).
-     * {@code offsetColumn} and {@code maxHeld}: as for {@link #sliding}.
+     * {@code offsetColumn}, {@code maxHeld} and {@code maxHeldBytes}: as for {@link #sliding}.
      */
     public static Dataset<Row> fixed(Dataset<Row> sorted, String[] groupCols, long duration, long step, long grace,
                                      String aggregation, boolean perKey, State state, LoopFigures figures,
-                                     String offsetColumn, int maxHeld) {
+                                     String offsetColumn, int maxHeld, int maxHeldBytes) {
         final int agg = Acc.kind(aggregation);
         final StructType in = sorted.schema();
         GroupReader checked = new GroupReader(in, groupCols);  // checks the columns on the driver
@@ -48,8 +48,8 @@ public final class WindowLoop {
             GroupReader reader = new GroupReader(in, groupCols);
             WindowState.Collector collector = spec == null ? null
                 : new WindowState.Collector(spec, rows, in, groupCols, reader);
-            return new FixedLoop(ordered(it, in, offsetColumn, maxHeld), reader, agg, duration, step, grace, perKey,
-                                 collector, figures);
+            return new FixedLoop(ordered(it, in, offsetColumn, maxHeld, maxHeldBytes), reader, agg, duration, step,
+                                 grace, perKey, collector, figures);
         });
     }
 
@@ -104,23 +104,24 @@ public final class WindowLoop {
      * Sliding windows of {@code sorted} (per key), counted into {@code figures} (null: nothing
      * counted). {@code offsetColumn}: null when the rows come sorted by hash, offset and group;
      * else the rows come sorted by {@code __gh} alone, and the loop orders each hash's rows by
-     * this column itself ({@link HashRunOrder}), holding up to {@code maxHeld} of them (a larger
-     * hash goes through Spark's external sorter).
+     * this column itself ({@link HashRunOrder}), holding up to {@code maxHeld} of them and
+     * {@code maxHeldBytes} of their bytes (a larger hash goes through Spark's external sorter).
      */
     public static Dataset<Row> sliding(Dataset<Row> sorted, String[] groupCols, long duration, long grace,
-                                       String aggregation, LoopFigures figures, String offsetColumn, int maxHeld) {
+                                       String aggregation, LoopFigures figures, String offsetColumn, int maxHeld,
+                                       int maxHeldBytes) {
         final int agg = Acc.kind(aggregation);
         final StructType in = sorted.schema();
         new GroupReader(in, groupCols);
         if (offsetColumn != null) in.fieldIndex(offsetColumn);  // a missing column fails here, not in a task
-        return run(sorted, agg, it -> new SlidingLoop(ordered(it, in, offsetColumn, maxHeld), new GroupReader(in, groupCols),
-                                                      agg, duration, grace, figures));
+        return run(sorted, agg, it -> new SlidingLoop(ordered(it, in, offsetColumn, maxHeld, maxHeldBytes),
+                                                      new GroupReader(in, groupCols), agg, duration, grace, figures));
     }
 
     /** A task's rows in the order the loops read: as they come, or each hash's rows put in offset order. */
     private static java.util.Iterator<InternalRow> ordered(java.util.Iterator<InternalRow> rows, StructType schema,
-                                                           String offsetColumn, int maxHeld) {
-        return offsetColumn == null ? rows : new HashRunOrder(rows, schema, offsetColumn, maxHeld);
+                                                           String offsetColumn, int maxHeld, int maxHeldBytes) {
+        return offsetColumn == null ? rows : new HashRunOrder(rows, schema, offsetColumn, maxHeld, maxHeldBytes);
     }
 
     /**
