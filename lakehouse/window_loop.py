@@ -46,9 +46,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from lakehouse.window_recompute import WindowSpec
 
 __all__ = ("DRIVER_WRITE_CLASS", "HASH_BYTES_HELD", "HASH_ROWS_HELD", "INCREMENT_COLUMNS", "LOOP_CLASS",
-           "LOOP_MODES", "ONE_TASK_MAX_ROWS", "STATE_SNAPSHOTS_KEPT", "LoopFigures", "LoopState", "driver_writes_available",
-           "loop_available", "loop_figures", "loop_input", "loop_orders_offsets", "loop_state",
-           "loop_unavailable_reason", "loop_windows")
+           "LOOP_MODES", "ONE_TASK_MAX_ROWS", "STATE_SNAPSHOTS_KEPT", "LoopFigures", "LoopState",
+           "driver_writes_available", "loop_available", "loop_figures", "loop_input", "loop_orders_offsets",
+           "loop_state", "loop_unavailable_reason", "loop_windows")
 
 LOOP_CLASS = "streamlake.windows.WindowLoop"
 #: ``auto``: the loop when its jar is on the class path; ``on``: the loop or an error; ``off``: Spark's operators
@@ -232,10 +232,9 @@ def loop_input(data: "DataFrame", group_cols: Sequence[str], order_cols: Sequenc
 def loop_orders_offsets(data: "DataFrame", group_cols: Sequence[str], order_cols: Sequence[str]) -> str | None:
     """The offset column the loop orders each hash's rows by itself (its input then sorted by the
     group's hash alone, ``loop_input(hash_only=True)``; ``streamlake.windows.HashRunOrder`` holds
-    up to :data:`HASH_ROWS_HELD` rows and :data:`HASH_BYTES_HELD` bytes, a larger hash takes Spark's
-    external sorter), or None for
-    Spark's full sort: when the order has no single int or bigint column besides the group's (a
-    Kafka offset)."""
+    up to :data:`HASH_ROWS_HELD` rows and :data:`HASH_BYTES_HELD` bytes, a larger hash takes
+    Spark's external sorter), or None for Spark's full sort: when the order has no single int or
+    bigint column besides the group's (a Kafka offset)."""
     from pyspark.sql import types as T
 
     offsets = [c for c in order_cols if c not in group_cols]

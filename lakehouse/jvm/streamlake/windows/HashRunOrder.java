@@ -47,7 +47,7 @@ final class HashRunOrder implements Iterator<InternalRow> {
     private final int gh, offset, maxHeld, maxHeldBytes;
     private final boolean intOffset;
     private UnsafeProjection toUnsafe;           // for input rows that are not UnsafeRows (none from a sort)
-    private UnsafeExternalRowSorter sorter;       // a hash past maxHeld rows, while it is read out
+    private UnsafeExternalRowSorter sorter;       // a hash past maxHeld rows or maxHeldBytes, while it is read out
     private scala.collection.Iterator<InternalRow> sorted;
     private byte[] held = new byte[1 << 16];      // the run's rows' bytes, one after the other
     private int heldBytes;
@@ -63,7 +63,7 @@ final class HashRunOrder implements Iterator<InternalRow> {
         this.input = input;
         this.schema = schema;
         this.maxHeld = Math.max(1, maxHeld);
-        this.maxHeldBytes = Math.max(1, maxHeldBytes);
+        this.maxHeldBytes = Math.min(Math.max(1, maxHeldBytes), 1 << 30);  // the held array's int offsets
         this.gh = schema.fieldIndex("__gh");
         this.offset = schema.fieldIndex(offsetColumn);
         this.intOffset = schema.fields()[offset].dataType() instanceof IntegerType;
