@@ -283,7 +283,7 @@ def print_plan(spark, table: str, spec, loop: str = "auto") -> None:
         how = (f"sorted by the group's hash; the loop orders each hash's rows by {in_loop}" if in_loop
                else "sorted by the group's hash, the offset, the group")
         print(f"  the JVM loop's input ({how}):", flush=True)
-        loop_input(data, groups, order, value_integral=False, hash_only=in_loop is not None).explain()
+        loop_input(data, groups, order, value_integral=False, loop_groups=in_loop is not None).explain()
         print("  above the loop:", flush=True)
         compute_windows(data, spec, order, groups, value_type, "native", loop)[0].explain()
         return

@@ -4,9 +4,9 @@ Spark's own operators compute the native windows (:mod:`lakehouse.window_native`
 operator that buffers every group and evaluates interpreted frames per record, then one or two
 aggregations; no arrangement of them gets near the floor of the job (scan, shuffle by group,
 sort by offset; ``bench/README.md``). Here the records take that floor's plan (a shuffle by the
-closing group's hash, then group and Kafka offset order within each task: Spark radix-sorts by the
-hash alone and the loop orders each hash's records by offset, :func:`loop_orders_offsets`) and
-then one pass of ``streamlake.windows.WindowLoop`` (Java, ``lakehouse/jvm``, built by ``./dev bootstrap``:
+closing group's hash, then group and Kafka offset order within each task: the loop puts each
+task's records in per-hash buckets and orders each bucket by offset, :func:`loop_orders_offsets`)
+and then one pass of ``streamlake.windows.WindowLoop`` (Java, ``lakehouse/jvm``, built by ``./dev bootstrap``:
 :mod:`lakehouse.window_jar`) over each task's rows: per group the running event time, the
 edge's lateness rule and the open windows' partial aggregates, emitting each window as it closes.
 Sliding windows of tidy keys take the closed form; a key with a record inside an already-closed
@@ -35,6 +35,7 @@ Example::
 
 from __future__ import annotations
 
+
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -45,8 +46,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from lakehouse.window_recompute import WindowSpec
 
-__all__ = ("DRIVER_WRITE_CLASS", "HASH_BYTES_HELD", "HASH_ROWS_HELD", "INCREMENT_COLUMNS", "LOOP_CLASS",
-           "LOOP_MODES", "ONE_TASK_MAX_ROWS", "STATE_SNAPSHOTS_KEPT", "LoopFigures", "LoopState",
+__all__ = ("DRIVER_WRITE_CLASS", "INCREMENT_COLUMNS", "LOOP_CLASS",
+           "LOOP_MODES", "ONE_TASK_MAX_ROWS", "STATE_SNAPSHOTS_KEPT", "TASK_BYTES_HELD", "TASK_ROWS_HELD",
+           "LoopFigures", "LoopState",
            "driver_writes_available", "loop_available", "loop_figures", "loop_input", "loop_orders_offsets",
            "loop_state", "loop_unavailable_reason", "loop_windows")
 
@@ -76,13 +78,14 @@ STATE_SNAPSHOTS_KEPT = 8
 #: and its state's rows (below that, a shuffle's second stage costs more than it spreads)
 ONE_TASK_MAX_ROWS = 200_000
 
-#: the most rows of one group hash the loop holds to put them in offset order itself
-#: (:func:`loop_orders_offsets`; ~100 bytes each, copied into one array); a larger hash goes
-#: through Spark's external sorter, which spills
-HASH_ROWS_HELD = 500_000
-#: the most bytes of one hash's rows the loop holds (rows with long keys or many columns reach it
-#: before :data:`HASH_ROWS_HELD`); past it the hash goes through Spark's external sorter too
-HASH_BYTES_HELD = 256 << 20
+#: the most rows of one task the loop holds in its per-hash buckets to group them and put them in
+#: offset order itself (:func:`loop_orders_offsets`; ~80 bytes each, in the task's execution
+#: memory); past it, or past what Spark's memory manager grants, the task's rows go through
+#: Spark's external sorter, which spills
+TASK_ROWS_HELD = 200_000_000
+#: the most bytes of one task's rows the loop holds in its buckets (the memory manager's grant is
+#: usually the tighter bound); past it the rows go through Spark's external sorter too
+TASK_BYTES_HELD = 16 << 30
 
 #: a small increment's writes from the driver (:mod:`lakehouse.window_tail`; in the jar when it was
 #: compiled with the Iceberg runtime, :mod:`lakehouse.window_jar`)
@@ -201,7 +204,7 @@ def loop_unavailable_reason(data: "DataFrame", mode: str = "auto") -> str | None
 
 
 def loop_input(data: "DataFrame", group_cols: Sequence[str], order_cols: Sequence[str],
-               value_integral: bool, one_task: bool = False, hash_only: bool = False) -> "DataFrame":
+               value_integral: bool, one_task: bool = False, loop_groups: bool = False) -> "DataFrame":
     """The floor's plan over the columns the loop reads: ``__gh``, the group's columns, ``key``,
     ``ts``, ``value`` (bigint when ``value_integral``, else double) and ``__closed_floor`` when
     ``data`` has it (and an increment's :data:`INCREMENT_COLUMNS`), shuffled by the group and sorted within each task by the group's hash, the
@@ -216,8 +219,8 @@ def loop_input(data: "DataFrame", group_cols: Sequence[str], order_cols: Sequenc
     ``one_task``: all rows in one task, sorted the same way, without a shuffle (for a few hundred
     thousand rows at most: an increment's, :data:`ONE_TASK_MAX_ROWS`): one stage instead of two.
 
-    ``hash_only``: sorted by the hash alone, which Spark radix-sorts (a one-column bigint sort);
-    the loop then orders each hash's rows by offset itself (:func:`loop_orders_offsets`)."""
+    ``loop_groups``: shuffled (or coalesced) only, not sorted: the loop groups each task's rows by
+    hash and orders each hash's rows by offset itself (:func:`loop_orders_offsets`)."""
     columns = list(dict.fromkeys(["__gh", *group_cols, "key", *order_cols]))
     value = f"CAST(value AS {'BIGINT' if value_integral else 'DOUBLE'}) AS value"
     extra = [c for c in ("__closed_floor", *INCREMENT_COLUMNS) if c in data.columns]
@@ -225,16 +228,17 @@ def loop_input(data: "DataFrame", group_cols: Sequence[str], order_cols: Sequenc
     narrowed = hashed.selectExpr(*map(quote_column, columns), "ts", value, *extra)
     offsets = [c for c in order_cols if c not in group_cols]
     grouped = narrowed.coalesce(1) if one_task else narrowed.repartition("__gh", *group_cols)
-    return grouped.sortWithinPartitions("__gh") if hash_only else grouped.sortWithinPartitions(
+    return grouped if loop_groups else grouped.sortWithinPartitions(
         "__gh", *offsets, *group_cols)
 
 
 def loop_orders_offsets(data: "DataFrame", group_cols: Sequence[str], order_cols: Sequence[str]) -> str | None:
-    """The offset column the loop orders each hash's rows by itself (its input then sorted by the
-    group's hash alone, ``loop_input(hash_only=True)``; ``streamlake.windows.HashRunOrder`` holds
-    up to :data:`HASH_ROWS_HELD` rows and :data:`HASH_BYTES_HELD` bytes, a larger hash takes
-    Spark's external sorter), or None for Spark's full sort: when the order has no single int or
-    bigint column besides the group's (a Kafka offset)."""
+    """The offset column the loop orders each hash's rows by itself (its input then not sorted,
+    ``loop_input(loop_groups=True)``; ``streamlake.windows.GroupBuckets`` holds up to
+    :data:`TASK_ROWS_HELD` rows and :data:`TASK_BYTES_HELD` bytes of a task in per-hash buckets,
+    within what Spark's memory manager grants; a larger task takes Spark's external sorter), or
+    None for Spark's full sort: when the order has no single int or bigint column besides the
+    group's (a Kafka offset)."""
     from pyspark.sql import types as T
 
     offsets = [c for c in order_cols if c not in group_cols]
@@ -295,7 +299,7 @@ def loop_windows(data: "DataFrame", spec: "WindowSpec", order_cols: Sequence[str
     integral = isinstance(data.schema["value"].dataType, (T.ByteType, T.ShortType, T.IntegerType, T.LongType))
     in_loop = loop_orders_offsets(data, group_cols, order_cols)
     sorted_rows = loop_input(data, group_cols, order_cols, integral, one_task=state is not None and state.one_task,
-                             hash_only=in_loop is not None)
+                             loop_groups=in_loop is not None)
     spark = data.sparkSession
     jvm: Any = spark.sparkContext._jvm
     names = _names(spark, group_cols)
@@ -303,10 +307,10 @@ def loop_windows(data: "DataFrame", spec: "WindowSpec", order_cols: Sequence[str
     counter = None if figures is None else figures.handle
     if spec.kind == "sliding":
         jdf = loop.sliding(sorted_rows._jdf, names, spec.duration_ms, spec.grace_ms, aggregation, counter, in_loop,
-                           HASH_ROWS_HELD, HASH_BYTES_HELD)
+                           TASK_ROWS_HELD, TASK_BYTES_HELD)
     else:
         step = spec.step_ms or spec.duration_ms
         jdf = loop.fixed(sorted_rows._jdf, names, spec.duration_ms, step, spec.grace_ms, aggregation,
-                         "key" in group_cols, None if state is None else state.handle, counter, in_loop, HASH_ROWS_HELD,
-                         HASH_BYTES_HELD)
+                         "key" in group_cols, None if state is None else state.handle, counter, in_loop, TASK_ROWS_HELD,
+                         TASK_BYTES_HELD)
     return DataFrame(jdf, spark)

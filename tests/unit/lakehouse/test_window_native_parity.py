@@ -154,15 +154,18 @@ def test_sliding_paths_equal_the_edge(spark, raw, duration, grace, aggregation, 
 @given(raw=RAW, duration=st.integers(2, 30), kind=st.sampled_from(["tumbling", "hopping", "sliding"]),
        grace=st.integers(0, 20), aggregation=AGGS, closing=st.sampled_from(["key", "partition"]),
        origin=st.sampled_from([0, 1000]), shared_hash=st.booleans(), floats=st.booleans(),
-       bound=st.sampled_from(["HASH_ROWS_HELD", "HASH_BYTES_HELD"]))
-def test_hashes_past_the_rows_held_go_through_sparks_sorter(spark, raw, duration, kind, grace, aggregation, closing,
-                                                            origin, shared_hash, floats, bound):
-    # the loop puts a hash's rows in offset order itself while it holds at most HASH_ROWS_HELD of
-    # them and HASH_BYTES_HELD of their bytes; past either the hash's rows take Spark's external
-    # sorter: the same windows (a loop input row is 70-100 bytes: 150 bytes hold one or two)
+       bound=st.sampled_from([("TASK_ROWS_HELD", 2), ("TASK_ROWS_HELD", 7), ("TASK_BYTES_HELD", 150),
+                              ("TASK_BYTES_HELD", 9000)]))
+def test_tasks_past_the_rows_held_go_through_sparks_sorter(spark, raw, duration, kind, grace, aggregation, closing,
+                                                           origin, shared_hash, floats, bound):
+    # the loop groups a task's rows in per-hash buckets and puts each in offset order itself while
+    # it holds at most TASK_ROWS_HELD rows and TASK_BYTES_HELD bytes; past either, the rows held and
+    # the rest take Spark's external sorter: the same windows (a bucket's first chunk is 4 KiB: 150
+    # bytes hold none, 9000 bytes two buckets; 2 or 7 rows move a few held rows to the sorter)
     step = max(1, duration // 3) if kind == "hopping" else None
     spec = WindowSpec(kind, duration, grace, step, aggregation, "key" if kind == "sliding" else closing)
-    with mock.patch.object(window_loop, bound, 2 if bound == "HASH_ROWS_HELD" else 150):
+    name, value = bound
+    with mock.patch.object(window_loop, name, value):
         check(spark, build_rows(raw, origin, floats), spec, floats, engines=False, shared_hash=shared_hash)
 
 

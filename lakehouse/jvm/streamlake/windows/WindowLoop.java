@@ -36,7 +36,7 @@ public final class WindowLoop {
      */
     public static Dataset<Row> fixed(Dataset<Row> sorted, String[] groupCols, long duration, long step, long grace,
                                      String aggregation, boolean perKey, State state, LoopFigures figures,
-                                     String offsetColumn, int maxHeld, int maxHeldBytes) {
+                                     String offsetColumn, int maxHeld, long maxHeldBytes) {
         final int agg = Acc.kind(aggregation);
         final StructType in = sorted.schema();
         GroupReader checked = new GroupReader(in, groupCols);  // checks the columns on the driver
@@ -103,13 +103,14 @@ public final class WindowLoop {
     /**
      * Sliding windows of {@code sorted} (per key), counted into {@code figures} (null: nothing
      * counted). {@code offsetColumn}: null when the rows come sorted by hash, offset and group;
-     * else the rows come sorted by {@code __gh} alone, and the loop orders each hash's rows by
-     * this column itself ({@link HashRunOrder}), holding up to {@code maxHeld} of them and
-     * {@code maxHeldBytes} of their bytes (a larger hash goes through Spark's external sorter).
+     * else the rows come as shuffled, and the loop groups them by {@code __gh} and orders each
+     * hash's rows by this column itself ({@link GroupBuckets}), holding up to {@code maxHeld} of a
+     * task's rows and {@code maxHeldBytes} of their bytes (a larger task goes through Spark's
+     * external sorter).
      */
     public static Dataset<Row> sliding(Dataset<Row> sorted, String[] groupCols, long duration, long grace,
                                        String aggregation, LoopFigures figures, String offsetColumn, int maxHeld,
-                                       int maxHeldBytes) {
+                                       long maxHeldBytes) {
         final int agg = Acc.kind(aggregation);
         final StructType in = sorted.schema();
         new GroupReader(in, groupCols);
@@ -118,10 +119,10 @@ public final class WindowLoop {
                                                       new GroupReader(in, groupCols), agg, duration, grace, figures));
     }
 
-    /** A task's rows in the order the loops read: as they come, or each hash's rows put in offset order. */
+    /** A task's rows in the order the loops read: as they come, or grouped by hash and put in offset order. */
     private static java.util.Iterator<InternalRow> ordered(java.util.Iterator<InternalRow> rows, StructType schema,
-                                                           String offsetColumn, int maxHeld, int maxHeldBytes) {
-        return offsetColumn == null ? rows : new HashRunOrder(rows, schema, offsetColumn, maxHeld, maxHeldBytes);
+                                                           String offsetColumn, int maxHeld, long maxHeldBytes) {
+        return offsetColumn == null ? rows : new GroupBuckets(rows, schema, offsetColumn, maxHeld, maxHeldBytes);
     }
 
     /**
