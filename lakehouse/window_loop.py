@@ -1,4 +1,4 @@
-"""The native window path's loop: the edge's ``final()`` windows by one JVM loop per sorted task.
+"""The native window path's loop: the edge's ``final()`` windows by one JVM loop per task.
 
 Spark's own operators compute the native windows (:mod:`lakehouse.window_native`) with a window
 operator that buffers every group and evaluates interpreted frames per record, then one or two
