@@ -17,6 +17,7 @@ import org.apache.spark.sql.execution.UnsafeExternalRowSorter;
 import org.apache.spark.sql.types.IntegerType;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.Platform;
+import org.apache.spark.util.TaskCompletionListener;
 import org.apache.spark.util.collection.unsafe.sort.PrefixComparators;
 import org.apache.spark.util.collection.unsafe.sort.RecordComparator;
 
@@ -95,6 +96,8 @@ final class GroupBuckets extends MemoryConsumer implements Iterator<InternalRow>
         this.offset = schema.fieldIndex(offsetColumn);
         this.intOffset = schema.fields()[offset].dataType() instanceof IntegerType;
         this.out = new UnsafeRow(schema.size());
+        // a task that stops reading early (a failure, a limit) gives its memory back all the same
+        TaskContext.get().addTaskCompletionListener((TaskCompletionListener) context -> release());
     }
 
     @Override
@@ -171,6 +174,8 @@ final class GroupBuckets extends MemoryConsumer implements Iterator<InternalRow>
         if (reserved > 0) freeMemory(reserved);
         reserved = 0;
         heldBytes = 0;
+        buckets = new Bucket[0];
+        bucketCount = 0;
     }
 
     private Bucket bucketOf(long hash) {
