@@ -280,7 +280,7 @@ def print_plan(spark, table: str, spec, loop: str = "auto") -> None:
     value_type = _value_type(data.schema["value"].dataType, spec.aggregation)
     if loop_unavailable_reason(data, loop) is None:
         in_loop = loop_orders_offsets(data, groups, order)
-        how = (f"sorted by the group's hash; the loop orders each hash's rows by {in_loop}" if in_loop
+        how = (f"shuffled, not sorted; the loop groups each task's rows by hash and orders them by {in_loop}" if in_loop
                else "sorted by the group's hash, the offset, the group")
         print(f"  the JVM loop's input ({how}):", flush=True)
         loop_input(data, groups, order, value_integral=False, loop_groups=in_loop is not None).explain()

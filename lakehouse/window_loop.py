@@ -35,7 +35,6 @@ Example::
 
 from __future__ import annotations
 
-
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -46,9 +45,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from lakehouse.window_recompute import WindowSpec
 
-__all__ = ("DRIVER_WRITE_CLASS", "INCREMENT_COLUMNS", "LOOP_CLASS",
-           "LOOP_MODES", "ONE_TASK_MAX_ROWS", "STATE_SNAPSHOTS_KEPT", "TASK_BYTES_HELD", "TASK_ROWS_HELD",
-           "LoopFigures", "LoopState",
+__all__ = ("DRIVER_WRITE_CLASS", "INCREMENT_COLUMNS", "LOOP_CLASS", "LOOP_MODES", "ONE_TASK_MAX_ROWS",
+           "STATE_SNAPSHOTS_KEPT", "TASK_BYTES_HELD", "TASK_ROWS_HELD", "LoopFigures", "LoopState",
            "driver_writes_available", "loop_available", "loop_figures", "loop_input", "loop_orders_offsets",
            "loop_state", "loop_unavailable_reason", "loop_windows")
 
@@ -207,8 +205,9 @@ def loop_input(data: "DataFrame", group_cols: Sequence[str], order_cols: Sequenc
                value_integral: bool, one_task: bool = False, loop_groups: bool = False) -> "DataFrame":
     """The floor's plan over the columns the loop reads: ``__gh``, the group's columns, ``key``,
     ``ts``, ``value`` (bigint when ``value_integral``, else double) and ``__closed_floor`` when
-    ``data`` has it (and an increment's :data:`INCREMENT_COLUMNS`), shuffled by the group and sorted within each task by the group's hash, the
-    order columns that are not the group's (the offset), then the group's columns.
+    ``data`` has it (and an increment's :data:`INCREMENT_COLUMNS`), shuffled by the group and
+    (unless ``loop_groups``) sorted within each task by the group's hash, the order columns that
+    are not the group's (the offset), then the group's columns.
 
     A group's records are contiguous and in offset order unless two groups share the hash, which
     the loop handles; putting the offset right after the hash is what makes the sort cheap: Spark
