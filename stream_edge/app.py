@@ -36,6 +36,7 @@ from stream_edge.models.serializers import DeserializerType, SerializerType
 from stream_edge.models.topics import Topic, TopicAdmin, TopicConfig, TopicManager
 from stream_edge.models.timestamps import TimestampExtractor
 from stream_edge.processing.context import ProcessingContext
+from stream_edge.processing.dead_letter import DeadLetterTopic
 from stream_edge.processing.observer import PipelineDefined, ProcessHooks, RunObserver
 from stream_edge.processing.runner import RunLimits, Runner, RunnerParts
 from stream_edge.rowconsumer import RowConsumer
@@ -80,7 +81,8 @@ class Application:
                  state_recovery_offset_reset: str = "earliest", quix_config_builder: Any = None,
                  topic_manager: Optional[TopicManager] = None, request_timeout: float = 30,
                  topic_create_timeout: float = 60, processing_guarantee: ProcessingGuarantee = "at-least-once",
-                 max_partition_buffer_size: int = 10000, broker_availability_timeout: float = 120.0) -> None:
+                 max_partition_buffer_size: int = 10000, broker_availability_timeout: float = 120.0,
+                 dead_letter_topic: Optional[str] = None) -> None:
         configure_logging(loglevel)
         if quix_portal_api:
             raise ValueError("quix_portal_api is a Quix Cloud setting, which stream_edge does not support; "
@@ -102,6 +104,8 @@ class Application:
         if max_partition_buffer_size <= 0:
             raise ValueError(f"max_partition_buffer_size must be > 0, got {max_partition_buffer_size}")
         state_dir = state_dir if state_dir is not None else (_env("Quix__State__Dir") or "state")
+        if dead_letter_topic is not None and (not isinstance(dead_letter_topic, str) or not dead_letter_topic.strip()):
+            raise ValueError(f"dead_letter_topic must be a topic name, got {dead_letter_topic!r}")
         if broker_availability_timeout < 0:
             raise ValueError(f"broker_availability_timeout must be >= 0, got {broker_availability_timeout}")
         if not isinstance(broker_address, ConnectionConfig):
@@ -123,6 +127,11 @@ class Application:
         self._on_processing_error = on_processing_error or default_on_processing_error
         self._on_producer_error = on_producer_error or default_on_producer_error
         self._on_message_processed = on_message_processed
+        # Not stream_edge's defaults: with a dead-letter topic, a record no callback decides on is
+        # dead-lettered instead of stopping the app (stream_edge/processing/dead_letter.py).
+        self._user_on_consumer_error = on_consumer_error
+        self._user_on_processing_error = on_processing_error
+        self._dead_letter_topic = dead_letter_topic
 
         self._topic_manager = topic_manager or TopicManager(
             topic_admin=TopicAdmin(broker_address, extra_config=self._config.producer_extra_config),
@@ -146,6 +155,12 @@ class Application:
     @property
     def config(self) -> ApplicationConfig:
         return self._config
+
+    @property
+    def dead_letter_topic(self) -> Optional[str]:
+        """Where failing records go (``dead_letter_topic=``), None if they stop the app; see
+        :mod:`stream_edge.processing.dead_letter`."""
+        return self._dead_letter_topic
 
     @property
     def is_quix_app(self) -> bool:
@@ -331,12 +346,13 @@ class Application:
         self._request_producer_stats()
         _bind(self._processing_context)
         ctx = self._processing_context
+        dead_letter = self._new_dead_letter() if self._registry else None
         parts = RunnerParts(
             config=self._config, consumer=self._consumer, producer=self._producer, registry=self._registry,
             context=ctx, state_manager=ctx.existing_state_manager, sink_manager=ctx.sink_manager,
             sources=self._source_manager, on_consumer_error=self._on_consumer_error,
             on_processing_error=self._on_processing_error, on_message_processed=self._on_message_processed,
-            setup_topics=self.setup_topics, observers=list(self._observers))
+            setup_topics=self.setup_topics, observers=list(self._observers), dead_letter=dead_letter)
         runner = Runner(parts, RunLimits(timeout=timeout, count=count, collect=collect, metadata=metadata))
         self._runner = runner
         try:
@@ -347,6 +363,16 @@ class Application:
             # keeps reconnecting after the broker goes away (the next run creates new ones).
             self._producer.release()
             self._topic_manager.close()
+
+    def _new_dead_letter(self) -> Optional[DeadLetterTopic]:
+        """The run's dead-letter topic (registered, so ``setup_topics`` creates it), or None."""
+        name = self._dead_letter_topic
+        if name is None:
+            return None
+        self._topic_manager.topic(name, value_deserializer="bytes", key_deserializer="bytes",
+                                  value_serializer="bytes", key_serializer="bytes")
+        return DeadLetterTopic(name, self._producer.produce, self._user_on_consumer_error,
+                               self._user_on_processing_error)
 
     def stop(self, fail: bool = False) -> None:
         """Stop processing; the current checkpoint is committed unless ``fail`` is True."""

@@ -24,6 +24,7 @@ from stream_edge.models.timestamps import TimestampExtractor, TimestampType
 from stream_edge.models.topics import Topic
 from stream_edge.models.types import RawConfluentKafkaMessageProto as RawMessage
 from stream_edge.processing.context import ProcessingContext
+from stream_edge.processing.dead_letter import DeadLetterTopic
 from stream_edge.rowproducer import ProducerError
 
 __all__ = ("TopicRoute", "BatchProcessor", "OutputCounter", "last_offsets", "first_offsets", "ConsumerError")
@@ -85,7 +86,8 @@ class BatchProcessor:
                  on_consumer_error: ConsumerErrorCallback, on_processing_error: ProcessingErrorCallback,
                  on_message_processed: Optional[Callable[[str, int, int], None]] = None,
                  counter: Optional[OutputCounter] = None,
-                 on_failed_message: Optional[Callable[[BaseException], None]] = None) -> None:
+                 on_failed_message: Optional[Callable[[BaseException], None]] = None,
+                 dead_letter: Optional[DeadLetterTopic] = None) -> None:
         self._routes = dict(routes)
         self._ctx = ctx
         self._on_consumer_error = on_consumer_error
@@ -93,6 +95,7 @@ class BatchProcessor:
         self._on_message_processed = on_message_processed
         self._counter = counter if counter is not None else OutputCounter()
         self._on_failed_message = on_failed_message
+        self._dead_letter = dead_letter
 
     def __call__(self, msgs: Sequence[RawMessage]) -> int:
         ctx, routes, counter = self._ctx, self._routes, self._counter
@@ -158,7 +161,11 @@ class BatchProcessor:
         error = SerializationError(f"cannot deserialize the message {field} at {_where(msg)}: "
                                    f"{type(exc).__name__}: {exc}")
         error.__cause__ = exc
-        if self._on_consumer_error(error, msg, logger):
+        dead_letter = self._dead_letter
+        if dead_letter is not None:
+            if dead_letter.deserialization_failed(error, msg):
+                return
+        elif self._on_consumer_error(error, msg, logger):
             return
         raise ConsumerError(str(error)) from exc
 
@@ -168,7 +175,12 @@ class BatchProcessor:
             raise exc
         if self._on_failed_message is not None:
             self._on_failed_message(exc)
-        if self._on_processing_error(exc, Row(value, key, timestamp, _context(msg), headers), logger):
+        row = Row(value, key, timestamp, _context(msg), headers)
+        dead_letter = self._dead_letter
+        if dead_letter is not None:
+            if dead_letter.processing_failed(exc, row, msg):
+                return
+        elif self._on_processing_error(exc, row, logger):
             return
         logger.error("processing failed at %s", _where(msg))
         raise exc

@@ -25,6 +25,7 @@ from confluent_kafka import TopicPartition
 from stream_edge.checkpointing import Checkpoint
 from stream_edge.error_callbacks import ConsumerErrorCallback, ProcessingErrorCallback
 from stream_edge.processing.context import ProcessingContext
+from stream_edge.processing.dead_letter import DeadLetterTopic
 from stream_edge.processing.loop import BatchProcessor, OutputCounter, build_routes, first_offsets, last_offsets
 from stream_edge.processing.observer import RunObserver
 from stream_edge.processing.pausing import PausingManager
@@ -66,6 +67,7 @@ class RunnerParts:
     on_message_processed: Optional[Callable[[str, int, int], None]]
     setup_topics: Callable[[], None]
     observers: Sequence[RunObserver] = field(default_factory=list)
+    dead_letter: Optional[DeadLetterTopic] = None  # where failing records go (None: the callbacks decide)
 
 
 @dataclass(frozen=True)
@@ -280,7 +282,8 @@ class Runner:
         topics = {t.name: t for t in parts.registry.consumer_topics}
         on_failed = self._on_failed_message if parts.observers else None
         process = BatchProcessor(build_routes(topics, executors), ctx, parts.on_consumer_error,
-                                 parts.on_processing_error, parts.on_message_processed, collector, on_failed)
+                                 parts.on_processing_error, parts.on_message_processed, collector, on_failed,
+                                 parts.dead_letter)
 
         if parts.sink_manager is not None:
             parts.sink_manager.start_sinks()
