@@ -60,6 +60,12 @@ class RunObserver:
     def on_producer_stats(self, stats: Mapping[str, Any]) -> None:
         """librdkafka's statistics of the output producer (the decoded ``stats_cb`` JSON)."""
 
+    def on_loop(self, blocked_since: Optional[float]) -> None:
+        """The processing loop went round once: after a batch, or after an empty poll (at least
+        about once per ``consumer_poll_timeout`` while idle). ``blocked_since``: the
+        ``time.monotonic()`` since which a partition has been paused by sink backpressure without
+        committing (None: no partition is). The heartbeat of ``/healthz`` and ``/readyz``."""
+
     def on_processing_error(self, exc: BaseException) -> None:
         """A message failed in the pipeline (before ``on_processing_error`` decides to go on)."""
 

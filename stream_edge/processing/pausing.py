@@ -1,10 +1,16 @@
-"""PausingManager: pause a topic-partition on sink backpressure and resume it later."""
+"""PausingManager: pause a topic-partition on sink backpressure and resume it later.
+
+It also remembers since when each partition has been *blocked*: paused by backpressure, and not
+committed since (a partition that resumes and is backpressured again at the next checkpoint stays
+blocked since its first pause). ``/readyz`` reports an instance whose partition has been blocked
+too long as not ready.
+"""
 
 from __future__ import annotations
 
 import logging
 import time
-from typing import Dict, Tuple
+from typing import Dict, Iterable, Optional, Tuple
 
 from confluent_kafka import TopicPartition
 
@@ -20,6 +26,7 @@ class PausingManager:
         self._consumer = consumer
         self._resume_at: Dict[Tuple[str, int], float] = {}
         self._next_resume = float("inf")
+        self._blocked_since: Dict[Tuple[str, int], float] = {}
 
     def pause(self, topic: str, partition: int, offset_to_seek: int, resume_after: float) -> None:
         """Pause ``topic[partition]``, seek it to ``offset_to_seek``, resume in ``resume_after`` s."""
@@ -29,7 +36,9 @@ class PausingManager:
         self._consumer.pause([tp])
         if offset_to_seek >= 0:
             self._consumer.seek(tp)
-        at = time.monotonic() + resume_after
+        now = time.monotonic()
+        self._blocked_since.setdefault((topic, partition), now)
+        at = now + resume_after
         self._resume_at[(topic, partition)] = at
         self._next_resume = min(self._next_resume, at)
 
@@ -48,9 +57,21 @@ class PausingManager:
             self._consumer.resume([TopicPartition(topic, partition)])
         self._next_resume = min(self._resume_at.values(), default=float("inf"))
 
+    def committed(self, partitions: Iterable[Tuple[str, int]]) -> None:
+        """These partitions committed a checkpoint: they are no longer blocked."""
+        if self._blocked_since:
+            for tp in partitions:
+                self._blocked_since.pop(tp, None)
+
+    @property
+    def blocked_since(self) -> Optional[float]:
+        """``time.monotonic()`` of the oldest pause of a partition not committed since (None: none)."""
+        return min(self._blocked_since.values()) if self._blocked_since else None
+
     def revoke(self, topic: str, partition: int) -> None:
         """Forget a revoked partition."""
         self._resume_at.pop((topic, partition), None)
+        self._blocked_since.pop((topic, partition), None)
         self._next_resume = min(self._resume_at.values(), default=float("inf"))
 
     @property

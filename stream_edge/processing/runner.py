@@ -160,6 +160,7 @@ class Runner:
         else:
             started = time.monotonic()
             offsets = checkpoint.commit()
+            self._pausing.committed(offsets)  # a committed partition is no longer blocked
             self._notify("on_checkpoint", time.monotonic() - started, offsets)
         self._checkpoint = self._new_checkpoint()
 
@@ -352,6 +353,8 @@ class Runner:
                 self._last_activity = monotonic()
             if pausing.paused:
                 pausing.resume_if_ready()
+            if observers:  # the health heartbeat: once per iteration (a batch or an empty poll)
+                self._notify("on_loop", pausing.blocked_since)
             if sources is not None:
                 sources.raise_for_error()  # a crashed source stops the app with its error
             if broker_timeout:  # every broker down for too long: stop (the orchestrator restarts us)

@@ -125,10 +125,13 @@ def _serve(target: str, settings: ServiceSettings) -> None:
         from .http import MetricsServer
         from .metrics import EdgeMetrics
 
-        metrics = EdgeMetrics(commit_interval=settings.commit_interval, state_dir=settings.state_dir)
+        metrics = EdgeMetrics(commit_interval=settings.commit_interval, state_dir=settings.state_dir,
+                              ready_stall_seconds=settings.ready_stall_seconds,
+                              ready_paused_seconds=settings.ready_paused_seconds,
+                              live_stall_seconds=settings.live_stall_seconds)
         ProcessHooks.observers.append(metrics)
-        server = MetricsServer(metrics, settings.metrics_port).start()
-        logger.info("metrics on http://0.0.0.0:%d/metrics (health: /healthz, /readyz)", server.port)
+        server = MetricsServer(metrics, settings.metrics_port, host=settings.metrics_host).start()
+        logger.info("metrics on http://%s:%d/metrics (health: /healthz, /readyz)", server.host, server.port)
     try:
         app = _define(target, settings)
         if app is None:
@@ -155,11 +158,16 @@ def main(argv: Optional[List[str]] = None) -> int:
         cmd.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                          help="a setting (overrides the config file), e.g. --set commit_interval=2")
         cmd.add_argument("--metrics-port", type=str, help="serve /metrics, /healthz, /readyz on this port")
+        cmd.add_argument("--metrics-host", type=str,
+                         help="interface the metrics server binds (default 127.0.0.1; 0.0.0.0: all)")
+        cmd.add_argument("--dead-letter-topic", type=str,
+                         help="send records failing deserialization, processing or a sink to this topic")
     args = parser.parse_args(argv)
     try:
         flags = _parse_sets(args.set)
-        if args.metrics_port is not None:
-            flags["metrics_port"] = args.metrics_port
+        for name in ("metrics_port", "metrics_host", "dead_letter_topic"):
+            if getattr(args, name) is not None:
+                flags[name] = getattr(args, name)
         settings = ServiceSettings.resolve(os.environ, args.config, flags)
         os.environ["STREAM_EDGE_LOG_FORMAT"] = settings.log_format  # read by configure_logging()
         configure_logging(getattr(logging, settings.log_level), name="stream_edge")

@@ -18,7 +18,7 @@ import time
 import weakref
 from collections import Counter as CountBy
 from pathlib import Path
-from typing import Any, Dict, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily
@@ -60,14 +60,20 @@ class SinkStatsCollector:
 
 
 class EdgeMetrics(RunObserver):
-    """The edge's Prometheus metrics, and what ``/readyz`` decides on.
+    """The edge's Prometheus metrics, and what ``/readyz`` and ``/healthz`` decide on.
 
-    ``ready`` is true while partitions are assigned and the last checkpoint is recent (at most
-    ``max(3 * commit_interval, 30)`` seconds old, or processing started that recently).
+    Ready (``/readyz``): running, partitions assigned, the processing loop went round within
+    ``ready_stall_seconds`` (an idle loop goes round at every empty poll, so an idle healthy
+    pipeline is ready), and no partition has been blocked by sink backpressure (paused, not
+    committed since) for more than ``ready_paused_seconds``. Live (``/healthz``): the loop went
+    round within ``live_stall_seconds`` once it started (a loop wedged in a user function or a
+    sink is not live; before the first iteration, e.g. while state recovers, it is).
     """
 
     def __init__(self, commit_interval: float = 5.0, state_dir: Optional[str] = None,
-                 registry: Optional[CollectorRegistry] = None, producer_stats_interval_ms: int = 5000) -> None:
+                 registry: Optional[CollectorRegistry] = None, producer_stats_interval_ms: int = 5000,
+                 ready_stall_seconds: float = 60.0, ready_paused_seconds: float = 120.0,
+                 live_stall_seconds: float = 300.0, clock: Callable[[], float] = time.monotonic) -> None:
         self.registry = registry or CollectorRegistry()
         r = self.registry
         self.producer_stats_interval_ms = producer_stats_interval_ms
@@ -93,18 +99,24 @@ class EdgeMetrics(RunObserver):
         self.state_bytes = Gauge("stream_edge_state_store_bytes", "Size of the local state directory", registry=r)
         if state_dir:
             self.state_bytes.set_function(lambda: float(_folder_bytes(Path(state_dir))))
-        self._max_checkpoint_age = max(3 * commit_interval, 30.0)
+        self.ready_stall_seconds = ready_stall_seconds
+        self.ready_paused_seconds = ready_paused_seconds
+        self.live_stall_seconds = live_stall_seconds
+        self._clock = clock
         self._partitions: set = set()
         self._consumer: Any = None
         self._last_checkpoint: Optional[float] = None
         self._started: Optional[float] = None
+        self._last_loop: Optional[float] = None  # written by the processing thread, read by HTTP ones
+        self._blocked_since: Optional[float] = None
         self._next_lag = 0.0
         self.stopped = False
 
     # -- RunObserver ------------------------------------------------------------------------------
     def on_start(self, topics: Sequence[str], consumer: Any) -> None:
         self._consumer = consumer
-        self._started = time.monotonic()
+        self._started = self._clock()
+        self.stopped = False
 
     def on_batch(self, messages: Sequence[Any], processed: int, seconds: float) -> None:
         per_topic = CountBy(msg.topic() for msg in messages[:processed] if msg.error() is None)
@@ -118,7 +130,11 @@ class EdgeMetrics(RunObserver):
     def on_checkpoint(self, seconds: float, offsets: Mapping[TopicPartitionKey, int]) -> None:
         self.checkpoints.inc()
         self.checkpoint_seconds.observe(seconds)
-        self._last_checkpoint = time.monotonic()
+        self._last_checkpoint = self._clock()
+
+    def on_loop(self, blocked_since: Optional[float]) -> None:
+        self._last_loop = self._clock()
+        self._blocked_since = blocked_since
 
     def on_sink_flush(self, sink: Any, topic: str, partition: int, seconds: float) -> None:
         self.sink_flush_seconds.labels(type(sink).__name__).observe(seconds)
@@ -155,17 +171,64 @@ class EdgeMetrics(RunObserver):
         self.stopped = True
 
     # -- health -----------------------------------------------------------------------------------
+    def _ages(self) -> Tuple[Optional[float], Optional[float]]:
+        """(seconds since the loop last went round (or started), seconds the oldest blocked
+        partition has been blocked); None where unknown / none."""
+        now = self._clock()
+        since = self._last_loop if self._last_loop is not None else self._started
+        loop_age = None if since is None else now - since
+        blocked = self._blocked_since
+        return loop_age, (None if blocked is None else now - blocked)
+
+    def _not_ready_because(self) -> Optional[str]:
+        loop_age, blocked_age = self._ages()
+        if self.stopped:
+            return "the pipeline stopped"
+        if loop_age is None:
+            return "the pipeline has not started"
+        if not self._partitions:
+            return "no partition assigned"
+        if loop_age > self.ready_stall_seconds:
+            return f"the processing loop has not gone round for {loop_age:.0f}s (limit {self.ready_stall_seconds:g}s)"
+        if blocked_age is not None and blocked_age > self.ready_paused_seconds:
+            return (f"a partition has been paused by sink backpressure for {blocked_age:.0f}s "
+                    f"(limit {self.ready_paused_seconds:g}s)")
+        return None
+
     @property
     def ready(self) -> bool:
-        if self.stopped or not self._partitions:
-            return False
-        since = self._last_checkpoint or self._started
-        return since is not None and time.monotonic() - since <= self._max_checkpoint_age
+        return self._not_ready_because() is None
 
     def readiness(self) -> Dict[str, Any]:
         """What ``/readyz`` reports."""
-        age = None if self._last_checkpoint is None else round(time.monotonic() - self._last_checkpoint, 1)
-        return {"ready": self.ready, "assigned_partitions": len(self._partitions), "last_checkpoint_age_s": age}
+        now = self._clock()
+        loop_age, blocked_age = self._ages()
+        reason = self._not_ready_because()
+        report: Dict[str, Any] = {
+            "ready": reason is None, "assigned_partitions": len(self._partitions),
+            "last_checkpoint_age_s": None if self._last_checkpoint is None else round(now - self._last_checkpoint, 1),
+            "loop_age_s": None if loop_age is None else round(loop_age, 1),
+            "blocked_partition_age_s": None if blocked_age is None else round(blocked_age, 1)}
+        if reason is not None:
+            report["reason"] = reason
+        return report
+
+    @property
+    def live(self) -> bool:
+        """False while a started loop has not gone round for ``live_stall_seconds`` (wedged)."""
+        return self.liveness()["live"]
+
+    def liveness(self) -> Dict[str, Any]:
+        """What ``/healthz`` reports."""
+        last = self._last_loop
+        if self.stopped or (last is None and self._started is None):
+            return {"live": True, "loop_age_s": None}
+        age = self._clock() - (last if last is not None else self._started)  # type: ignore[operator]
+        report: Dict[str, Any] = {"live": age <= self.live_stall_seconds, "loop_age_s": round(age, 1)}
+        if not report["live"]:
+            report["reason"] = (f"the processing loop has not gone round for {age:.0f}s "
+                                f"(limit {self.live_stall_seconds:g}s): wedged in a function or a sink?")
+        return report
 
     # -- lag --------------------------------------------------------------------------------------
     def _update_lag(self) -> None:

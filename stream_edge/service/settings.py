@@ -12,13 +12,20 @@ auto_offset_reset        ``STREAM_EDGE_AUTO_OFFSET_RESET``                      
 commit_interval          ``STREAM_EDGE_COMMIT_INTERVAL`` (seconds)                  ``5``
 processing_guarantee     ``STREAM_EDGE_PROCESSING_GUARANTEE``                       ``at-least-once``
 metrics_port             ``STREAM_EDGE_METRICS_PORT`` (0: no metrics server)       ``0``
+metrics_host             ``STREAM_EDGE_METRICS_HOST`` (the image: ``0.0.0.0``)    ``127.0.0.1``
+ready_stall_seconds      ``STREAM_EDGE_READY_STALL_SECONDS``                        ``60``
+ready_paused_seconds     ``STREAM_EDGE_READY_PAUSED_SECONDS``                       ``120``
+live_stall_seconds       ``STREAM_EDGE_LIVE_STALL_SECONDS``                         ``300``
+dead_letter_topic        ``STREAM_EDGE_DEAD_LETTER_TOPIC`` (empty: none)           none
 log_level                ``STREAM_EDGE_LOG_LEVEL``                                  ``INFO``
 log_format               ``STREAM_EDGE_LOG_FORMAT`` (``text`` or ``json``)        ``text``
 log_summary_interval     ``STREAM_EDGE_LOG_SUMMARY_INTERVAL`` (seconds; 0: off)    ``60``
 =======================  ====================================================  ==================
 
 The config file is TOML, with the same names as top-level keys or under ``[stream_edge]``; a
-flag is ``--set name=value`` (``--metrics-port`` and ``--config`` have their own flags).
+flag is ``--set name=value`` (``--metrics-port``, ``--metrics-host``, ``--dead-letter-topic`` and
+``--config`` have their own flags). ``ready_*`` and ``live_*``: see ``/readyz`` and ``/healthz`` in
+docs/operations.md.
 
 Example::
 
@@ -69,6 +76,20 @@ def _port(raw: str) -> int:
     return value
 
 
+def _host(raw: str) -> str:
+    host = raw.strip()
+    if not host or any(c.isspace() for c in host):
+        raise ValueError("must be an interface address such as 127.0.0.1 or 0.0.0.0")
+    return host
+
+
+def _topic_name(raw: str) -> str:
+    name = raw.strip()
+    if any(c.isspace() for c in name):
+        raise ValueError("must be a Kafka topic name (empty: no dead-letter topic)")
+    return name
+
+
 # name -> (environment variables, default, parser)
 _SETTINGS: Dict[str, Tuple[Tuple[str, ...], Optional[str], Callable[[str], Any]]] = {
     "broker_address": (("STREAM_EDGE_BROKER_ADDRESS", "Quix__Broker__Address"), None, str),
@@ -81,10 +102,21 @@ _SETTINGS: Dict[str, Tuple[Tuple[str, ...], Optional[str], Callable[[str], Any]]
     "processing_guarantee": (("STREAM_EDGE_PROCESSING_GUARANTEE", "EDGE_PROCESSING_GUARANTEE"), "at-least-once",
                              _choice("at-least-once", "exactly-once")),
     "metrics_port": (("STREAM_EDGE_METRICS_PORT",), "0", _port),
+    # Loopback unless told otherwise: the endpoints are not authenticated (the image binds all).
+    "metrics_host": (("STREAM_EDGE_METRICS_HOST",), "127.0.0.1", _host),
+    "ready_stall_seconds": (("STREAM_EDGE_READY_STALL_SECONDS",), "60", _positive_float),
+    "ready_paused_seconds": (("STREAM_EDGE_READY_PAUSED_SECONDS",), "120", _positive_float),
+    "live_stall_seconds": (("STREAM_EDGE_LIVE_STALL_SECONDS",), "300", _positive_float),
+    "dead_letter_topic": (("STREAM_EDGE_DEAD_LETTER_TOPIC",), "", _topic_name),
     "log_level": (("STREAM_EDGE_LOG_LEVEL",), "INFO", _choice("DEBUG", "INFO", "WARNING", "ERROR")),
     "log_format": (("STREAM_EDGE_LOG_FORMAT",), "text", _choice("text", "json")),
     "log_summary_interval": (("STREAM_EDGE_LOG_SUMMARY_INTERVAL",), "60", _non_negative_float),
 }
+
+
+# Settings with a flag of their own (the others: --set name=value)
+_FLAG_NAMES = {"metrics_port": "flag --metrics-port", "metrics_host": "flag --metrics-host",
+               "dead_letter_topic": "flag --dead-letter-topic"}
 
 
 @dataclass
@@ -98,6 +130,11 @@ class ServiceSettings:
     commit_interval: float
     processing_guarantee: str
     metrics_port: int
+    metrics_host: str
+    ready_stall_seconds: float
+    ready_paused_seconds: float
+    live_stall_seconds: float
+    dead_letter_topic: str
     log_level: str
     log_format: str
     log_summary_interval: float
@@ -108,10 +145,14 @@ class ServiceSettings:
 
     def application_kwargs(self) -> Dict[str, Any]:
         """The Application arguments these settings give."""
-        return {"broker_address": self.broker_address, "consumer_group": self.consumer_group,
-                "state_dir": self.state_dir, "auto_offset_reset": self.auto_offset_reset,
-                "commit_interval": self.commit_interval, "processing_guarantee": self.processing_guarantee,
-                "loglevel": self.log_level}
+        kwargs: Dict[str, Any] = {
+            "broker_address": self.broker_address, "consumer_group": self.consumer_group,
+            "state_dir": self.state_dir, "auto_offset_reset": self.auto_offset_reset,
+            "commit_interval": self.commit_interval, "processing_guarantee": self.processing_guarantee,
+            "loglevel": self.log_level}
+        if self.dead_letter_topic:
+            kwargs["dead_letter_topic"] = self.dead_letter_topic
+        return kwargs
 
     @classmethod
     def resolve(cls, env: Mapping[str, str], config_file: Optional[str] = None,
@@ -131,7 +172,7 @@ class ServiceSettings:
         for name, value in (flags or {}).items():
             if name not in _SETTINGS:
                 raise SettingsError(f"unknown setting {name!r} (flag --set); known: {sorted(_SETTINGS)}")
-            raw[name] = (value, f"flag --set {name}" if name != "metrics_port" else "flag --metrics-port")
+            raw[name] = (value, _FLAG_NAMES.get(name, f"flag --set {name}"))
         values: Dict[str, Any] = {}
         for name, (_, default, parse) in _SETTINGS.items():
             if name not in raw:

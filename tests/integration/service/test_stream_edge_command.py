@@ -91,7 +91,8 @@ def test_run_serves_metrics_and_readiness_and_stops_on_sigterm(kafka_bootstrap, 
         lake_bytes = sum(f.stat().st_size for f in (tmp_path / "lake").rglob("*.parquet"))
         assert metric(text, "stream_edge_lake_bytes_written_total") == lake_bytes
         assert metric(text, "stream_edge_silence_events_total") == 7  # each silent key once
-        assert get(f"http://127.0.0.1:{port}/healthz") == (200, "ok\n")
+        status, body = get(f"http://127.0.0.1:{port}/healthz")
+        assert status == 200 and json.loads(body)["live"] is True
         status, body = get(f"http://127.0.0.1:{port}/readyz")
         assert status == 200 and json.loads(body)["assigned_partitions"] == 2
         proc.send_signal(signal.SIGTERM)
