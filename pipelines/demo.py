@@ -5,9 +5,9 @@ Run it with ``./dev demo`` (it sets up everything it needs). Steps, each printed
 1. start the local services (Kafka KRaft, Iceberg REST catalog, S3) unless they already run;
 2. produce realistic sensor traffic (``pipelines/demo_feed.py``: 24 sensors with jitter,
    out-of-order and late readings, a few malformed records; three sensors fall silent halfway);
-3. run the edge with a user pipeline (``pipelines/demo_pipeline.py``): malformed records go to a
-   quarantine topic, valid ones get a derived field and a per-sensor sequence number (keyed
-   state), are written to the lake by the data-lake sink (Hive-partitioned Parquet; silent sensors
+3. run the edge with a user pipeline (``pipelines/demo_pipeline.py``): malformed records go to
+   the application's dead-letter topic (the quarantine: original bytes, the reason in headers),
+   valid ones get a derived field and a per-sensor sequence number (keyed state), are written to the lake by the data-lake sink (Hive-partitioned Parquet; silent sensors
    reported on a side topic) and averaged per sensor and minute in a tumbling window;
    a progress line shows what the edge has done;
 4. ``lakehouse register``: add the edge files to an Iceberg table in the embedded catalog;
@@ -39,6 +39,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+from typing import Any, Callable
 from pathlib import Path
 
 from infra.local import services
@@ -98,8 +99,10 @@ def _lake_rows(table_root: Path) -> int:
     return rows
 
 
-def _read_topic(bootstrap: str, topic: str, idle: float = 3.0) -> list[dict]:
-    """Every record of ``topic`` (JSON values), read until ``idle`` seconds bring nothing new."""
+def _read_topic(bootstrap: str, topic: str, idle: float = 3.0,
+                decode: Callable[[Any], dict] = lambda m: json.loads(m.value())) -> list[dict]:
+    """Every record of ``topic`` (``decode``d: JSON values by default), read until ``idle`` seconds
+    bring nothing new."""
     from confluent_kafka import Consumer
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"demo-{uuid.uuid4().hex[:6]}",
@@ -111,7 +114,7 @@ def _read_topic(bootstrap: str, topic: str, idle: float = 3.0) -> list[dict]:
         while time.monotonic() - last < idle:
             batch = [m for m in consumer.consume(500, timeout=0.5) if m.error() is None]
             if batch:
-                records += [json.loads(m.value()) for m in batch]
+                records += [decode(m) for m in batch]
                 last = time.monotonic()
     finally:
         consumer.close()
@@ -169,6 +172,19 @@ class _Progress:
                   f"{_lake_rows(self.table_root):,} rows committed to the lake")
 
 
+def dead_letter(msg: Any) -> dict:
+    """A record of the dead-letter topic as the report reads it: the error headers the runtime
+    added (stage, source topic/partition/offset, exception), the problem (the reason's first
+    part, see ``MalformedReading``) and the original bytes."""
+    from stream_edge.processing.dead_letter import HEADER_PREFIX
+
+    headers = {k[len(HEADER_PREFIX):]: v.decode() for k, v in (msg.headers() or []) if k.startswith(HEADER_PREFIX)}
+    reason = headers.get("exception.message", "")
+    return {"problem": reason.split(": ", 1)[0], "error": reason, "exception": headers.get("exception.class.name"),
+            "topic": headers.get("topic"), "partition": int(headers.get("partition", -1)),
+            "offset": int(headers.get("offset", -1)), "raw": msg.value()}
+
+
 def run_edge(env: dict[str, str], topics: DemoTopics, workdir: Path, feed: DemoFeed) -> Path:
     """Run the demo pipeline on the edge while the second phase of the feed arrives, until every
     valid record is committed to the lake."""
@@ -179,13 +195,13 @@ def run_edge(env: dict[str, str], topics: DemoTopics, workdir: Path, feed: DemoF
     edge_env = {
         "KAFKA_BOOTSTRAP": env["KAFKA_BOOTSTRAP"], "EDGE_INPUT_TOPIC": topics.readings,
         "LAKE_STORAGE_URL": (workdir / "lake").as_uri(), "EDGE_STREAM_TIMEOUT_MS": str(SILENCE_MS),
-        "EDGE_TIMEOUT_TOPIC": topics.silence, "DEMO_QUARANTINE_TOPIC": topics.quarantine,
-        "DEMO_WINDOWS_TOPIC": topics.windows,
+        "EDGE_TIMEOUT_TOPIC": topics.silence, "DEMO_WINDOWS_TOPIC": topics.windows,
     }
     config = EdgeConfig.from_env(edge_env)
     table_root = workdir / "lake" / config.prefix / config.table
     app = Application(broker_address=env["KAFKA_BOOTSTRAP"], consumer_group=f"demo-edge-{topics.run_id}",
-                      auto_offset_reset="earliest", commit_interval=1.0, state_dir=str(workdir / "state"))
+                      auto_offset_reset="earliest", commit_interval=1.0, state_dir=str(workdir / "state"),
+                      dead_letter_topic=topics.quarantine)
     build(app, edge_env)
     progress = _Progress(feed.records, table_root)
     app.add_run_observer(progress.observer)
@@ -279,6 +295,9 @@ class DemoReport:
             out.append(f"the lake holds {self.lake_rows} rows, the feed sent {self.valid_sent} valid records")
         if len(self.quarantined) != self.malformed_sent:
             out.append(f"{len(self.quarantined)} records quarantined, the feed sent {self.malformed_sent} malformed")
+        foreign = [q for q in self.quarantined if not str(q.get("exception", "")).endswith("MalformedReading")]
+        if foreign:
+            out.append(f"{len(foreign)} records dead-lettered for another reason, e.g. {foreign[0]['error']!r}")
         for sensor in self.silent_sensors:
             if self.silence.get(sensor) != 1:
                 out.append(f"{sensor} went silent and was reported {self.silence.get(sensor, 0)} time(s), not once")
@@ -347,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
         files = sum(1 for _ in table_root.rglob("*.parquet"))
         _step(f"the edge committed {feed.valid:,} records in {files} Parquet files under {table_root}")
         silence = sensors_reported(_read_topic(bootstrap, topics.silence))
-        quarantined = _read_topic(bootstrap, topics.quarantine)
+        quarantined = _read_topic(bootstrap, topics.quarantine, decode=dead_letter)
         edge_windows = len(_read_topic(bootstrap, topics.windows))
 
         # The batch side, on the embedded Iceberg catalog (no server needed).

@@ -1,7 +1,8 @@
 """The demo's edge pipeline: a user pipeline as a data team would write it, run by the demo or by
 ``stream-edge run pipelines.demo_pipeline:build``.
 
-    raw JSON bytes --inspect--> malformed? --> quarantine topic (the record, the field, the reason)
+    raw JSON bytes --parse--> malformed? --> raises: the dead-letter topic gets the record's original
+                              |              bytes, the reason and its topic/partition/offset in headers
                                 valid ------> + temperature_f, + seq (keyed state: readings per sensor)
                                               |--> data-lake sink (Hive-partitioned Parquet; silent
                                               |    sensors reported to the silence topic)
@@ -9,9 +10,14 @@
                                                    on the record timestamps, which the devices set):
                                                    mean temperature and count -> windows topic
 
-Settings (environment): ``DEMO_INPUT_TOPIC``, ``DEMO_QUARANTINE_TOPIC``, ``DEMO_WINDOWS_TOPIC``,
-``EDGE_TIMEOUT_TOPIC`` and ``EDGE_STREAM_TIMEOUT_MS`` (silence), and the lake settings of
-:mod:`pipelines.edge_service` (``LAKE_STORAGE_URL``, ``LAKE_PREFIX``, ``LAKE_TABLE``, ...).
+The quarantine is the application's dead-letter topic (``Application(dead_letter_topic=...)``;
+``stream-edge run --dead-letter-topic sensor-quarantine pipelines.demo_pipeline:build``): a
+malformed reading raises :class:`MalformedReading` and the runtime dead-letters it (no error
+callback is set, so every failing record goes there and the stream goes on).
+
+Settings (environment): ``DEMO_INPUT_TOPIC``, ``DEMO_WINDOWS_TOPIC``, ``EDGE_TIMEOUT_TOPIC`` and
+``EDGE_STREAM_TIMEOUT_MS`` (silence), and the lake settings of :mod:`pipelines.edge_service`
+(``LAKE_STORAGE_URL``, ``LAKE_PREFIX``, ``LAKE_TABLE``, ...).
 """
 
 from __future__ import annotations
@@ -28,30 +34,39 @@ WINDOW = timedelta(minutes=1)
 GRACE = timedelta(seconds=5)
 
 
-def inspect_reading(raw: Optional[bytes]) -> dict:
-    """A valid reading as a dict, or ``{"_quarantine": reason, "raw": text}`` naming the field.
+class MalformedReading(ValueError):
+    """A reading the pipeline cannot use; its text is ``"<problem>: <reason>"`` (the problem is a
+    short kind, e.g. ``bad temperature``, that the demo's report counts)."""
 
-    >>> inspect_reading(b'{"sensor": "s1", "ts_ms": 5, "temperature": 20.5, "humidity": 40}')["temperature"]
+    def __init__(self, problem: str, reason: str) -> None:
+        super().__init__(f"{problem}: {reason}")
+        self.problem = problem
+
+
+def parse_reading(raw: Optional[bytes]) -> dict:
+    """A valid reading as a dict; :class:`MalformedReading` naming the field otherwise.
+
+    >>> parse_reading(b'{"sensor": "s1", "ts_ms": 5, "temperature": 20.5, "humidity": 40}')["temperature"]
     20.5
-    >>> inspect_reading(b'{"sensor": "s1", "ts_ms": 5, "temperature": "n/a"}')["_quarantine"]
-    "field 'temperature': expected a number, got 'n/a'"
+    >>> parse_reading(b'{"sensor": "s1", "ts_ms": 5, "temperature": "n/a"}')
+    Traceback (most recent call last):
+    ...
+    pipelines.demo_pipeline.MalformedReading: bad temperature: field 'temperature': expected a number, got 'n/a'
     """
     text = (raw or b"").decode("utf-8", errors="replace")
     try:
         value = json.loads(text)
     except ValueError as exc:
-        return {"_quarantine": f"not valid JSON: {exc}", "problem": "invalid JSON", "raw": text}
+        raise MalformedReading("invalid JSON", f"not valid JSON: {exc}") from None
     if not isinstance(value, dict):
-        return {"_quarantine": f"expected a JSON object, got {type(value).__name__}", "problem": "not an object",
-                "raw": text}
+        raise MalformedReading("not an object", f"expected a JSON object, got {type(value).__name__}")
     for name, kinds, what in (("sensor", (str,), "a string"), ("ts_ms", (int,), "an integer (ms)"),
                               ("temperature", (int, float), "a number")):
         field = value.get(name)
         if field is None:
-            return {"_quarantine": f"field {name!r} is missing", "problem": f"missing {name}", "raw": text}
+            raise MalformedReading(f"missing {name}", f"field {name!r} is missing")
         if isinstance(field, bool) or not isinstance(field, kinds):
-            return {"_quarantine": f"field {name!r}: expected {what}, got {field!r}", "problem": f"bad {name}",
-                    "raw": text}
+            raise MalformedReading(f"bad {name}", f"field {name!r}: expected {what}, got {field!r}")
     return value
 
 
@@ -60,14 +75,6 @@ def _with_sequence(value: dict, state: Any) -> dict:
     seq = state.get("seen", 0) + 1
     state.set("seen", seq)
     return {**value, "temperature_f": round(value["temperature"] * 9 / 5 + 32, 2), "seq": seq}
-
-
-def _quarantine_record(value: dict) -> dict:
-    from stream_edge import message_context
-
-    ctx = message_context()
-    return {"error": value["_quarantine"], "problem": value["problem"], "raw": value["raw"], "topic": ctx.topic, "partition": ctx.partition,
-            "offset": ctx.offset}
 
 
 class _CloseWhenStopped(RunObserver):
@@ -88,8 +95,11 @@ def build(app: Any, env: Optional[Mapping[str, str]] = None) -> None:
 
     env = dict(os.environ if env is None else env)
     env.setdefault("Quix__Broker__Address", str(app.config.broker_address.bootstrap_servers))
+    if app.dead_letter_topic is None:
+        raise ValueError("the demo pipeline quarantines malformed readings on the application's dead-letter "
+                         "topic: create the Application with dead_letter_topic=... (stream-edge run "
+                         "--dead-letter-topic NAME, or STREAM_EDGE_DEAD_LETTER_TOPIC)")
     config = EdgeConfig.from_env(env)
-    quarantine = app.topic(env.get("DEMO_QUARANTINE_TOPIC", "sensor-quarantine"), value_serializer="json")
     windows = app.topic(env.get("DEMO_WINDOWS_TOPIC", "temperature-1m"), value_serializer="json")
 
     on_timeout = None
@@ -110,9 +120,7 @@ def build(app: Any, env: Optional[Mapping[str, str]] = None) -> None:
         on_stream_timeout=on_timeout)
 
     sdf = app.dataframe(app.topic(config.input_topic, value_deserializer="bytes"))
-    checked = sdf.apply(inspect_reading)
-    checked.filter(lambda v: "_quarantine" in v).apply(_quarantine_record).to_topic(quarantine)
-    valid = checked.filter(lambda v: "_quarantine" not in v).apply(_with_sequence, stateful=True)
+    valid = sdf.apply(parse_reading).apply(_with_sequence, stateful=True)
     valid.sink(lake)
     (valid.tumbling_window(WINDOW, grace_ms=GRACE)
           .agg(mean_temperature=Mean("temperature"), readings=Count())
