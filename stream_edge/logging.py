@@ -4,7 +4,9 @@ Two formats: text (the default) and JSON lines (``STREAM_EDGE_LOG_FORMAT=json``,
 ``stream-edge run --set log_format=json``), one object per record with ``ts``, ``level``,
 ``logger``, ``message`` (and ``exception``). Secrets never reach the output: every record goes
 through :class:`SecretFilter`, which masks the values of the secret environment variables (S3
-keys, catalog tokens, SASL passwords) and passwords in URLs (``scheme://user:***@host``).
+keys, catalog tokens, SASL passwords), passwords in URLs (``scheme://user:***@host``, a ``/`` in
+the password included) and the values of secret-named parameters (``password=***``,
+``?credential=***``, ``sasl.password: ***``, ``token="***"``).
 """
 
 from __future__ import annotations
@@ -24,7 +26,16 @@ logger = logging.getLogger(LOGGER_NAME)
 
 SECRET_ENV_VARS = ("AWS_SECRET_ACCESS_KEY", "AWS_ACCESS_KEY_ID", "AWS_SESSION_TOKEN", "ICEBERG_TOKEN",
                    "ICEBERG_CREDENTIAL", "SASL_PASSWORD", "KAFKA_SASL_PASSWORD", "STREAM_EDGE_SASL_PASSWORD")
-_URL_PASSWORD = re.compile(r"(?P<head>[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]+):(?P<password>[^@\s/]+)@")
+# userinfo up to the LAST "@" before the host: a password may hold "/", ":" or "@" when written
+# unescaped (RFC 3986 wants them percent-encoded; people paste them as they are); "host:port/..."
+# (digits, then a path) is not a password
+_URL_PASSWORD = re.compile(r"(?P<head>[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]+):(?!\d+(?:/|\s|$))(?P<password>[^\s]*)@(?=[^\s@]*(?:\s|$))")
+# name=value / name: value / name="value" where the name says secret (query strings, JAAS, configs)
+_SECRET_PARAM = re.compile(
+    r"(?P<head>(?<![A-Za-z0-9])(?:[A-Za-z0-9_.-]*[._-])?(?:password|passwd|pwd|secret|token|credential|credentials"
+    r"|secret[_.-]?access[_.-]?key|api[_.-]?key|access[_.-]?token)['\"]?\s*(?:=|:)\s*)"
+    r"(?P<value>\"[^\"]*\"|'[^']*'|[^\s&;,\"'}]+)",
+    re.IGNORECASE)
 
 
 def _secret_values() -> List[str]:
@@ -33,14 +44,25 @@ def _secret_values() -> List[str]:
 
 
 def mask_secrets(text: str) -> str:
-    """``text`` with secret values and URL passwords replaced by ``***``.
+    """``text`` with secret values, URL passwords and secret-named parameters replaced by ``***``.
 
     >>> mask_secrets("s3 at http://admin:hunter2@minio:9000/lake")
     's3 at http://admin:***@minio:9000/lake'
+    >>> mask_secrets("jdbc:postgresql://db/lake?user=edge&password=s3cr3t&ssl=true")
+    'jdbc:postgresql://db/lake?user=edge&password=***&ssl=true'
     """
     for value in _secret_values():
         text = text.replace(value, "***")
-    return _URL_PASSWORD.sub(r"\g<head>:***@", text)
+    text = _URL_PASSWORD.sub(r"\g<head>:***@", text)
+    return _SECRET_PARAM.sub(_masked_param, text)
+
+
+def _masked_param(match: "re.Match[str]") -> str:
+    value = match.group("value")
+    if value == "***" or value.startswith(("'***", '"***')):
+        return match.group(0)
+    quote = value[0] if value[:1] in ("'", '"') else ""
+    return f"{match.group('head')}{quote}***{quote}"
 
 
 class SecretFilter(logging.Filter):
