@@ -183,8 +183,10 @@ class IcebergRest(Service):
             "CATALOG_JDBC_PASSWORD": "iceberg",
             "CATALOG_REST_PORT": str(self._saved_port("http")),
         }
+        # Iceberg's fixture server listens on every interface; the launcher serves the same
+        # catalog on loopback only (a single-file Java program, compiled in memory at start)
         return [_java(), "-Xmx384m", "-XX:+UseSerialGC", *service_jvm_opts(), "-cp", f"{jars}/*",
-                "org.apache.iceberg.rest.RESTCatalogServer"], env
+                str(Path(__file__).resolve().parent / "java" / "LoopbackRestCatalog.java")], env
 
     def uri(self) -> str:
         return f"http://127.0.0.1:{self._saved_port('http')}"
