@@ -53,6 +53,12 @@ ICEBERG_REST_URI, ICEBERG_WAREHOUSE, ICEBERG_TOKEN, ICEBERG_CREDENTIAL, LAKEHOUS
 S3_ENDPOINT, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, LAKEHOUSE_LOCAL_DIR
                             passed through to the jobs (see ``lakehouse.session``)
 ==========================  ==============================================================
+
+Secrets (``SECRETS``: the catalog token and credential, the S3 keys) are never in the DAG: not in
+a task's templated ``env_vars`` (which Airflow renders, stores and shows as "Rendered Template";
+it masks ``*_SECRET_*`` and ``*_TOKEN`` by name, but not ``ICEBERG_CREDENTIAL``) nor in the
+serialized DAG. spark-submit's process inherits them from the worker's environment when the task
+runs, and :class:`LakehouseSparkSubmit` registers their values with Airflow's log masker first.
 """
 
 from __future__ import annotations
@@ -66,14 +72,45 @@ import tempfile
 import zipfile
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Mapping
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG, chain
 
-PASS_THROUGH = (
-    "ICEBERG_REST_URI", "ICEBERG_WAREHOUSE", "ICEBERG_TOKEN", "ICEBERG_CREDENTIAL", "LAKEHOUSE_CATALOG",
-    "S3_ENDPOINT", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION", "LAKEHOUSE_LOCAL_DIR",
-)
+PASS_THROUGH = ("ICEBERG_REST_URI", "ICEBERG_WAREHOUSE", "LAKEHOUSE_CATALOG", "S3_ENDPOINT", "AWS_REGION",
+                "LAKEHOUSE_LOCAL_DIR")
+#: read from the worker's environment at run time, never put in a templated field (module docstring)
+SECRETS = ("ICEBERG_TOKEN", "ICEBERG_CREDENTIAL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
+
+
+def runtime_secrets(environ: Mapping[str, str]) -> dict[str, str]:
+    """The secrets of ``SECRETS`` that ``environ`` sets (the worker's, when the task runs)."""
+    return {name: environ[name] for name in SECRETS if environ.get(name)}
+
+
+def _mask_in_airflow_logs(value: str) -> None:
+    """Register ``value`` with Airflow's secrets masker (its module moved between versions)."""
+    import importlib
+
+    for module in ("airflow.sdk.log", "airflow.sdk.execution_time.secrets_masker",
+                   "airflow.utils.log.secrets_masker"):
+        try:
+            importlib.import_module(module).mask_secret(value)
+            return
+        except (ImportError, AttributeError):
+            continue
+
+
+class LakehouseSparkSubmit(SparkSubmitOperator):
+    """SparkSubmitOperator that registers the worker's ``SECRETS`` with Airflow's log masker when
+    the task runs. The job gets them as spark-submit's process inherits the worker's environment
+    (the hook starts it with that environment plus ``env_vars``); none is in ``env_vars``, so no
+    rendered field, serialized DAG or logged command line carries them."""
+
+    def execute(self, context: object) -> None:
+        for value in runtime_secrets(os.environ).values():
+            _mask_in_airflow_logs(value)
+        return super().execute(context)
 
 
 def _home() -> Path:
@@ -204,7 +241,7 @@ def _common(home: Path) -> dict:
 
 
 def _job(home: Path, job: str, args: list[str]) -> SparkSubmitOperator:
-    return SparkSubmitOperator(task_id=job, name=f"lakehouse-{job}",
+    return LakehouseSparkSubmit(task_id=job, name=f"lakehouse-{job}",
                                application=str(home / "pipelines" / "jobs" / f"{job}.py"),
                                application_args=args, **_common(home))
 
@@ -279,7 +316,7 @@ def _maintenance_tasks(home: Path, table: str, table_format: str, retention: str
     common = ["--table", table, "--format", table_format]
     actions = (["rewrite-manifests", "expire-snapshots", "remove-orphan-files"] if table_format == "iceberg"
                else ["vacuum"])
-    return [SparkSubmitOperator(
+    return [LakehouseSparkSubmit(
         task_id=action.replace("-", "_") + suffix, name=f"lakehouse-maintain-{action}",
         application=str(home / "pipelines" / "jobs" / "maintain.py"),
         application_args=[*common, "--action", action,
