@@ -68,6 +68,10 @@ class PooledHTTPServer(HTTPServer):
         self._pool.shutdown(wait=False)
 
 
+class _PooledHTTPServer6(PooledHTTPServer):
+    address_family = socket.AF_INET6
+
+
 class MetricsServer:
     """The HTTP endpoints of one EdgeMetrics."""
 
@@ -84,7 +88,7 @@ class MetricsServer:
 
     @property
     def host(self) -> str:
-        return self._server.server_address[0] if self._server is not None else self._address[0]
+        return str(self._server.server_address[0]) if self._server is not None else self._address[0]
 
     @property
     def port(self) -> int:
@@ -120,9 +124,7 @@ class MetricsServer:
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - scrapes are not news
                 return None
 
-        server_class = PooledHTTPServer
-        if ":" in self._address[0]:  # an IPv6 address
-            server_class = type("PooledHTTPServer6", (PooledHTTPServer,), {"address_family": socket.AF_INET6})
+        server_class = _PooledHTTPServer6 if ":" in self._address[0] else PooledHTTPServer  # IPv6: "::1"
         self._server = server_class(self._address, Handler, self._workers)
         self._thread = threading.Thread(target=self._server.serve_forever, name="stream-edge-metrics", daemon=True)
         self._thread.start()
