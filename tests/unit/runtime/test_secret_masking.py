@@ -60,3 +60,17 @@ def test_spark_redaction_covers_the_catalog_credential_and_keeps_sparks_defaults
                 "spark.hadoop.fs.s3a.secret.key", "spark.hadoop.fs.s3a.access.key", "spark.ssl.keyPassword"):
         assert pattern.search(key), key
     assert not pattern.search("spark.sql.catalog.rest.uri")
+
+
+def test_the_spark_defaults_writer_records_the_redaction_pattern_once(tmp_path, monkeypatch):
+    import lakehouse.session as session
+
+    monkeypatch.setattr(session, "spark_jars", lambda: ["/jars/a.jar", "/jars/b.jar"])
+    conf = tmp_path / "conf" / "spark-defaults.conf"
+    conf.parent.mkdir()
+    conf.write_text("spark.master local[2]\nspark.redaction.regex (?i)secret\n")
+    session.write_spark_defaults(tmp_path)
+    session.write_spark_defaults(tmp_path)  # idempotent: one line per setting
+    lines = conf.read_text().splitlines()
+    assert lines == ["spark.master local[2]", "spark.driver.extraClassPath /jars/a.jar:/jars/b.jar",
+                     f"spark.redaction.regex {SPARK_REDACTION_REGEX}"]
