@@ -82,6 +82,9 @@ class DeadLetterTopic:
         self._on_consumer_error = on_consumer_error
         self._on_processing_error = on_processing_error
         self.sent = 0  # dead letters produced by this run (delivered at the checkpoint)
+        # called after each dead letter with its stage and error (the runner reports it to the
+        # run observers: metrics, the summary log); None: nobody watches
+        self.on_sent: Optional[Callable[[str, BaseException], None]] = None
 
     def deserialization_failed(self, exc: Exception, msg: RawMessage) -> bool:
         """True if ``msg`` went to the dead-letter topic (the stream goes on); False: stop."""
@@ -111,3 +114,5 @@ class DeadLetterTopic:
         self._produce(self.name, value=msg.value(), key=msg.key(), headers=headers,
                       timestamp=timestamp if kind and timestamp >= 0 else None)
         self.sent += 1
+        if self.on_sent is not None:
+            self.on_sent(stage, exc)

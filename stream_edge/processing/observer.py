@@ -69,6 +69,10 @@ class RunObserver:
     def on_processing_error(self, exc: BaseException) -> None:
         """A message failed in the pipeline (before ``on_processing_error`` decides to go on)."""
 
+    def on_dead_letter(self, stage: str, exc: BaseException) -> None:
+        """A failing record was sent to the dead-letter topic (``stage``: ``deserialization`` or
+        ``processing``); see :mod:`stream_edge.processing.dead_letter`."""
+
     def on_stop(self, error: Optional[BaseException]) -> None:
         """The run ended, normally (``error`` None) or with ``error``."""
 

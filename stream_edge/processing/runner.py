@@ -282,6 +282,8 @@ class Runner:
         executors = parts.registry.compose_all(sink=collector.sink if collector is not None else None)
         topics = {t.name: t for t in parts.registry.consumer_topics}
         on_failed = self._on_failed_message if parts.observers else None
+        if parts.dead_letter is not None:
+            parts.dead_letter.on_sent = self._on_dead_letter if parts.observers else None
         process = BatchProcessor(build_routes(topics, executors), ctx, parts.on_consumer_error,
                                  parts.on_processing_error, parts.on_message_processed, collector, on_failed,
                                  parts.dead_letter)
@@ -312,6 +314,9 @@ class Runner:
 
     def _on_failed_message(self, exc: BaseException) -> None:
         self._notify("on_processing_error", exc)
+
+    def _on_dead_letter(self, stage: str, exc: BaseException) -> None:
+        self._notify("on_dead_letter", stage, exc)
 
     def _loop(self, process: BatchProcessor) -> None:
         parts = self._parts

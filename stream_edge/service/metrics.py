@@ -86,6 +86,8 @@ class EdgeMetrics(RunObserver):
         r.register(self.sink_stats)
         self.processing_errors = Counter("stream_edge_processing_errors", "Messages whose processing raised",
                                          registry=r)
+        self.dead_letters = Counter("stream_edge_dead_letters", "Failing records sent to the dead-letter topic",
+                                    ["stage"], registry=r)
         self.checkpoints = Counter("stream_edge_checkpoints", "Checkpoints committed", registry=r)
         self.checkpoint_seconds = Histogram("stream_edge_checkpoint_duration_seconds", "Checkpoint commit time",
                                             registry=r)
@@ -166,6 +168,9 @@ class EdgeMetrics(RunObserver):
 
     def on_processing_error(self, exc: BaseException) -> None:
         self.processing_errors.inc()
+
+    def on_dead_letter(self, stage: str, exc: BaseException) -> None:
+        self.dead_letters.labels(stage).inc()
 
     def on_stop(self, error: Optional[BaseException]) -> None:
         self.stopped = True

@@ -39,6 +39,7 @@ class RunSummaryLog(RunObserver):
         self.total = 0
         self.checkpoints = 0
         self.errors = 0
+        self.dead_letters = 0
         self.rebalances = 0
         self._last_checkpoint_ms: Optional[float] = None
         self._partitions: set = set()
@@ -71,6 +72,9 @@ class RunSummaryLog(RunObserver):
     def on_processing_error(self, exc: BaseException) -> None:
         self.errors += 1
 
+    def on_dead_letter(self, stage: str, exc: BaseException) -> None:
+        self.dead_letters += 1
+
     def on_stop(self, error: Optional[BaseException]) -> None:
         self.emit(final=True)
 
@@ -78,9 +82,10 @@ class RunSummaryLog(RunObserver):
         """The summary text for ``elapsed`` seconds since the previous line."""
         rate = self._since / elapsed if elapsed > 0 else 0.0
         last = "" if self._last_checkpoint_ms is None else f" (last {self._last_checkpoint_ms:.0f} ms)"
+        dead = f"dead-lettered {self.dead_letters:,}; " if self.dead_letters else ""  # only with a dead-letter topic
         return (f"{'final summary' if final else 'summary'}: {self._since:,} messages in {elapsed:.1f}s "
                 f"({rate:,.0f}/s), total {self.total:,}; checkpoints {self.checkpoints}{last}; "
-                f"errors {self.errors}; partitions {len(self._partitions)}; rebalances {self.rebalances}")
+                f"errors {self.errors}; {dead}partitions {len(self._partitions)}; rebalances {self.rebalances}")
 
     def emit(self, final: bool = False) -> None:
         now = self._clock()

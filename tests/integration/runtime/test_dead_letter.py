@@ -8,6 +8,7 @@ import orjson
 import pytest
 
 from stream_edge.processing.dead_letter import HEADER_PREFIX
+from stream_edge.service.metrics import EdgeMetrics
 from stream_edge.sinks import BatchingSink
 
 pytestmark = pytest.mark.integration
@@ -57,7 +58,12 @@ def test_failing_records_reach_the_dead_letter_topic_with_original_bytes_and_err
     sink = PickySink()
     app, group = new_app(dead_letter_topic=dlq, commit_interval=0.5)  # no callback: dead-lettered by default
     app.dataframe(app.topic(src)).apply(lambda v: {**v, "r": 1 // v["d"]}).sink(sink)
+    metrics = EdgeMetrics()
+    app.add_run_observer(metrics)
     app.run(timeout=3)
+    counted = {stage: metrics.registry.get_sample_value("stream_edge_dead_letters_total", {"stage": stage})
+               for stage in ("deserialization", "processing")}
+    assert counted == {"deserialization": 2.0, "processing": 4.0}
 
     assert sorted(sink.written) == sorted(p * 100 + i for p in (0, 1) for i in range(6))  # every good record
     letters = read_topic(dlq, 6, settle=0.5)

@@ -28,6 +28,7 @@ def test_lines_cover_each_interval_and_the_final_one(caplog):
         clock.now += 6
         summary.on_batch([], 500, 0.01)  # 10 s: a line for 1,000 messages
         summary.on_processing_error(ValueError("bad"))
+        summary.on_dead_letter("processing", ValueError("bad"))
         clock.now += 2
         summary.on_batch([], 40, 0.01)
         summary.on_stop(None)
@@ -36,7 +37,7 @@ def test_lines_cover_each_interval_and_the_final_one(caplog):
         "summary: 1,000 messages in 10.0s (100/s), total 1,000; checkpoints 1 (last 4 ms); errors 0; "
         "partitions 2; rebalances 1",
         "final summary: 40 messages in 2.0s (20/s), total 1,040; checkpoints 1 (last 4 ms); errors 1; "
-        "partitions 2; rebalances 1",
+        "dead-lettered 1; partitions 2; rebalances 1",
     ]
 
 
