@@ -369,6 +369,9 @@ class Application:
         name = self._dead_letter_topic
         if name is None:
             return None
+        if name in {t.name for t in self._registry.consumer_topics}:
+            raise ValueError(f"dead_letter_topic {name!r} is an input topic of this application: its dead letters "
+                             f"would be read and fail again")
         self._topic_manager.topic(name, value_deserializer="bytes", key_deserializer="bytes",
                                   value_serializer="bytes", key_serializer="bytes")
         return DeadLetterTopic(name, self._producer.produce, self._user_on_consumer_error,

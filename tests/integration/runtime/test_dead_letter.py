@@ -145,3 +145,11 @@ def test_exactly_once_an_aborted_checkpoint_takes_its_dead_letters_with_it(new_a
         [(orjson.dumps({"i": 1, "d": 0}), 1)]
     assert sorted(orjson.loads(m.value())["i"] for m in read_topic(out, 3, settle=0.5)) == [0, 2, 3]
     assert committed(group, src)[0] == 4
+
+
+def test_an_input_topic_cannot_be_the_dead_letter_topic(new_app, make_topic):
+    src = make_topic()
+    app, _ = new_app(dead_letter_topic=src)
+    app.dataframe(app.topic(src)).update(lambda v: None)
+    with pytest.raises(ValueError, match="is an input topic of this application"):
+        app.run(timeout=1)
