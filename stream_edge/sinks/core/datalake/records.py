@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from stream_edge.lake.partitioning import TIME_PARTITION_COLUMNS, partition_path, partition_value_string
+from stream_edge.sinks.record_types import SchemaConflictError
 
 __all__ = ("SchemaConflictError", "RecordTypeError", "PartitionedTable", "TableBuilder")
 
@@ -41,15 +42,6 @@ class RecordTypeError(TypeError):
             f"DataLakeSink needs dict records; got {type(value).__name__} at {topic}[{partition}] "
             f"offset {offset}: {_preview(value)} (convert values to dicts before sinking)"
         )
-
-
-class SchemaConflictError(TypeError):
-    """A column's type in a record disagrees with the column's type elsewhere."""
-
-    def __init__(self, column: str, topic: str, partition: int, offset: Optional[int], detail: str) -> None:
-        self.column, self.topic, self.partition, self.offset = column, topic, partition, offset
-        where = f"{topic}[{partition}] offset {offset}" if offset is not None else f"{topic}[{partition}]"
-        super().__init__(f"type conflict in column '{column}' at {where}: {detail}")
 
 
 def _preview(value: Any, limit: int = 80) -> str:
