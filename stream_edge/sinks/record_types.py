@@ -211,8 +211,8 @@ class ColumnTypes:
             detail = (f"the timestamp column must hold epoch milliseconds (int/float); got "
                       f"{type(moment).__name__} {preview(moment)}")
         else:
-            detail = (f"timestamp {preview(moment)} ms is outside years 1..9999 "
-                      f"({TIMESTAMP_MS_RANGE[0]}..{TIMESTAMP_MS_RANGE[1]} epoch ms)")
+            detail = (f"{type(moment).__name__} {preview(moment)} is outside years 1..9999 (the column must "
+                      f"hold epoch milliseconds within {TIMESTAMP_MS_RANGE[0]}..{TIMESTAMP_MS_RANGE[1]})")
         raise SchemaConflictError(column, topic, partition, offset, detail)
 
     def _slow(self, name: Any, field: Any, topic: str, partition: int,
