@@ -273,6 +273,25 @@ class BufferPool:
         self.early_writes += count
         return count
 
+    def write_together(self, write: Callable[[Dict[Key, PartitionBuffer]], None]) -> int:
+        """Write every non-empty buffer in one call of ``write({key: buffer})`` (a sink whose
+        destination takes them in one commit, as ``IcebergSink``'s one snapshot). On any failure
+        every buffer is put back and the error propagates. Returns how many were written."""
+        taken = {key: buffer for key, buffer in self.buffers.items() if len(buffer)}
+        if not taken:
+            return 0
+        for key in taken:
+            del self.buffers[key]
+        try:
+            write(taken)
+        except BaseException:
+            for key, buffer in taken.items():
+                self.restore(key, buffer)
+            raise
+        for key, buffer in taken.items():
+            self.written(key, buffer)
+        return len(taken)
+
     def unblock(self) -> None:
         """A checkpoint runs: early writes may be tried again."""
         self.blocked = False

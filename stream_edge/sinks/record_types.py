@@ -51,6 +51,7 @@ _ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError
 _SCALAR_TYPES: Dict[type, pa.DataType] = {int: pa.int64(), float: pa.float64(), str: pa.string(),
                                            bool: pa.bool_(), bytes: pa.binary()}
 _FAST_CLASS: Dict[pa.DataType, type] = {t: cls for cls, t in _SCALAR_TYPES.items()}
+_FAST_CLASS.update({pa.large_string(): str, pa.large_binary(): bytes})  # as pyiceberg's as_arrow() gives them
 
 
 class _Never:
@@ -61,7 +62,7 @@ class SchemaConflictError(TypeError):
     """A record's field cannot be written to its column: names the column, the record and why."""
 
     def __init__(self, column: str, topic: str, partition: int, offset: Optional[int], detail: str) -> None:
-        self.column, self.topic, self.partition, self.offset = column, topic, partition, offset
+        self.column, self.topic, self.partition, self.offset, self.detail = column, topic, partition, offset, detail
         where = f"{topic}[{partition}] offset {offset}" if offset is not None else f"{topic}[{partition}]"
         super().__init__(f"type conflict in column '{column}' at {where}: {detail}")
 
@@ -252,8 +253,14 @@ class ColumnTypes:
                 why = ("the column was written as integers" if name in self.committed
                        else "an earlier int of this column is past 2^53, not exact as a double")
                 raise self._conflict(name, field, known, topic, partition, offset, why)
-        elif cls is bool or cls is str or cls is bytes:
-            pass  # a fast-path class that did not match its column: a conflict below
+        elif cls is str:
+            if pa.types.is_large_string(known) or pa.types.is_string(known):
+                return None
+        elif cls is bytes:
+            if pa.types.is_binary(known) or pa.types.is_large_binary(known) or pa.types.is_fixed_size_binary(known):
+                return None
+        elif cls is bool:
+            pass  # a bool fits a bool column only (the fast path): never an int or a string
         elif cls is dict or cls is list or cls is tuple:
             kind = self._nested_type(name, field, topic, partition, offset)
             if kind == known:
@@ -310,7 +317,7 @@ class ColumnTypes:
     @staticmethod
     def _conflict(name: str, field: Any, known: pa.DataType, topic: str, partition: int, offset: int,
                   why: str = "") -> SchemaConflictError:
-        detail = f"{type(field).__name__} {preview(field)} does not fit the column's type {known}"
+        detail = f"{type(field).__name__} {preview(field)} does not fit column type {known}"
         return SchemaConflictError(name, topic, partition, offset,
                                    f"{detail} ({why})" if why else
                                    f"{detail}; not coercing (rename the field or convert it upstream)")
