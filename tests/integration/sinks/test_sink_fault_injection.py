@@ -141,3 +141,41 @@ def test_a_permanent_storage_fault_stops_the_app_naming_table_partition_and_file
     text = str(permanent)
     assert "'readings'" in text and f"{topic}[0]" in text and "device=" + "d" * 300 in text
     assert "File name too long" in text and "not retrying" in text
+
+
+# -- IcebergSink: the same poison, on the real Iceberg REST catalog ------------------------------
+
+ICEBERG_POISON = [
+    (0, 300, {"sensor": 1, "seq": -1, "ts_ms": BASE_TS, "v": "twenty"}, "v"),
+    (0, 700, {"sensor": 1, "seq": -2, "ts_ms": BASE_TS, "v": 2 ** 63 + 5}, "v"),
+    (1, 800, {"sensor": 2, "seq": -4, "ts_ms": BASE_TS, "v": [1, 2]}, "v"),
+]
+
+
+def test_iceberg_sink_skips_poison_records_one_by_one(kafka_bootstrap, make_topic, services_env):
+    from pyiceberg.catalog import load_catalog
+
+    from stream_edge.sinks.community.iceberg import IcebergSink, RESTIcebergConfig
+
+    uri = services_env["ICEBERG_REST_URI"]
+    topic = make_topic(partitions=2, prefix="poison-iceberg")
+    placed = produce(kafka_bootstrap, topic, ICEBERG_POISON)
+    reported = []
+
+    def skip(exc, row, logger):
+        reported.append((row.topic, row.partition, row.offset, exc))
+        return True
+
+    name = f"edge_faults.t_{uuid.uuid4().hex[:10]}"
+    app = make_app(kafka_bootstrap, skip)
+    app.dataframe(app.topic(topic)).sink(IcebergSink(name, RESTIcebergConfig(uri), "rest"))
+    app.run(timeout=4)
+
+    assert sorted((t, p, o) for t, p, o, _ in reported) == sorted((topic, p, o) for p, o in placed)
+    for t, p, o, exc in reported:
+        field, record = placed[(p, o)]
+        assert f"field '{field}' of topic '{topic}' partition {p} offset {o}" in str(exc)
+        assert type(record[field]).__name__ in str(exc)
+    rows = load_catalog("rest", type="rest", uri=uri).load_table(name).scan().to_arrow().to_pylist()
+    assert sorted(r["seq"] for r in rows if r["seq"] >= 0) == list(range(GOOD))
+    assert not any(-4 <= r["seq"] <= -1 for r in rows)
