@@ -1,7 +1,11 @@
 """``DataLakeSink``: Kafka batches -> Hive-partitioned Parquet, exactly once, plus silence detection.
 
-See ``stream_edge.lake`` for the layout and the commit protocol, ``records`` for schema rules,
-``lake_writer`` for the storage side and ``catalog`` for the optional Iceberg registration.
+See ``stream_edge.lake`` for the layout and the commit protocol, ``stream_edge.sinks.record_types``
+for the per-record checks in ``add()`` (a record the table cannot hold is that record's error),
+``stream_edge.sinks.arrow_buffer`` for the buffers and the byte bound,
+``stream_edge.sinks.storage_faults`` for transient vs. permanent storage faults, ``records`` for
+the Arrow tables, ``lake_writer`` for the storage side and ``catalog`` for the optional Iceberg
+registration.
 """
 
 from __future__ import annotations
@@ -63,7 +67,8 @@ class DataLakeSink(BatchingSink):
     :param auto_discover: create the Iceberg table from the discovered schema if missing.
     :param catalog_properties: extra pyiceberg catalog properties.
     :param max_buffer_bytes: bound on what the sink holds between checkpoints, in bytes of Arrow
-        data (records are converted to Arrow every 2,048 records of a partition). When the
+        data plus the measured size of the dicts not yet converted (records are converted to Arrow
+        every 2,048 records of a partition, sooner when large; ``stream_edge.sinks.arrow_buffer``). When the
         partitions' buffers together reach it, every buffer is written as a lake commit at once
         (before the checkpoint: still exactly once, the commit log skips replayed offsets), so
         memory stays bounded whatever the commit interval. Default 16 MiB; None: no bound.
