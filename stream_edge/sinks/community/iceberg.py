@@ -224,8 +224,8 @@ class IcebergSink(BatchingSink):
             except UnicodeDecodeError as exc:
                 raise IcebergSinkException(f"IcebergSink cannot write field '_key' of topic '{topic}' partition "
                                            f"{partition} offset {offset}: the key is not UTF-8 ({exc})") from None
-        if self._table is None:
-            self.setup()  # the runtime sets sinks up before the first record; direct callers may not
+        # The runtime sets the sink up (and adopts the table's column types) before the first record.
+        # Not here: a catalog fault raised from add() would be taken for this record's error.
         buffer = self._pool.buffers.get((topic, partition))
         if buffer is None or offset <= buffer.last:
             buffer = self._pool.for_offset((topic, partition), offset)
@@ -249,6 +249,8 @@ class IcebergSink(BatchingSink):
 
     def _sample(self, buffer: PartitionBuffer) -> None:
         """Every few records: convert the dicts to Arrow when due; at the bound, append early."""
+        if self._table is None:
+            return  # not set up: the table's types are unknown, the checkpoint's write converts them
         if buffer.sample():
             buffer.seal(self._types.types)
         if not self._pool.over_bound():

@@ -179,3 +179,19 @@ def test_iceberg_sink_skips_poison_records_one_by_one(kafka_bootstrap, make_topi
     rows = load_catalog("rest", type="rest", uri=uri).load_table(name).scan().to_arrow().to_pylist()
     assert sorted(r["seq"] for r in rows if r["seq"] >= 0) == list(range(GOOD))
     assert not any(-4 <= r["seq"] <= -1 for r in rows)
+
+
+def test_a_bucket_gone_on_the_real_s3_server_is_permanent(s3_bucket, s3_client):
+    """On the real S3 server: the bucket deleted under a running sink is refused for good (not
+    retried as backpressure forever), naming the table and the partition."""
+    from stream_edge.sinks.core.datalake import DataLakeSink
+
+    sink = DataLakeSink("readings", storage_url=f"s3://{s3_bucket}", hive_columns=["device"])
+    sink.setup()
+    s3_client.delete_bucket(Bucket=s3_bucket)
+    sink.add({"device": "d-1", "seq": 1}, None, BASE_TS, [], "sensors", 3, 17)
+    with pytest.raises(PermanentStorageError) as info:
+        sink.flush("sensors", 3)
+    text = str(info.value)
+    assert "'readings'" in text and "sensors[3]" in text and s3_bucket in text
+    assert sink.stats()["storage_faults_permanent"] == 1 and sink.stats()["storage_faults_transient"] == 0
