@@ -28,7 +28,7 @@ the scalar dispatch (~µs per nested field).
 from __future__ import annotations
 
 from operator import itemgetter
-from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 import pyarrow as pa
 
@@ -40,6 +40,7 @@ _EXACT_FLOAT_INT = 2 ** 53
 #: Epoch milliseconds of 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z: the timestamps a
 #: time partition (``year=...``) and every reader's datetime can represent.
 TIMESTAMP_MS_RANGE = (-62_135_596_800_000, 253_402_300_799_999)
+_RECOMPILE_AFTER = 128  # records of cached shapes the compiled check missed before it follows them
 _MAX_SHAPES = 1024  # distinct record shapes cached (records with many optional fields: cleared when full)
 _NO_INTS = object()
 _CACHED_INT_TYPES = (pa.int64(), pa.float64())  # a cached shape without int fields
@@ -96,6 +97,8 @@ class ColumnTypes:
         self.committed: Set[str] = set()
         self._fast: Dict[Any, type] = {}  # column -> the class whose values need no check
         self._shapes: Dict[Tuple[Any, ...], Any] = {}  # checked record shapes -> getter of their ints
+        self._quick: Optional[Callable[[Dict[Any, Any]], bool]] = None  # compiled check of the usual shape
+        self._misses = 0  # records the compiled check did not cover since it was compiled
         self._inexact: Set[str] = set()  # int columns holding a value past 2^53 (cannot become double)
         self._hive = frozenset(hive_value_columns)
         self._reserved = dict(reserved or {})
@@ -121,6 +124,7 @@ class ColumnTypes:
     def _set(self, name: str, kind: pa.DataType) -> None:
         self.types[name] = kind
         self._shapes.clear()  # a cached shape was checked against the old type
+        self._quick = None
         self._fast[name] = _FAST_CLASS.get(kind, _Never)
 
     # -- per record -----------------------------------------------------------------------------
@@ -130,14 +134,21 @@ class ColumnTypes:
 
         Records of a shape seen before (the same field names and value classes, no nested value)
         only have their ints bounded (one ``itemgetter``, ``min``/``max``) and their timestamp
-        ranged: the per-field dispatch runs once per shape (the cache is cleared whenever a
-        column's type changes)."""
+        ranged: the per-field dispatch runs once per shape. The most frequent shape gets a check
+        compiled for it (one function testing each field's class and bounds inline, ~3x faster
+        than the generic path). Both are dropped whenever a column's type changes."""
+        quick = self._quick
+        if quick is not None and quick(value):
+            return
         shape = (*value, *map(type, value.values()))
         ints = self._shapes.get(shape)
         if ints is None:
             self._check_fields(value, topic, partition, offset)
             self._remember(shape, value)
             return
+        self._misses += 1
+        if quick is None or self._misses >= _RECOMPILE_AFTER:
+            self._quick, self._misses = self._compile(value), 0
         if ints is not _NO_INTS:
             found = ints(value)
             if not (-_EXACT_FLOAT_INT <= min(found) and max(found) <= _EXACT_FLOAT_INT):
@@ -164,6 +175,34 @@ class ColumnTypes:
         if len(self._shapes) >= _MAX_SHAPES:
             self._shapes.clear()
         self._shapes[shape] = itemgetter(names[0], *names) if names else _NO_INTS
+
+    def _compile(self, value: Dict[Any, Any]) -> Optional[Callable[[Dict[Any, Any]], bool]]:
+        """A function telling whether a record has ``value``'s shape and in-bound ints (True: it
+        passes the check as is); None when the shape is not cacheable."""
+        env: Dict[str, Any] = {"E": _EXACT_FLOAT_INT, "LO": TIMESTAMP_MS_RANGE[0], "HI": TIMESTAMP_MS_RANGE[1],
+                               "KEYS": frozenset(value), "int": int, "float": float, "str": str, "bool": bool,
+                               "bytes": bytes}
+        fetch, tests = [], []
+        for index, (name, field) in enumerate(value.items()):
+            cls = field.__class__
+            var = f"v{index}"
+            fetch.append(f"    {var} = value[{name!r}]")
+            timestamp = name == self._timestamp_column
+            if field is None:
+                tests.append(f"{var} is None")
+            elif cls is int:
+                bound = "LO <= {v} <= HI" if timestamp else "-E <= {v} <= E"
+                tests.append(f"{var}.__class__ is int and " + bound.format(v=var))
+            elif cls is float:
+                tests.append(f"{var}.__class__ is float" + (f" and LO <= {var} <= HI" if timestamp else ""))
+            elif cls is str or cls is bool or cls is bytes:
+                tests.append(f"{var}.__class__ is {cls.__name__}")
+            else:
+                return None
+        source = "\n".join(["def quick(value):", "    if value.keys() != KEYS:", "        return False", *fetch,
+                            "    return " + (" and ".join(tests) or "True")])
+        exec(compile(source, "<record-shape-check>", "exec"), env)  # noqa: S102 - our own source, names as repr()
+        return env["quick"]  # type: ignore[no-any-return]
 
     def _check_fields(self, value: Dict[Any, Any], topic: str, partition: int, offset: int) -> None:
         column = self._timestamp_column

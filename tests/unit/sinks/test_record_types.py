@@ -81,3 +81,14 @@ def test_timestamp_column_range_and_type():
 @pytest.mark.parametrize("value", [{"h": {"a": 1}}, {"h": [1]}])
 def test_hive_value_columns_hold_scalars(value):
     assert refused(ColumnTypes(hive_value_columns=["h"]), value) == [0]
+
+
+def test_the_compiled_check_refuses_what_the_full_check_refuses():
+    types = ColumnTypes(timestamp_column="ts")
+    good = [{"ts": 1_767_571_200_000 + i, "v": i, "s": "x", "f": 0.5, "b": True, "n": None} for i in range(300)]
+    assert refused(types, *good) == []
+    assert types._quick is not None  # the usual shape has its compiled check
+    first = good[0]
+    assert refused(types, dict(first, ts=10 ** 17), dict(first, v=2 ** 63), dict(first, s=1), dict(first, f="x"),
+                   dict(first, b=1), dict(first, n=[1]), dict(first, extra={"a": 1})) == [0, 1, 2, 3, 4]
+    assert types.types["n"] == pa.list_(pa.int64()) and "extra" in types.types  # new columns: accepted
