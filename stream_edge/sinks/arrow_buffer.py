@@ -36,7 +36,7 @@ CHUNK_ROWS = 2048  # dict records of a partition converted to one Arrow chunk at
 SEAL_BYTES = 2 * 1024 * 1024  # ... or fewer, once their estimated size reaches this
 SAMPLE_EVERY = 64  # records between two size samples (and two bound checks)
 _ROW_OVERHEAD = 8  # the offset (int64) kept per record beside the value
-_KEY_OVERHEAD = 16  # the key and Kafka timestamp, when kept (a shared or small object, an int64)
+_KEY_OVERHEAD = 16  # the key's list slot and the Kafka timestamp (int64), when kept; plus the key (sampled)
 
 _get = dict.get
 _getsizeof = sys.getsizeof
@@ -77,7 +77,7 @@ class PartitionBuffer:
     their hot path, and call :meth:`sample` when ``len(offsets) >= next_sample``.
     """
 
-    __slots__ = ("values", "chunks", "chunk_rows", "chunk_bytes", "row_bytes", "next_sample", "keys",
+    __slots__ = ("values", "chunks", "chunk_rows", "chunk_bytes", "row_bytes", "key_bytes", "next_sample", "keys",
                  "timestamps", "offsets", "last", "keep_keys")
 
     def __init__(self, keep_keys: bool = True) -> None:
@@ -86,6 +86,7 @@ class PartitionBuffer:
         self.chunk_rows = 0
         self.chunk_bytes = 0
         self.row_bytes = 0  # estimated bytes of one dict record (sampled)
+        self.key_bytes = 0  # bytes of one key, when keys are kept (sampled)
         self.next_sample = 1  # len(offsets) at which the sink calls sample(): the first record is measured
         self.keys: List[Any] = []
         self.timestamps = array("q")
@@ -99,7 +100,7 @@ class PartitionBuffer:
     @property
     def held(self) -> int:
         """Bytes counted against the pool's bound: Arrow chunks, estimated dicts, side arrays."""
-        per_row = _ROW_OVERHEAD + (_KEY_OVERHEAD if self.keep_keys else 0)
+        per_row = _ROW_OVERHEAD + (_KEY_OVERHEAD + self.key_bytes if self.keep_keys else 0)
         return self.chunk_bytes + len(self.values) * self.row_bytes + len(self.offsets) * per_row
 
     def sample(self) -> bool:
@@ -110,6 +111,8 @@ class PartitionBuffer:
             return False
         size = estimated_size(values[-1])
         self.row_bytes = size if not self.row_bytes else (3 * self.row_bytes + size) // 4
+        if self.keys:
+            self.key_bytes = _getsizeof(self.keys[-1])  # bytes keys: ~33 B + their length
         return len(values) >= CHUNK_ROWS or len(values) * self.row_bytes >= SEAL_BYTES
 
     def seal(self, types: Mapping[str, pa.DataType]) -> None:
@@ -240,7 +243,7 @@ class BufferPool:
         fresh = self.buffers[key] = PartitionBuffer(self.keep_keys)
         fresh.last = buffer.last
         if buffer.row_bytes:  # measured already: the next sample (and bound check) comes in the usual step
-            fresh.row_bytes, fresh.next_sample = buffer.row_bytes, SAMPLE_EVERY
+            fresh.row_bytes, fresh.key_bytes, fresh.next_sample = buffer.row_bytes, buffer.key_bytes, SAMPLE_EVERY
 
     def drop(self, key: Key) -> None:
         self.buffers.pop(key, None)
