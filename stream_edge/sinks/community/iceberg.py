@@ -50,7 +50,7 @@ from __future__ import annotations
 import bisect
 import logging
 import time
-from typing import Any, Dict, List, Literal, Optional, Tuple
+from typing import Any, Dict, Literal, Optional, Tuple
 
 from stream_edge.exceptions import QuixException
 from stream_edge.sinks.arrow_buffer import BufferPool, PartitionBuffer
