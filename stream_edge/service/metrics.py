@@ -35,6 +35,10 @@ SINK_STATS = {
     "bytes_written": ("stream_edge_lake_bytes_written", "Bytes of Parquet published to the lake"),
     "rows_written": ("stream_edge_lake_rows_written", "Rows published to the lake"),
     "silence_events": ("stream_edge_silence_events", "Keys reported silent by the sink's tracker"),
+    "storage_faults_transient": ("stream_edge_sink_storage_faults_transient",
+                                 "Transient storage faults met by the sink (each a backoff and a replay)"),
+    "storage_faults_permanent": ("stream_edge_sink_storage_faults_permanent",
+                                 "Permanent storage faults met by the sink (each stops the application)"),
 }
 
 

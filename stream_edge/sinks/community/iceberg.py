@@ -13,15 +13,25 @@ writing, the sink reads the committed offset of the batch's partition from the n
 that has it and skips records at or below it, so a replay after a crash (even ``kill -9`` between
 the append and the Kafka commit) adds no duplicate.
 
-**Memory.** Records are converted to Arrow every 2,048 records of a partition (about 15x smaller
-than the dicts). When the partitions' buffers together reach ``max_buffer_bytes`` (default
+**A record is responsible for itself.** ``add()`` checks every record against the table's column
+types (``stream_edge.sinks.record_types``: Iceberg's promotions int -> long and float -> double
+widen a column, anything else is that record's :class:`IcebergSinkException`, naming the field,
+the value's type and the column's), so the runtime's error callback sees it with the record and
+can skip it; no content error comes out of ``flush()``.
+
+**Memory.** The buffers are the data-lake sink's (``stream_edge.sinks.arrow_buffer``): records
+converted to Arrow every 2,048 of a partition (sooner for large ones), dicts counted at their
+measured size. When the partitions' buffers together reach ``max_buffer_bytes`` (default
 16 MiB), they are appended at once, before the checkpoint (still exactly once: the offsets in the
 snapshot make a replay skip them), so memory stays bounded whatever the commit interval.
 
 Catalogs: ``data_catalog_spec="aws_glue"`` with :class:`AWSIcebergConfig` (as in Quix), or
 ``data_catalog_spec="rest"`` with :class:`RESTIcebergConfig` (an edge extension: any Iceberg REST
-catalog). A catalog that refuses or cannot be reached, or a commit that keeps conflicting, raises
-:class:`SinkBackpressureError`: the partition is paused and replayed.
+catalog). A catalog or storage fault is classified (``stream_edge.sinks.storage_faults``): a transient one
+(unreachable, 5xx, throttling, a commit that keeps conflicting) raises
+:class:`SinkBackpressureError` with exponential backoff (the partition is paused and replayed); a
+permanent one (access denied, a bad request) stops the application with a
+:class:`~stream_edge.sinks.storage_faults.PermanentStorageError` naming the table and partitions.
 
 Needs the ``edge-iceberg`` extra (``pip install streaming-lakehouse[edge-iceberg]``; ``aws_glue`` also
 needs ``boto3``); this module imports without it.
@@ -37,17 +47,20 @@ Example::
 
 from __future__ import annotations
 
+import bisect
 import logging
 import time
-from datetime import datetime, timezone
-from typing import Any, Dict, List, Literal, Optional, Tuple
+from typing import Any, Dict, Literal, Optional, Tuple
 
 from stream_edge.exceptions import QuixException
+from stream_edge.sinks.arrow_buffer import BufferPool, PartitionBuffer
 from stream_edge.sinks.base.batch import SinkBatch
 from stream_edge.sinks.base.exceptions import SinkBackpressureError
-from stream_edge.sinks.base.item import HeadersTuples, SinkItem
+from stream_edge.sinks.base.item import HeadersTuples
 from stream_edge.sinks.base.sink import (BatchingSink, ClientConnectFailureCallback, ClientConnectSuccessCallback,
                                          partition_args)
+from stream_edge.sinks.record_types import ColumnTypes, SchemaConflictError
+from stream_edge.sinks.storage_faults import TRANSIENT, StorageBackoff, classify
 from stream_edge.sinks.community.iceberg_config import AWSIcebergConfig, BaseIcebergConfig, RESTIcebergConfig
 
 __all__ = ("IcebergSink", "AWSIcebergConfig", "RESTIcebergConfig", "BaseIcebergConfig", "IcebergSinkException",
@@ -60,8 +73,7 @@ OFFSET_PROPERTY = "stream-edge.kafka-offset."
 """Prefix of the snapshot summary properties holding the last written offset per topic partition."""
 DataCatalogSpec = Literal["aws_glue", "rest"]
 _COMMIT_ATTEMPTS = 5
-_CHUNK_ROWS = 2048  # records of a partition converted to one Arrow chunk at a time
-_DICT_ROW_BYTES = 512  # a flat record as a dict, roughly (counted until converted)
+_METADATA = ("_timestamp", "_key")  # the columns the sink fills from the message itself
 DEFAULT_MAX_BUFFER_BYTES = 16 * 1024 * 1024
 
 
@@ -100,34 +112,7 @@ def _unreachable(exc: BaseException) -> bool:
         transient += (aws.ConnectionError, aws.HTTPClientError)
     except ImportError:
         pass
-    return isinstance(exc, transient) or (isinstance(exc, OSError) and not isinstance(exc, FileNotFoundError))
-
-
-def _where(item: SinkItem, batch: SinkBatch) -> str:
-    return f"topic '{batch.topic}' partition {batch.partition} offset {item.offset}"
-
-
-class _Pending:
-    """What the sink holds for one topic partition: Arrow chunks (with their offsets) and the
-    newest records not converted yet (a :class:`SinkBatch`, fewer than ``_CHUNK_ROWS``)."""
-
-    __slots__ = ("batch", "chunks", "offsets", "held", "raw")
-
-    def __init__(self, topic: str, partition: int) -> None:
-        self.batch = SinkBatch(topic, partition)
-        self.chunks: List[Any] = []  # pyarrow tables
-        self.offsets: List[Any] = []  # one int64 array per chunk
-        self.held = 0  # bytes counted against max_buffer_bytes
-        self.raw = False  # a chunk did not convert: keep dicts, the write reports the record
-
-    @property
-    def last(self) -> int:
-        if self.batch._buffer:
-            return self.batch._buffer[-1].offset
-        return int(self.offsets[-1][-1].as_py()) if self.offsets else -1
-
-    def empty(self) -> bool:
-        return not self.chunks and not self.batch._buffer
+    return isinstance(exc, transient) or (isinstance(exc, OSError) and classify(exc) == TRANSIENT)
 
 
 class IcebergSink(BatchingSink):
@@ -144,7 +129,7 @@ class IcebergSink(BatchingSink):
     :param on_client_connect_failure: called with the exception when it was not.
     :param backpressure_retry_seconds: pause before a refused write is retried (edge extension).
     :param max_buffer_bytes: bound on what the sink holds between checkpoints, in bytes of Arrow data
-        (records are converted every 2,048 of a partition; the newest are counted at ~512 B each).
+        (records are converted every 2,048 of a partition; the newest are counted at their measured size).
         When reached, every partition's buffer is appended at once, before the checkpoint (exactly
         once still holds). Default 16 MiB; None: no bound (edge extension).
     """
@@ -179,11 +164,13 @@ class IcebergSink(BatchingSink):
         if max_buffer_bytes is not None and max_buffer_bytes <= 0:
             raise ValueError(f"max_buffer_bytes must be positive or None, got {max_buffer_bytes}")
         self.max_buffer_bytes = max_buffer_bytes
-        self.early_appends = 0  # appends made because the buffers reached max_buffer_bytes
-        self._early_blocked = False  # the catalog refused an early append: wait for the checkpoint
         self._table: Any = None
         self._committed: Dict[Tuple[str, int], int] = {}
-        self._pending: Dict[Tuple[str, int], _Pending] = {}
+        self._pool = BufferPool(max_buffer_bytes, keep_keys=True)
+        self._types = ColumnTypes(reserved={name: (f"the sink writes the message's own {name[1:]} as '{name}'; "
+                                                   f"rename the field") for name in _METADATA})
+        self._check = self._types.check
+        self._backoff = StorageBackoff(f"IcebergSink table {table_name!r}", base_seconds=backpressure_retry_seconds)
 
     # -- set-up --------------------------------------------------------------------------------------
     def setup(self) -> None:
@@ -191,6 +178,7 @@ class IcebergSink(BatchingSink):
         :class:`IcebergCatalogUnreachableError` when the catalog cannot be reached."""
         try:
             self._table = self._load_or_create()
+            self._types.adopt(self._table.schema().as_arrow())
         except Exception as exc:
             if _unreachable(exc) or _is_aws_auth_error(exc):
                 raise IcebergCatalogUnreachableError(
@@ -214,138 +202,145 @@ class IcebergSink(BatchingSink):
                                                   properties={"write.distribution-mode": "fanout"})
 
     # -- buffering -----------------------------------------------------------------------------------
+    @property
+    def early_appends(self) -> int:
+        """Partitions appended early because the buffers reached ``max_buffer_bytes``."""
+        return self._pool.early_writes
+
+    def stats(self) -> Dict[str, int]:
+        """Storage faults met so far (the service exports them)."""
+        return self._backoff.stats()
+
     def add(self, value: Any, key: Any, timestamp: int, headers: HeadersTuples,
             topic: str, partition: int, offset: int) -> None:
-        """Buffer a record of its topic partition (converted to Arrow every 2,048 records)."""
-        pending = self._pending.get((topic, partition))
-        if pending is None:
-            pending = self._pending[(topic, partition)] = _Pending(topic, partition)
-        buffer = pending.batch._buffer
-        buffer.append(SinkItem(value, key, timestamp, headers, offset))
-        if len(buffer) >= _CHUNK_ROWS and not pending.raw:
-            self._seal(pending)
+        """Buffer a record of its topic partition; raises :class:`IcebergSinkException` for a record
+        the table cannot hold (not a dict, a key that is not UTF-8, a field that does not fit)."""
+        if value.__class__ is not dict and not isinstance(value, dict):
+            raise IcebergSinkException(f"IcebergSink cannot write the value of topic '{topic}' partition {partition} "
+                                       f"offset {offset}: it is {type(value).__name__}, not a dict")
+        if key.__class__ is bytes and not key.isascii():
+            try:
+                key.decode()
+            except UnicodeDecodeError as exc:
+                raise IcebergSinkException(f"IcebergSink cannot write field '_key' of topic '{topic}' partition "
+                                           f"{partition} offset {offset}: the key is not UTF-8 ({exc})") from None
+        # The runtime sets the sink up (and adopts the table's column types) before the first record.
+        # Not here: a catalog fault raised from add() would be taken for this record's error.
+        buffer = self._pool.buffers.get((topic, partition))
+        if buffer is None or offset <= buffer.last:
+            buffer = self._pool.for_offset((topic, partition), offset)
+        try:
+            self._check(value, topic, partition, offset)
+        except SchemaConflictError as exc:
+            raise IcebergSinkException(f"IcebergSink cannot write field '{exc.column}' of topic '{topic}' partition "
+                                       f"{partition} offset {offset}: {exc.detail}") from exc
+        buffer.last = offset
+        buffer.values.append(value)
+        buffer.offsets.append(offset)
+        buffer.keys.append(key)
+        buffer.timestamps.append(timestamp)
+        if len(buffer.offsets) >= buffer.next_sample:
+            self._sample(buffer)
 
     @property
     def buffered_bytes(self) -> int:
         """Bytes held in the partitions' buffers, as counted against ``max_buffer_bytes``."""
-        return sum(pending.held for pending in self._pending.values())
+        return self._pool.held
 
-    def _seal(self, pending: _Pending) -> None:
-        """Convert a partition's newest records to one Arrow chunk; at the bound, append early."""
-        import pyarrow as pa
-
+    def _sample(self, buffer: PartitionBuffer) -> None:
+        """Every few records: convert the dicts to Arrow when due; at the bound, append early."""
         if self._table is None:
-            return  # not set up yet: the checkpoint's write converts them
-        items = list(pending.batch._buffer)
-        try:
-            chunk = self._to_arrow(items, pending.batch, self._table, self._chunk_types(pending))
-        except IcebergSinkException:
-            pending.raw = True  # the checkpoint's write raises the error naming the record
-            return
-        pending.chunks.append(chunk)
-        pending.offsets.append(pa.array([item.offset for item in items], type=pa.int64()))
-        pending.batch._buffer.clear()
-        pending.held = sum(c.nbytes for c in pending.chunks)
-        bound = self.max_buffer_bytes
-        if bound is None or self._early_blocked or self.buffered_bytes < bound:
+            return  # not set up: the table's types are unknown, the checkpoint's write converts them
+        if buffer.sample():
+            buffer.seal(self._types.types)
+        if not self._pool.over_bound():
             return
         try:
-            self._append_pending(None, keep_all=True)
-        except SinkBackpressureError:
-            self._early_blocked = True  # keep the records for the checkpoint, which reports it
+            count = self._pool.write_together(lambda taken: self._append_taken(taken, None))
+        except Exception as exc:  # noqa: BLE001 - kept for the checkpoint, whose flush reports it
+            self._pool.blocked = True
+            logger.warning("IcebergSink: the early append (buffers at the %s-byte bound) failed: %s: %s; the "
+                           "records stay buffered for the checkpoint", self.max_buffer_bytes, type(exc).__name__, exc)
             return
-        self.early_appends += 1
-
-    @staticmethod
-    def _chunk_types(pending: _Pending) -> Dict[str, Any]:
-        """Types of the fields earlier chunks of this buffer inferred (later chunks keep them)."""
-        types: Dict[str, Any] = {}
-        for chunk in pending.chunks:
-            for field in chunk.schema:
-                types.setdefault(field.name, field.type)
-        return types
+        self._pool.early_writes += count
 
     # -- writing -------------------------------------------------------------------------------------
     def flush(self, *args: Any, **kwargs: Any) -> None:
         """``flush(topic, partition)``: append what every partition holds (one snapshot), unless the
         partition's records were already appended; ``flush()``: the same for every partition.
 
-        A refused append keeps the other partitions' records for their own ``flush`` and raises
-        :class:`SinkBackpressureError` for this one (it is paused and replayed)."""
+        A refused append keeps every partition's records (the runtime pauses and replays the
+        flushed one) and raises :class:`SinkBackpressureError` (transient) or
+        :class:`~stream_edge.sinks.storage_faults.PermanentStorageError`."""
         topic, partition = partition_args(args, kwargs)
-        if topic is not None and partition is not None:
-            pending = self._pending.get((topic, partition))
-            if pending is None or pending.empty():
+        flushed = (topic, partition) if topic is not None and partition is not None else None
+        if flushed is not None:
+            buffer = self._pool.get(flushed)
+            if buffer is None or not len(buffer):
                 return
-        self._early_blocked = False
-        self._append_pending((topic, partition) if topic is not None and partition is not None else None)
+        self._pool.unblock()
+        self._pool.write_together(lambda taken: self._append_taken(taken, flushed))
 
     def write(self, batch: SinkBatch) -> None:
-        """Append one batch now (the checkpoint path is ``flush``); see the module docstring."""
-        pending = _Pending(batch.topic, batch.partition)
-        pending.batch = batch
-        saved, self._pending = self._pending, {(batch.topic, batch.partition): pending}
-        try:
-            self._append_pending((batch.topic, batch.partition))
-        finally:
-            self._pending = saved
-
-    def _append_pending(self, flushed: Optional[Tuple[str, int]], keep_all: bool = False) -> None:
-        """One append of every partition's buffer. On failure the buffers other than ``flushed``'s
-        are kept for their own flush (``flushed`` None: all are dropped, the caller replays; with
-        ``keep_all`` all are kept for the checkpoint)."""
+        """Append one batch now (the checkpoint path is ``flush``); a record the table cannot hold
+        raises before anything is appended."""
         if self._table is None:
             self.setup()
-        taken, self._pending = self._pending, {}
+        buffer = PartitionBuffer()
+        for item in batch:
+            if not isinstance(item.value, dict):
+                raise IcebergSinkException(f"IcebergSink cannot write the value of topic '{batch.topic}' partition "
+                                           f"{batch.partition} offset {item.offset}: it is "
+                                           f"{type(item.value).__name__}, not a dict")
+            try:
+                self._check(item.value, batch.topic, batch.partition, item.offset)
+            except SchemaConflictError as exc:
+                raise IcebergSinkException(f"IcebergSink cannot write field '{exc.column}' of topic '{batch.topic}' "
+                                           f"partition {batch.partition} offset {item.offset}: {exc.detail}") from exc
+            buffer.values.append(item.value)
+            buffer.keys.append(item.key)
+            buffer.timestamps.append(item.timestamp)
+            buffer.offsets.append(item.offset)
+            buffer.last = item.offset
+        if len(buffer):
+            self._append_taken({(batch.topic, batch.partition): buffer}, (batch.topic, batch.partition))
+
+    def _append_taken(self, taken: Dict[Tuple[str, int], PartitionBuffer], flushed: Optional[Tuple[str, int]]) -> None:
+        """One append of the taken buffers, its faults classified (the caller puts them back)."""
+        if self._table is None:
+            self.setup()
+        where = flushed if flushed is not None else ("*", -1)
         try:
-            self._append([p for p in taken.values() if not p.empty()])
-        except (IcebergSinkException, SinkBackpressureError):
-            self._keep(taken, flushed, keep_all)
-            raise
+            self._append(taken)
         except Exception as exc:
-            self._keep(taken, flushed, keep_all)
             for key in taken:
                 self._committed.pop(key, None)  # unknown now: read it again
             if not _unreachable(exc):
-                raise
+                partitions = ", ".join(f"{t}[{p}]" for t, p in sorted(taken))
+                raise self._backoff.permanent(f"the append of {partitions} to '{self._table_name}'", exc) from exc
+            delay = self._backoff.transient(where, f"appending {len(taken)} partition(s) to '{self._table_name}' "
+                                                   f"(Iceberg refused the write)", exc)
             topic, partition = flushed if flushed is not None else (None, None)
-            logger.warning("Iceberg refused the write of %s partition(s) (%s: %s); retrying in %ss", len(taken),
-                           type(exc).__name__, exc, self.backpressure_retry_seconds)
-            raise SinkBackpressureError(self.backpressure_retry_seconds, topic, partition) from exc
+            raise SinkBackpressureError(delay, topic, partition) from exc
+        self._backoff.succeeded(where)
 
-    def _keep(self, taken: Dict[Tuple[str, int], _Pending], flushed: Optional[Tuple[str, int]],
-              keep_all: bool) -> None:
-        if flushed is None and not keep_all:
-            return
-        for key, pending in taken.items():
-            if key != flushed and key not in self._pending:
-                self._pending[key] = pending
-
-    def _append(self, pendings: List[_Pending]) -> None:
+    def _append(self, taken: Dict[Tuple[str, int], PartitionBuffer]) -> None:
         import pyarrow as pa
-        import pyarrow.compute as pc
         from pyiceberg.exceptions import CommitFailedException
 
-        if not pendings:
-            return
+        types = self._types.types
         for attempt in range(_COMMIT_ATTEMPTS):
             table = self._table
             table.refresh()
             parts, last = [], {}
-            for pending in pendings:
-                where = (pending.batch.topic, pending.batch.partition)
+            for where, buffer in sorted(taken.items()):
                 committed = self._committed.get(where)
                 if committed is None:
                     committed = _committed_offset(table, *where)
-                for chunk, offsets in zip(pending.chunks, pending.offsets):
-                    if offsets[-1].as_py() > committed:
-                        parts.append(chunk if offsets[0].as_py() > committed
-                                     else chunk.filter(pc.greater(offsets, committed)))
-                items = [item for item in pending.batch if item.offset > committed]
-                if items:
-                    parts.append(self._to_arrow(items, pending.batch, table, self._chunk_types(pending)))
-                if pending.last > committed:
-                    last[where] = pending.last
+                start = bisect.bisect_right(buffer.offsets, committed)
+                if start < len(buffer):
+                    parts.append(_with_metadata(buffer.table(start, types), buffer, start))
+                    last[where] = buffer.last
                 else:
                     logger.info("Iceberg %s[%s]: offsets up to %s are already in the table; skipped", *where,
                                 committed)
@@ -367,75 +362,8 @@ class IcebergSink(BatchingSink):
                 time.sleep(0.1 * (attempt + 1))  # another writer committed first: read again, retry
                 continue
             self._committed.update(last)
+            self._types.mark_committed(arrow_table.column_names)
             return
-
-    def _to_arrow(self, items: List[SinkItem], batch: SinkBatch, table: Any,
-                  inferred: Optional[Dict[str, Any]] = None) -> Any:
-        """The records as a pyarrow table typed by the table's columns, then by the types earlier
-        chunks ``inferred`` (new fields inferred)."""
-        import pyarrow as pa
-
-        existing = dict(inferred or {})
-        existing.update((field.name, field.type) for field in table.schema().as_arrow())
-        columns: Dict[str, List[Any]] = {"_timestamp": [], "_key": []}
-        for index, item in enumerate(items):
-            value = item.value
-            if not isinstance(value, dict):
-                raise IcebergSinkException(f"IcebergSink cannot write the value of {_where(item, batch)}: it is "
-                                           f"{type(value).__name__}, not a dict")
-            key = item.key
-            if isinstance(key, bytes):
-                try:
-                    key = key.decode()
-                except UnicodeDecodeError as exc:
-                    raise IcebergSinkException(f"IcebergSink cannot write field '_key' of {_where(item, batch)}: "
-                                               f"the key is not UTF-8 ({exc})") from None
-            columns["_timestamp"].append(datetime.fromtimestamp(item.timestamp / 1000, tz=timezone.utc)
-                                         .replace(tzinfo=None))
-            columns["_key"].append(None if key is None else str(key))
-            for name, field_value in value.items():
-                column = columns.get(name)
-                if column is None:
-                    column = columns[name] = [None] * index
-                column.append(field_value)
-            for column in columns.values():
-                if len(column) <= index:
-                    column.append(None)
-        arrays, names = [], []
-        for name, values in columns.items():
-            target = existing.get(name)
-            if name == "_timestamp":
-                target = target or pa.timestamp("us")
-            try:
-                array = pa.array(values, type=target) if target is not None else pa.array(values)
-            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as exc:
-                raise self._field_error(name, values, target, items, batch, exc) from None
-            if pa.types.is_null(array.type):
-                continue  # only nulls so far: no column yet
-            arrays.append(array)
-            names.append(name)
-        return pa.Table.from_arrays(arrays, names=names)
-
-    @staticmethod
-    def _field_error(name: str, values: List[Any], target: Any, items: List[SinkItem], batch: SinkBatch,
-                     exc: BaseException) -> IcebergSinkException:
-        """Name the first record whose field ``name`` does not convert."""
-        import pyarrow as pa
-
-        first_type: Any = target
-        for item, value in zip(items, values):
-            if value is None:
-                continue
-            try:
-                converted = pa.array([value], type=first_type)
-            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
-                column = f"column type {first_type}" if target is not None else f"earlier values of type {first_type}"
-                return IcebergSinkException(
-                    f"IcebergSink cannot write field '{name}' of {_where(item, batch)}: "
-                    f"{type(value).__name__} {value!r} does not fit {column}")
-            first_type = first_type or converted.type
-        return IcebergSinkException(f"IcebergSink cannot write field '{name}' of topic '{batch.topic}' partition "
-                                    f"{batch.partition}: {exc}")
 
     def on_paused(self, *args: Any, **kwargs: Any) -> None:
         """``on_paused(topic, partition)``: the partition will be replayed: drop its buffer and read
@@ -443,17 +371,18 @@ class IcebergSink(BatchingSink):
         super().on_paused(*args, **kwargs)
         topic, partition = partition_args(args, kwargs)
         if topic is None or partition is None:
-            self._pending.clear()
+            self._pool.clear()
             self._committed.clear()
             return
-        self._pending.pop((topic, partition), None)
+        self._pool.drop((topic, partition))
         self._committed.pop((topic, partition), None)
 
     def on_revoke(self, topic: str, partition: int) -> None:
         """The partition left this instance: forget its buffer and committed offset."""
         super().on_revoke(topic, partition)
-        self._pending.pop((topic, partition), None)
+        self._pool.drop((topic, partition))
         self._committed.pop((topic, partition), None)
+        self._backoff.forget((topic, partition))
 
 
 def _is_aws_auth_error(exc: BaseException) -> bool:
@@ -516,6 +445,18 @@ def _carried_offsets(table: Any) -> Dict[str, str]:
         if found:
             return found
     return {}
+
+
+def _with_metadata(values: Any, buffer: PartitionBuffer, start: int) -> Any:
+    """The records' columns with ``_timestamp`` (the message timestamp, µs) and ``_key`` (UTF-8) first."""
+    import pyarrow as pa
+
+    millis = pa.array(buffer.timestamps[start:], pa.int64())
+    stamps = millis.cast(pa.timestamp("ms")).cast(pa.timestamp("us"))
+    keys = pa.array([None if key is None else key.decode() if key.__class__ is bytes else str(key)
+                     for key in buffer.keys[start:]], pa.string())
+    columns = [stamps, keys] + list(values.columns)
+    return pa.Table.from_arrays(columns, names=list(_METADATA) + values.column_names)
 
 
 def _align(source: Any, target: Any) -> Any:

@@ -219,62 +219,110 @@ def test_new_columns_appear_in_later_files(tmp_path):
     assert pq.read_table(root / second).to_pylist() == [{"a": 2, "b": "new", "c": None}, {"a": 3, "b": None, "c": [1, 2]}]
 
 
-def test_type_conflict_in_a_batch_names_column_and_record(tmp_path):
+def add_all(sink, values, topic="sensors", partition=0, start=0):
+    """Add every record; returns {offset: error} of the ones add() refused (the others are buffered)."""
+    refused = {}
+    for i, value in enumerate(values):
+        try:
+            sink.add(value, b"k", TS + i, [], topic, partition, start + i)
+        except SchemaConflictError as exc:
+            refused[start + i] = exc
+    return refused
+
+
+def lake_values(root, column):
+    return sorted((r[column] for r in read_rows(root)), key=repr)
+
+
+def test_type_conflict_is_the_records_error_at_add(tmp_path):
     sink = make_sink(tmp_path)
-    feed(sink, [{"v": 1}, {"v": 2}, {"v": "three"}], start=40)
-    with pytest.raises(SchemaConflictError) as info:
-        sink.flush("sensors", 0)
-    err = info.value
+    refused = add_all(sink, [{"v": 1}, {"v": 2}, {"v": "three"}, {"v": 4}], start=40)
+    err = refused.pop(42)
+    assert refused == {}
     assert (err.column, err.topic, err.partition, err.offset) == ("v", "sensors", 0, 42)
     assert "type conflict in column 'v' at sensors[0] offset 42" in str(err) and "'three'" in str(err)
-    assert data_files(tmp_path / "lake" / "readings") == []  # nothing half-written
+    assert "str" in str(err) and "int64" in str(err)
+    sink.flush("sensors", 0)  # no content error at the checkpoint: the others are written
+    assert lake_values(tmp_path / "lake" / "readings", "v") == [1, 2, 4]
 
 
 def test_type_conflict_across_batches_and_restarts(tmp_path):
     sink = make_sink(tmp_path)
     feed(sink, [{"v": 1}])
     sink.flush("sensors", 0)
-    feed(sink, [{"v": None}, {"v": "x"}], start=1)
-    with pytest.raises(SchemaConflictError, match=r"column 'v' at sensors\[0\] offset 2: column was written as int64"):
-        sink.flush("sensors", 0)
+    refused = add_all(sink, [{"v": None}, {"v": "x"}], start=1)
+    assert list(refused) == [2] and "column 'v' at sensors[0] offset 2" in str(refused[2])
+    sink.flush("sensors", 0)
     restarted = make_sink(tmp_path)  # learns the schema from the commit log
-    feed(restarted, [{"v": "x"}], partition=1, start=0)
-    with pytest.raises(SchemaConflictError, match="written as int64"):
-        restarted.flush("sensors", 1)
+    with pytest.raises(SchemaConflictError, match="int64"):
+        restarted.add({"v": "x"}, b"k", TS, [], "sensors", 1, 0)
+    restarted.flush("sensors", 1)
+    assert [r["v"] for r in read_rows(tmp_path / "lake" / "readings")] == [1, None]
 
 
 def test_bool_is_not_coerced_to_int(tmp_path):
     sink = make_sink(tmp_path)
-    feed(sink, [{"flag": 1}, {"flag": True}], start=3)
-    with pytest.raises(SchemaConflictError) as info:
-        sink.flush("sensors", 0)
-    assert info.value.offset == 4 and info.value.column == "flag"
+    refused = add_all(sink, [{"flag": 1}, {"flag": True}], start=3)
+    assert list(refused) == [4] and refused[4].column == "flag"
 
 
 def test_int_and_float_mix_becomes_float_only_when_exact(tmp_path):
     sink = make_sink(tmp_path)
-    feed(sink, [{"t": 20}, {"t": 20.5}])
+    feed(sink, [{"t": 20}, {"t": 20.5}])  # not written yet, every int exact: the column is double
     sink.flush("sensors", 0)
-    feed(sink, [{"t": 21}], start=2)  # an int batch after float files: widened, exact
+    feed(sink, [{"t": 21}], start=2)  # an int into a double column: exact, stored as a double
     sink.flush("sensors", 0)
     rows = read_rows(tmp_path / "lake" / "readings")
     assert [r["t"] for r in rows] == [20.0, 20.5, 21.0]
-    feed(sink, [{"t": 2**60}], start=3)  # not exact in float64: refused
-    with pytest.raises(SchemaConflictError, match="column 't'"):
-        sink.flush("sensors", 0)
-    feed(sink, [{"big": 2**60}, {"big": 0.5}], start=4)
-    with pytest.raises(SchemaConflictError) as info:
-        sink.flush("sensors", 0)
-    assert info.value.offset == 5
+    assert list(add_all(sink, [{"t": 2**60}], start=3)) == [3]  # not exact in float64: refused
+    refused = add_all(sink, [{"big": 2**60}, {"big": 0.5}], start=4)
+    assert list(refused) == [5] and "2^53" in str(refused[5])
 
 
 def test_float_column_refuses_to_become_int_after_float(tmp_path):
     sink = make_sink(tmp_path)
     feed(sink, [{"n": 1}])
     sink.flush("sensors", 0)
-    feed(sink, [{"n": 1.5}], start=1)
-    with pytest.raises(SchemaConflictError, match="written as int64"):
-        sink.flush("sensors", 0)
+    refused = add_all(sink, [{"n": 1.5}], start=1)
+    assert list(refused) == [1] and "written as integers" in str(refused[1])
+
+
+@pytest.mark.parametrize("poison, column, words", [
+    ({"v": 2**63}, "v", "past int64"),
+    ({"v": -(2**63) - 1}, "v", "past int64"),
+    ({"v": [1, 2]}, "v", "list"),
+    ({"v": {"a": 1}}, "v", "dict"),
+    ({"v": b"raw"}, "v", "bytes"),
+    ({"nested": [1, "a"]}, "nested", "no single Arrow type"),
+    ({1: "x"}, "1", "field names must be strings"),
+])
+def test_each_kind_of_poison_is_refused_alone(tmp_path, poison, column, words):
+    sink = make_sink(tmp_path)
+    refused = add_all(sink, [{"v": 1}, poison, {"v": 3}])
+    assert list(refused) == [1]
+    assert refused[1].column == column and words in str(refused[1]) and refused[1].offset == 1
+    sink.flush("sensors", 0)
+    assert [r["v"] for r in read_rows(tmp_path / "lake" / "readings")] == [1, 3]
+
+
+def test_nested_values_merge_or_are_refused(tmp_path):
+    sink = make_sink(tmp_path)
+    refused = add_all(sink, [{"s": {"a": 1}}, {"s": {"b": "x"}}, {"s": {"a": "no"}}, {"l": []}, {"l": [2]},
+                             {"l": ["x"]}])
+    assert list(refused) == [2, 5]
+    sink.flush("sensors", 0)
+    rows = read_rows(tmp_path / "lake" / "readings")
+    assert [r["s"] for r in rows] == [{"a": 1, "b": None}, {"a": None, "b": "x"}, None, None]
+    assert [r["l"] for r in rows] == [None, None, [], [2]]
+
+
+def test_promotion_from_the_lake_int32_to_int64(tmp_path):
+    import pyarrow as pa
+
+    sink = make_sink(tmp_path)
+    sink._types.adopt(pa.schema([pa.field("small", pa.int32())]))  # as a Spark job may have written it
+    refused = add_all(sink, [{"small": 5}, {"small": 2**40}])
+    assert refused == {} and sink._types.types["small"] == pa.int64()  # Iceberg's int -> long
 
 
 def test_all_null_column_waits_for_a_type(tmp_path):
@@ -301,16 +349,25 @@ def test_non_dict_record_is_a_clear_error(tmp_path):
 
 def test_field_named_like_a_time_column_is_refused(tmp_path):
     sink = make_sink(tmp_path, hive_columns=["year"], timestamp_column="ts_ms")
-    feed(sink, [{"ts_ms": TS, "year": "fiscal-24"}])
     with pytest.raises(SchemaConflictError, match="hive column derived from the timestamp"):
-        sink.flush("sensors", 0)
+        sink.add({"ts_ms": TS, "year": "fiscal-24"}, b"k", TS, [], "sensors", 0, 0)
 
 
-def test_string_timestamp_column_is_refused(tmp_path):
-    sink = make_sink(tmp_path, hive_columns=["day"], timestamp_column="ts")
-    feed(sink, [{"ts": "2024-01-01"}])
-    with pytest.raises(SchemaConflictError, match="epoch milliseconds"):
-        sink.flush("sensors", 0)
+@pytest.mark.parametrize("moment, words", [("2024-01-01", "epoch milliseconds"), (True, "epoch milliseconds"),
+                                           (10**17, "outside years 1..9999"), (-(10**15), "outside years"),
+                                           (1e300, "outside years")])
+def test_a_bad_timestamp_is_that_records_error(tmp_path, moment, words):
+    sink = make_sink(tmp_path, hive_columns=["year", "month", "day", "hour"], timestamp_column="ts")
+    refused = add_all(sink, [{"ts": TS}, {"ts": moment}, {"ts": TS + 1}])
+    assert list(refused) == [1] and words in str(refused[1]) and refused[1].column == "ts"
+    sink.flush("sensors", 0)
+    assert len(read_rows(tmp_path / "lake" / "readings")) == 2
+
+
+def test_a_hive_value_column_must_hold_scalars(tmp_path):
+    sink = make_sink(tmp_path, hive_columns=["device"])
+    refused = add_all(sink, [{"device": {"id": 1}}, {"device": "a"}])
+    assert list(refused) == [0] and "scalar" in str(refused[0])
 
 
 # -- exactly once: skipping and recovery ------------------------------------------------------
@@ -454,9 +511,14 @@ def test_flush_runs_the_check_even_when_the_write_fails(tmp_path):
     sink = make_sink(tmp_path)
     clock = FakeClock()
     sink._timeout = StreamTimeoutTracker(10, fired.append, clock=clock)
-    feed(sink, [{"v": 1}, {"v": "x"}], key=b"k")
+    feed(sink, [{"v": 1}], key=b"k")
+
+    def fail(point: str) -> None:
+        raise OSError(13, "Permission denied")
+
+    sink._writer.crash_hook = fail
     clock.now = 15
-    with pytest.raises(SchemaConflictError):
+    with pytest.raises(OSError):
         sink.flush("sensors", 0)
     assert fired == [b"k"]
 
@@ -499,3 +561,42 @@ def test_catalog_token_goes_to_pyiceberg_but_not_to_logs(tmp_path, caplog, monke
         DataLakeSink("t", storage_url=str(tmp_path), catalog_url="http://127.0.0.1:9/catalog",
                      catalog_auth_token="s3cr3t")
     assert caplog.records and all("s3cr3t" not in r.getMessage() for r in caplog.records)
+
+
+# -- storage faults: transient -> backpressure with backoff, permanent -> a stop naming the file --
+
+def test_a_permanent_storage_fault_stops_with_table_partition_and_file(tmp_path):
+    from stream_edge.sinks.storage_faults import PermanentStorageError
+
+    sink = make_sink(tmp_path, hive_columns=["device"])
+    feed(sink, [{"device": "d" * 300, "v": 1}], partition=1)  # one path component past NAME_MAX
+    with pytest.raises(PermanentStorageError) as info:
+        sink.flush("sensors", 1)
+    text = str(info.value)
+    assert "'readings'" in text and "sensors[1]" in text and "device=" + "d" * 300 in text
+    assert "File name too long" in text
+    assert sink.stats()["storage_faults_permanent"] == 1
+    assert len(sink._buffers[("sensors", 1)].offsets) == 1  # nothing dropped
+
+
+def test_a_transient_storage_fault_backs_off_exponentially(tmp_path):
+    from stream_edge.sinks.base import SinkBackpressureError
+
+    sink = make_sink(tmp_path)
+
+    def reset(point: str) -> None:
+        raise ConnectionResetError(104, "Connection reset by peer")
+
+    sink._writer.crash_hook = reset
+    delays = []
+    for _ in range(3):
+        feed(sink, [{"v": 1}])
+        with pytest.raises(SinkBackpressureError) as info:
+            sink.flush("sensors", 0)
+        sink.on_paused("sensors", 0)  # what the runtime does: pause and replay
+        delays.append(info.value.retry_after)
+    assert delays == [1.0, 2.0, 4.0] and sink.stats()["storage_faults_transient"] == 3
+    sink._writer.crash_hook = None
+    feed(sink, [{"v": 1}])
+    sink.flush("sensors", 0)
+    assert sink._backoff.failing == 0 and len(read_rows(tmp_path / "lake" / "readings")) == 1

@@ -2,10 +2,10 @@
 
 - Columns are discovered from the records (the union of all keys of a batch, in order of first
   appearance); a column that first appears later shows up in later files.
-- Types are inferred by Arrow. Ints and floats mixed in one column become float64 when every int
-  is exact in float64; anything else that disagrees (int vs str, str vs bool, a float that would
-  truncate, ...) is a :class:`SchemaConflictError` naming the column and the record -- never a
-  silent coercion.
+- Types: the sink checks every record in ``add()`` (``stream_edge.sinks.record_types``: a record
+  that disagrees is that record's :class:`SchemaConflictError`) and hands the builder Arrow tables
+  typed accordingly; for lists of dicts (``write()`` callers) Arrow infers, and a disagreement is
+  a :class:`SchemaConflictError` naming the column and the record -- never a silent coercion.
 - Across batches the table schema is remembered (and restored from the commit log): a column
   first written as float64 keeps receiving int batches as float64; a column written as int64
   refuses floats, and so on.
@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from stream_edge.lake.partitioning import TIME_PARTITION_COLUMNS, partition_path, partition_value_string
+from stream_edge.sinks.record_types import SchemaConflictError
 
 __all__ = ("SchemaConflictError", "RecordTypeError", "PartitionedTable", "TableBuilder")
 
@@ -41,15 +42,6 @@ class RecordTypeError(TypeError):
             f"DataLakeSink needs dict records; got {type(value).__name__} at {topic}[{partition}] "
             f"offset {offset}: {_preview(value)} (convert values to dicts before sinking)"
         )
-
-
-class SchemaConflictError(TypeError):
-    """A column's type in a record disagrees with the column's type elsewhere."""
-
-    def __init__(self, column: str, topic: str, partition: int, offset: Optional[int], detail: str) -> None:
-        self.column, self.topic, self.partition, self.offset = column, topic, partition, offset
-        where = f"{topic}[{partition}] offset {offset}" if offset is not None else f"{topic}[{partition}]"
-        super().__init__(f"type conflict in column '{column}' at {where}: {detail}")
 
 
 def _preview(value: Any, limit: int = 80) -> str:

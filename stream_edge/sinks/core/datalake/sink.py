@@ -1,27 +1,32 @@
 """``DataLakeSink``: Kafka batches -> Hive-partitioned Parquet, exactly once, plus silence detection.
 
-See ``stream_edge.lake`` for the layout and the commit protocol, ``records`` for schema rules,
-``lake_writer`` for the storage side and ``catalog`` for the optional Iceberg registration.
+See ``stream_edge.lake`` for the layout and the commit protocol, ``stream_edge.sinks.record_types``
+for the per-record checks in ``add()`` (a record the table cannot hold is that record's error),
+``stream_edge.sinks.arrow_buffer`` for the buffers and the byte bound,
+``stream_edge.sinks.storage_faults`` for transient vs. permanent storage faults, ``records`` for
+the Arrow tables, ``lake_writer`` for the storage side and ``catalog`` for the optional Iceberg
+registration.
 """
 
 from __future__ import annotations
 
 import base64
-import bisect
 import logging
 import os
-from array import array
-from itertools import chain, repeat
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
 from stream_edge.lake import CommitRecord, first_unwritten_index, table_root, validate_hive_columns
+from stream_edge.lake.partitioning import TIME_PARTITION_COLUMNS
+from stream_edge.sinks.arrow_buffer import BufferPool, PartitionBuffer
 from stream_edge.sinks.base import BatchingSink, SinkBackpressureError, SinkBatch
 from stream_edge.sinks.base.item import HeadersTuples
 from stream_edge.sinks.base.sink import ClientConnectFailureCallback, ClientConnectSuccessCallback
 from stream_edge.sinks.core.stream_timeout_tracker import StreamTimeoutTracker
+from stream_edge.sinks.record_types import ColumnTypes
 from stream_edge.sinks.storage import display_url, resolve_storage
+from stream_edge.sinks.storage_faults import PERMANENT, PermanentStorageError, StorageBackoff, classify
 
 from .catalog import IcebergRegistrar
 from .lake_writer import LakeTableWriter
@@ -33,116 +38,8 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_STORAGE_URL_ENV = "STREAM_EDGE_STORAGE_URL"
 _COMPRESSIONS = ("none", "snappy", "gzip", "brotli", "lz4", "zstd")
-_BACKPRESSURE_SECONDS = 5.0
-
-
-_CHUNK_ROWS = 2048  # dict records per partition converted to one Arrow chunk at a time
-_DICT_ROW_BYTES = 512  # a flat JSON record as a dict, roughly (counted only when not converted)
 DEFAULT_MAX_BUFFER_BYTES = 16 * 1024 * 1024
-
-
-_get = dict.get
-
-
-def _struct_chunk(values: List[dict]) -> pa.Array:
-    """``pa.array(values)`` built column by column: the same fields (in order of first appearance)
-    and the same inferred types, about 1.5x faster for flat records (Arrow's struct conversion
-    looks every field up in every dict). Raises what ``pa.array`` raises for values it cannot infer."""
-    names = list(dict.fromkeys(chain.from_iterable(values)))
-    if not names or not all(name.__class__ is str for name in names):
-        return pa.array(values)  # no fields, or non-string names: Arrow's own answer
-    count = len(values)
-    columns = [pa.array(list(map(_get, values, repeat(name, count)))) for name in names]
-    return pa.StructArray.from_arrays(columns, names=names)
-
-
-class _Buffer:
-    """Buffer of one topic partition: Arrow chunks plus the newest dict records (< ``_CHUNK_ROWS``).
-
-    Every ``_CHUNK_ROWS`` records the dicts are converted to one Arrow struct chunk (about 15x
-    smaller than the dicts for flat JSON); a batch whose chunks disagree in type, or a chunk that
-    does not convert, keeps its records as dicts (``pending``), so the flush infers types over the
-    whole batch exactly as before. ``offsets``/``timestamps`` are int64 arrays; ``keys`` and
-    ``timestamps`` stay empty when the sink does not need them (see ``DataLakeSink._specialize``);
-    ``last`` is the newest offset, to detect a rewound partition.
-    """
-
-    __slots__ = ("values", "chunks", "chunk_rows", "chunk_bytes", "held", "next_seal", "convert", "keys",
-                 "timestamps",
-                 "offsets", "last")
-
-    def __init__(self) -> None:
-        self.values: List[dict] = []
-        self.chunks: List[pa.StructArray] = []
-        self.chunk_rows = 0
-        self.chunk_bytes = 0  # sum of the chunks' nbytes
-        self.held = 0  # bytes counted against the sink's bound: Arrow chunks, or estimated dicts
-        self.next_seal = _CHUNK_ROWS  # len(offsets) at which add() calls seal()
-        self.convert = True
-        self.keys: List[Any] = []
-        self.timestamps = array("q")
-        self.offsets = array("q")
-        self.last = -1
-
-    def seal(self) -> int:
-        """Convert the pending dicts to an Arrow chunk; returns how many bytes ``held`` grew by."""
-        self.next_seal = len(self.offsets) + _CHUNK_ROWS
-        before = self.held
-        if self.convert and self.values:
-            try:
-                chunk = _struct_chunk(self.values)
-            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-                chunk = None
-            if chunk is not None and pa.types.is_struct(chunk.type) and (
-                    not self.chunks or chunk.type == self.chunks[0].type):
-                self.chunks.append(chunk)
-                self.chunk_rows += len(chunk)
-                self.chunk_bytes += chunk.nbytes
-                self.values = []
-            else:
-                self._unconvert()  # let the flush infer (or diagnose) over the whole batch
-        self.held = self.chunk_bytes + len(self.values) * _DICT_ROW_BYTES
-        return self.held - before
-
-    def _unconvert(self) -> None:
-        rows: List[dict] = []
-        for chunk in self.chunks:
-            rows.extend(chunk.to_pylist())
-        rows.extend(self.values)
-        self.values, self.chunks, self.chunk_rows, self.chunk_bytes, self.convert = rows, [], 0, 0, False
-
-    def records(self, start: int) -> Any:
-        """The records from index ``start`` on: a list of dicts, or an Arrow table when chunked."""
-        if not self.chunks:
-            return self.values[start:] if start else self.values
-        if self.values:
-            self.seal()
-            if not self.chunks:  # the last records did not fit the chunks' type
-                return self.values[start:] if start else self.values
-        table = pa.Table.from_struct_array(pa.chunked_array(self.chunks))
-        return table.slice(start) if start else table
-
-    def truncate_from(self, offset: int) -> None:
-        """Drop buffered records at or after ``offset`` (the partition was rewound)."""
-        keep = bisect.bisect_left(self.offsets, offset)
-        if keep >= self.chunk_rows:
-            del self.values[keep - self.chunk_rows:]
-        else:
-            kept, rows = [], 0
-            for chunk in self.chunks:
-                if rows + len(chunk) > keep:
-                    chunk = chunk.slice(0, keep - rows)
-                if len(chunk):
-                    kept.append(chunk)
-                rows += len(chunk)
-            self.chunks, self.chunk_rows, self.values = kept, rows, []
-        del self.offsets[keep:]
-        if self.keys:
-            del self.keys[keep:], self.timestamps[keep:]
-        self.last = self.offsets[-1] if self.offsets else -1
-        self.chunk_bytes = sum(c.nbytes for c in self.chunks)
-        self.held = self.chunk_bytes + len(self.values) * _DICT_ROW_BYTES
-        self.next_seal = len(self.offsets) + _CHUNK_ROWS
+Written = List[Tuple[CommitRecord, pa.Schema]]
 
 
 class DataLakeSink(BatchingSink):
@@ -170,7 +67,8 @@ class DataLakeSink(BatchingSink):
     :param auto_discover: create the Iceberg table from the discovered schema if missing.
     :param catalog_properties: extra pyiceberg catalog properties.
     :param max_buffer_bytes: bound on what the sink holds between checkpoints, in bytes of Arrow
-        data (records are converted to Arrow every 2,048 records of a partition). When the
+        data plus the measured size of the dicts not yet converted (records are converted to Arrow
+        every 2,048 records of a partition, sooner when large; ``stream_edge.sinks.arrow_buffer``). When the
         partitions' buffers together reach it, every buffer is written as a lake commit at once
         (before the checkpoint: still exactly once, the commit log skips replayed offsets), so
         memory stays bounded whatever the commit interval. Default 16 MiB; None: no bound.
@@ -218,8 +116,6 @@ class DataLakeSink(BatchingSink):
         if max_buffer_bytes is not None and max_buffer_bytes <= 0:
             raise ValueError(f"max_buffer_bytes must be positive or None, got {max_buffer_bytes}")
         self.max_buffer_bytes = max_buffer_bytes
-        self.early_commits = 0  # lake commits written because the buffers reached max_buffer_bytes
-        self._early_blocked = False  # storage refused an early commit: wait for the checkpoint
         self.table_name = table_name
         self.storage_url = storage_url or os.environ.get(DEFAULT_STORAGE_URL_ENV) or "lake"
         self.s3_prefix = s3_prefix or ""
@@ -232,7 +128,15 @@ class DataLakeSink(BatchingSink):
         self._retention = commit_log_retention
         table_root("/", self.s3_prefix, table_name)  # validate names early
         self._builder = TableBuilder(self.hive_columns, timestamp_column, include_kafka_metadata)
-        self._buffers: Dict[Tuple[str, int], _Buffer] = {}
+        derived = [c for c in self.hive_columns if c in TIME_PARTITION_COLUMNS]
+        self._types = ColumnTypes(
+            hive_value_columns=[c for c in self.hive_columns if c not in TIME_PARTITION_COLUMNS],
+            reserved={c: (f"records have a field '{c}' but '{c}' is a hive column derived from the timestamp; "
+                          f"rename the field or remove '{c}' from hive_columns") for c in derived},
+            timestamp_column=timestamp_column if derived else None)
+        self._check = self._types.check  # per record: bound once
+        self._pool = BufferPool(max_buffer_bytes)
+        self._backoff = StorageBackoff(f"DataLakeSink table {table_name!r}")
         self._writer: Optional[LakeTableWriter] = None
         self._registrar: Optional[IcebergRegistrar] = None
         self._registered: Dict[Tuple[str, int], int] = {}
@@ -262,7 +166,17 @@ class DataLakeSink(BatchingSink):
         return {"files_written": writer.files_written if writer else 0,
                 "bytes_written": writer.bytes_written if writer else 0,
                 "rows_written": writer.rows_written if writer else 0,
-                "silence_events": self._tracker.fired_total}
+                "silence_events": self._tracker.fired_total,
+                **self._backoff.stats()}
+
+    @property
+    def early_commits(self) -> int:
+        """Lake commits written because the buffers reached ``max_buffer_bytes``."""
+        return self._pool.early_writes
+
+    @property
+    def _buffers(self) -> Dict[Tuple[str, int], PartitionBuffer]:
+        return self._pool.buffers
 
     def setup(self) -> None:
         """Open the storage, restore the table schema from the commit log, start the tracker."""
@@ -281,7 +195,7 @@ class DataLakeSink(BatchingSink):
                     raise FileNotFoundError(f"bucket {bucket!r} of {display_url(self.storage_url)} does not exist")
             for record in writer.latest_commits_of_table():
                 if record.schema_ipc:
-                    self._builder.remember(_decode_schema(record.schema_ipc))
+                    self._learn(_decode_schema(record.schema_ipc))
             self._writer = writer
             logger.info("DataLakeSink writing table %s under %s", self.table_name, display_url(self.storage_url))
             if self._registrar is not None:
@@ -312,11 +226,16 @@ class DataLakeSink(BatchingSink):
         """
         needs_all = (self._tracker.enabled or self._builder.include_kafka_metadata
                      or (self._builder.time_columns and self.timestamp_column is None))
+        self._pool.keep_keys = bool(needs_all)
         self.add = self._add_full if needs_all else self._add_lean  # type: ignore[method-assign]
 
     def add(self, value: Any, key: Any, timestamp: int, headers: HeadersTuples,
             topic: str, partition: int, offset: int) -> None:
-        """Buffer a record of ``topic[partition]`` (dicts only); touches the silence tracker."""
+        """Buffer a record of ``topic[partition]`` (dicts only); touches the silence tracker.
+
+        Raises :class:`RecordTypeError` or :class:`SchemaConflictError` for a record the table
+        cannot hold (see ``stream_edge.sinks.record_types``): that record is not buffered, and the
+        runtime's ``on_processing_error`` decides whether to skip it."""
         self._add_full(value, key, timestamp, headers, topic, partition, offset)
 
     def _add_full(self, value: Any, key: Any, timestamp: int, headers: HeadersTuples,
@@ -324,103 +243,95 @@ class DataLakeSink(BatchingSink):
         self._tracker.touch(key, (topic, partition))  # returns at once when disabled or for None keys
         if value.__class__ is not dict and not isinstance(value, dict):
             raise RecordTypeError(value, topic, partition, offset)
-        buffer = self._buffers.get((topic, partition))
+        buffer = self._pool.buffers.get((topic, partition))
         if buffer is None or offset <= buffer.last:
-            buffer = self._buffer_for(topic, partition, offset)
+            buffer = self._pool.for_offset((topic, partition), offset)
+        self._check(value, topic, partition, offset)
         buffer.last = offset
         buffer.values.append(value)
         buffer.offsets.append(offset)
         buffer.keys.append(key)
         buffer.timestamps.append(timestamp)
-        if len(buffer.offsets) >= buffer.next_seal:
-            self._seal(buffer)
+        if len(buffer.offsets) >= buffer.next_sample:
+            self._sample(buffer)
 
     def _add_lean(self, value: Any, key: Any, timestamp: int, headers: HeadersTuples,
                   topic: str, partition: int, offset: int) -> None:
-        buffer = self._buffers.get((topic, partition))
+        buffer = self._pool.buffers.get((topic, partition))
         if buffer is None or offset <= buffer.last or value.__class__ is not dict:
             if not isinstance(value, dict):
                 raise RecordTypeError(value, topic, partition, offset)
             if buffer is None or offset <= buffer.last:
-                buffer = self._buffer_for(topic, partition, offset)
+                buffer = self._pool.for_offset((topic, partition), offset)
+        self._check(value, topic, partition, offset)
         buffer.last = offset
         buffer.values.append(value)
         offsets = buffer.offsets
         offsets.append(offset)
-        if len(offsets) >= buffer.next_seal:
-            self._seal(buffer)
+        if len(offsets) >= buffer.next_sample:
+            self._sample(buffer)
 
     @property
     def buffered_bytes(self) -> int:
         """Bytes held in the partitions' buffers, as counted against ``max_buffer_bytes``."""
-        return sum(buffer.held for buffer in self._buffers.values())
+        return self._pool.held
 
-    def _seal(self, buffer: _Buffer) -> None:
-        """Convert a buffer's newest records to Arrow; at the bound, commit every buffer early."""
-        buffer.seal()
-        bound = self.max_buffer_bytes
-        if bound is None or self._early_blocked or self.buffered_bytes < bound:
+    def _sample(self, buffer: PartitionBuffer) -> None:
+        """Every few records: measure, convert the dicts to Arrow when due, and at the bound write
+        every buffer as a lake commit at once."""
+        if buffer.sample():
+            buffer.seal(self._types.types)
+        if not self._pool.over_bound():
             return
-        written: List[Tuple[CommitRecord, pa.Schema]] = []
+        written: Written = []
         try:
-            for topic, partition in sorted(self._buffers):
-                if not self._buffers[(topic, partition)].offsets:
-                    continue
-                if not self._write_other(topic, partition, written):
-                    self._early_blocked = True
-                    return
-                self.early_commits += 1
+            self._pool.write_early(lambda topic, partition, pending: self._collect(
+                self._write_buffer(topic, partition, pending), written), "DataLakeSink")
         finally:
             self._register_all(written)
 
-    def _buffer_for(self, topic: str, partition: int, offset: int) -> _Buffer:
-        buffer = self._buffers.get((topic, partition))
-        if buffer is None:
-            buffer = self._buffers[(topic, partition)] = _Buffer()
-        else:
-            # The partition was rewound (replay after a pause or a lost assignment): what was
-            # buffered from this offset on is coming again, so keep one copy only.
-            buffer.truncate_from(offset)
-        return buffer
-
     # -- checkpoints ----------------------------------------------------------------------------
     def flush(self, topic: str, partition: int) -> None:
-        """Write the partition's records as one lake commit, then run the silence check."""
-        self._early_blocked = False
+        """Write the partition's records as one lake commit, then run the silence check.
+
+        Raises only what storage does (a record's content was checked by ``add()``):
+        :class:`SinkBackpressureError` for a transient fault (with exponential backoff),
+        :class:`PermanentStorageError` for a permanent one. Either way the partition's records
+        stay buffered until the runtime pauses (and replays) it or stops."""
+        self._pool.unblock()
         try:
-            buffer = self._buffers.pop((topic, partition), None)
             if self._registrar is None:
-                if buffer is not None and buffer.offsets:
-                    self._write_buffer(topic, partition, buffer)
+                self._write_taken(topic, partition, None)
                 return
             # Registering: the checkpoint's first flush writes every partition's records (each its
             # own lake commit, as an early commit would) and adds all their files to the Iceberg
             # table in one catalog commit; the other partitions' flushes then find nothing left.
-            written: List[Tuple[CommitRecord, pa.Schema]] = []
+            written: Written = []
             try:
-                if buffer is not None and buffer.offsets:
-                    self._collect(self._write_buffer(topic, partition, buffer), written)
-                for other in sorted(self._buffers):
-                    if self._buffers[other].offsets:
-                        self._write_other(other[0], other[1], written)
+                self._write_taken(topic, partition, written)
+                for other in sorted(self._pool.buffers):
+                    self._write_taken(other[0], other[1], written)
             finally:
                 self._register_all(written)
         finally:
             self._tracker.check_now()
 
-    def _write_other(self, topic: str, partition: int, written: List[Tuple[CommitRecord, pa.Schema]]) -> bool:
-        """Write another partition's buffer before its own flush; False if storage refused it (the
-        records stay for that flush, which reports the failure to the runtime)."""
-        pending = self._buffers.pop((topic, partition))
+    def _write_taken(self, topic: str, partition: int, written: Optional[Written]) -> None:
+        """Write a partition's buffer; on any failure it is put back (never dropped)."""
+        key = (topic, partition)
+        buffer = self._pool.take(key)
+        if buffer is None or not len(buffer):
+            if buffer is not None:
+                self._pool.restore(key, buffer)
+            return
         try:
-            self._collect(self._write_buffer(topic, partition, pending), written)
-        except SinkBackpressureError:
-            self._buffers[(topic, partition)] = pending
-            return False
-        # The partition goes on from here: a replay from before this offset is still detected.
-        self._buffers[(topic, partition)] = _Buffer()
-        self._buffers[(topic, partition)].last = pending.last
-        return True
+            result = self._write_buffer(topic, partition, buffer)
+        except BaseException:
+            self._pool.restore(key, buffer)
+            raise
+        self._pool.written(key, buffer)
+        if written is not None:
+            self._collect(result, written)
 
     @staticmethod
     def _collect(result: Optional[Tuple[CommitRecord, pa.Schema]],
@@ -429,33 +340,42 @@ class DataLakeSink(BatchingSink):
             written.append(result)
 
     def on_paused(self, topic: str, partition: int) -> None:
-        self._buffers.pop((topic, partition), None)
+        """The partition is paused and will be replayed: drop its buffer."""
+        self._pool.drop((topic, partition))
 
     def on_revoke(self, topic: str, partition: int) -> None:
         """The partition moved to another instance (rebalance): drop its buffer, and forget its
         keys in the silence tracker so they are reported once, by their new owner."""
-        self._buffers.pop((topic, partition), None)
+        self._pool.drop((topic, partition))
+        self._backoff.forget((topic, partition))
         dropped = self._tracker.forget_partition((topic, partition))
         if dropped:
             logger.info("%s[%s] revoked: the silence tracker forgets %d key(s)", topic, partition, dropped)
 
     def write(self, batch: SinkBatch) -> None:
-        """Write a :class:`SinkBatch` (the ``BatchingSink`` API) as one lake commit."""
-        buffer = _Buffer()
+        """Write a :class:`SinkBatch` (the ``BatchingSink`` API) as one lake commit; a record the
+        table cannot hold raises before anything is written."""
+        buffer = PartitionBuffer()
         for item in batch:
             if not isinstance(item.value, dict):
                 raise RecordTypeError(item.value, batch.topic, batch.partition, item.offset)
+            self._check(item.value, batch.topic, batch.partition, item.offset)
             buffer.values.append(item.value)
             buffer.keys.append(item.key)
             buffer.timestamps.append(item.timestamp)
             buffer.offsets.append(item.offset)
-        buffer.convert = False  # one batch, converted once by the flush
-        if buffer.offsets:
-            written: List[Tuple[CommitRecord, pa.Schema]] = []
+        if len(buffer):
+            written: Written = []
             self._collect(self._write_buffer(batch.topic, batch.partition, buffer), written)
             self._register_all(written)
 
-    def _write_buffer(self, topic: str, partition: int, buffer: _Buffer) -> Optional[Tuple[CommitRecord, pa.Schema]]:
+    def _learn(self, schema: pa.Schema) -> None:
+        """Columns written earlier (by this table's commits): remembered for the files' schema and
+        adopted by the per-record check."""
+        self._builder.remember(schema)
+        self._types.adopt(schema)
+
+    def _write_buffer(self, topic: str, partition: int, buffer: PartitionBuffer) -> Optional[Tuple[CommitRecord, pa.Schema]]:
         """Write the buffer as one lake commit; returns the commit and its file schema when it
         should be registered in the catalog (the caller registers, several commits at once)."""
         if self._writer is None:
@@ -465,10 +385,11 @@ class DataLakeSink(BatchingSink):
         try:
             latest = writer.prepare(topic, partition)
         except OSError as exc:
-            raise self._backpressure(topic, partition, "reading the commit log", exc) from exc
+            raise self._storage_fault(topic, partition, f"reading the commit log of {topic}[{partition}] "
+                                      f"under {writer.root}", exc) from exc
         if latest is not None and latest.schema_ipc and latest is not self._last_seen_commit:
             # Another writer (or an earlier life of this one) may have added columns.
-            self._builder.remember(_decode_schema(latest.schema_ipc))
+            self._learn(_decode_schema(latest.schema_ipc))
             self._last_seen_commit = latest
         if self._registrar is not None and latest is not None:
             # A crash between the lake commit and the registration leaves the newest commit
@@ -482,22 +403,42 @@ class DataLakeSink(BatchingSink):
                         "(last committed offset %d)", topic, partition, start, offsets[0],
                         offsets[start - 1], last_committed)
         if start == len(offsets):
+            self._backoff.succeeded((topic, partition))
             return None
-        values = buffer.records(start)
+        types = self._types.types
+        values = buffer.table(start, types)
         keys, timestamps = buffer.keys, buffer.timestamps
         if start:
             keys, timestamps, offsets = keys[start:], timestamps[start:], offsets[start:]
+        # The records were checked against these types in add(): the builder takes them as the
+        # table's (no conflict can come out of the build).
+        self._builder.known.update(types)
         parts = self._builder.build(values, offsets, timestamps, keys, topic, partition)
         schema = _union_schema([p.table.schema for p in parts])
+        columns = set(schema.names) | self._types.committed
+        files = ", ".join(sorted({part.hive_path or "." for part in parts}))
         try:
             record = writer.commit(
                 topic, partition, offsets[0], offsets[-1], parts, rows=len(offsets),
                 schema={f.name: str(f.type) for f in schema},
-                schema_ipc=_encode_schema(pa.schema([pa.field(n, t) for n, t in self._builder.known.items()])),
+                schema_ipc=_encode_schema(pa.schema([pa.field(n, t) for n, t in self._builder.known.items()
+                                                     if n in columns])),
             )
         except OSError as exc:
-            raise self._backpressure(topic, partition, "writing the lake commit", exc) from exc
+            raise self._storage_fault(topic, partition, f"writing the lake commit of {topic}[{partition}] "
+                                      f"(offsets {offsets[0]}..{offsets[-1]}, files under {writer.root}/{{{files}}})",
+                                      exc) from exc
+        self._types.mark_committed(schema.names)
+        self._backoff.succeeded((topic, partition))
         return (record, schema) if self._registrar is not None else None
+
+    def _storage_fault(self, topic: str, partition: int, what: str, exc: OSError) -> Exception:
+        """A storage error, classified: transient -> backpressure with backoff; permanent -> a
+        :class:`PermanentStorageError` naming the table, the partition and the files."""
+        if classify(exc) == PERMANENT:
+            return self._backoff.permanent(what, exc)
+        delay = self._backoff.transient((topic, partition), what, exc)
+        return SinkBackpressureError(delay, topic, partition)
 
     def _register_all(self, written: List[Tuple[CommitRecord, pa.Schema]]) -> None:
         """Register lake commits just written, all in one catalog commit (one already registered
@@ -521,12 +462,6 @@ class DataLakeSink(BatchingSink):
             raise ValueError(f"commit {record.topic}[{record.partition}]@{record.last_offset} has no schema")
         self._register_all([(record, pa.schema([schema.field(n) for n in record.schema if n in schema.names]))])
 
-    @staticmethod
-    def _backpressure(topic: str, partition: int, what: str, exc: Exception) -> SinkBackpressureError:
-        logger.warning("DataLakeSink: storage failed while %s for %s[%s]: %s; pausing %.0f s and replaying "
-                       "from the last committed offset", what, topic, partition, exc, _BACKPRESSURE_SECONDS)
-        return SinkBackpressureError(_BACKPRESSURE_SECONDS, topic, partition)
-
 
 def _union_schema(schemas: List[pa.Schema]) -> pa.Schema:
     return schemas[0] if len(schemas) == 1 else pa.unify_schemas(schemas)
@@ -541,4 +476,4 @@ def _decode_schema(text: str) -> pa.Schema:
 
 
 # Re-exported for callers that catch them from the sink module.
-__all__ += ("RecordTypeError", "SchemaConflictError")
+__all__ += ("RecordTypeError", "SchemaConflictError", "PermanentStorageError")
