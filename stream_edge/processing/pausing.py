@@ -31,8 +31,11 @@ class PausingManager:
     def pause(self, topic: str, partition: int, offset_to_seek: int, resume_after: float) -> None:
         """Pause ``topic[partition]``, seek it to ``offset_to_seek``, resume in ``resume_after`` s."""
         tp = TopicPartition(topic, partition, offset_to_seek)
-        logger.warning("backpressure: pausing topic '%s' partition %s for %.1fs; will resume from offset %s",
-                       topic, partition, resume_after, offset_to_seek)
+        # One line per state change: the first pause of a streak is a WARNING, the retries of a
+        # partition still blocked (not committed since) are DEBUG, so a long outage logs two lines.
+        level = logging.DEBUG if (topic, partition) in self._blocked_since else logging.WARNING
+        logger.log(level, "backpressure: pausing topic '%s' partition %s for %.1fs; will resume from offset %s",
+                   topic, partition, resume_after, offset_to_seek)
         self._consumer.pause([tp])
         if offset_to_seek >= 0:
             self._consumer.seek(tp)
@@ -53,7 +56,7 @@ class PausingManager:
         ready = [tp for tp, at in self._resume_at.items() if at <= now]
         for topic, partition in ready:
             del self._resume_at[(topic, partition)]
-            logger.info("resuming topic '%s' partition %s after backpressure", topic, partition)
+            logger.debug("resuming topic '%s' partition %s after backpressure", topic, partition)
             self._consumer.resume([TopicPartition(topic, partition)])
         self._next_resume = min(self._resume_at.values(), default=float("inf"))
 
@@ -61,7 +64,8 @@ class PausingManager:
         """These partitions committed a checkpoint: they are no longer blocked."""
         if self._blocked_since:
             for tp in partitions:
-                self._blocked_since.pop(tp, None)
+                if self._blocked_since.pop(tp, None) is not None:
+                    logger.info("topic '%s' partition %s committed again after backpressure", *tp)
 
     @property
     def blocked_since(self) -> Optional[float]:
