@@ -435,6 +435,8 @@ class DataLakeSink(BatchingSink):
         """The partition moved to another instance (rebalance): drop its buffer, and forget its
         keys in the silence tracker so they are reported once, by their new owner."""
         self._buffers.pop((topic, partition), None)
+        if self._writer is not None:  # its next owner here claims it anew in the commit log
+            self._writer.release(topic, partition)
         dropped = self._tracker.forget_partition((topic, partition))
         if dropped:
             logger.info("%s[%s] revoked: the silence tracker forgets %d key(s)", topic, partition, dropped)
