@@ -248,9 +248,13 @@ class LakeTableWriter:
         newest commit. Raises :class:`LakeCommitFencedError` when a newer owner claimed it."""
         key = (topic, partition)
         epoch = self._epochs.get(key)
+        folders = set()  # staging folders to remove once emptied
         if epoch is None:
             slot, latest = self._claim(topic, partition)
             epoch = latest.epoch if latest is not None else 0
+            # The claim rolled the newest commit forward: its (older) staging folder can go now
+            # that its writer can no longer commit from it.
+            folders.update(_staging_folder(f.staged_path) for f in (latest.files if latest else ()) if f.staged_path)
         else:
             slot, latest = self._latest_entry(topic, partition)
             try:
@@ -266,7 +270,7 @@ class LakeTableWriter:
             except FileNotFoundError:
                 pass
         staged = [self._rel(info.path) for info in self._list(staging_prefix(topic, partition), recursive=True)]
-        if staged:
+        if staged or folders:
             existing = []
             if latest is not None:
                 wanted = {f.staged_path: f.path for f in latest.files}
@@ -283,8 +287,8 @@ class LakeTableWriter:
                     pass
             # Remove the emptied staging folders (an epoch's, or a commit's of before epochs):
             # never a newer owner's, which may be staging a commit right now.
-            handled = [source for source, _ in plan.publish] + plan.delete
-            for folder in sorted({"/".join(p.split("/")[:4]) for p in handled}):
+            folders.update(_staging_folder(p) for p in [source for source, _ in plan.publish] + plan.delete)
+            for folder in sorted(folders):
                 self._remove_staging_dir(folder)
         return effective_commit(latest)
 
@@ -399,3 +403,7 @@ class LakeTableWriter:
         return [self.abs(f.path) for f in record.files]
 
 
+def _staging_folder(staged_path: str) -> str:
+    """The folder one owner staged a file in: ``_tmp/<topic>/<partition>/e<epoch>``, or the
+    commit's own folder for files staged before epochs existed."""
+    return "/".join(staged_path.split("/")[:4])
