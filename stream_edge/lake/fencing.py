@@ -53,7 +53,7 @@ from typing import Optional
 
 from .commit_log import CLAIM, COMMIT, FORMAT_VERSION, CommitRecord
 
-__all__ = ("CommitFencedError", "next_slot", "claim_record", "check_owner", "effective_commit",
+__all__: tuple[str, ...] = ("CommitFencedError", "next_slot", "claim_record", "check_owner", "effective_commit",
            "conflict_outcome", "OURS", "FENCED", "RETRY_CLAIM")
 
 OURS, FENCED, RETRY_CLAIM = "ours", "fenced", "retry-claim"

@@ -29,7 +29,7 @@ import shutil
 import socket
 import time
 import uuid
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -160,10 +160,11 @@ class LakeTableWriter:
 
     def _latest_entry(self, topic: str, partition: int) -> Tuple[Optional[int], Optional[CommitRecord]]:
         """The newest slot of the partition's log and its entry (cached by name)."""
-        names, temps = [], []
+        paths: List[str] = []
+        temps: List[str] = []
         for info in self._list(commit_dir(topic, partition), recursive=False):
-            (temps if info.base_name.startswith(".") else names).append(info.path)
-        names = [self._rel(path) for path in names]
+            (temps if info.base_name.startswith(".") else paths).append(info.path)
+        names = [self._rel(path) for path in paths]
         self._names[(topic, partition)] = names
         self._temps[(topic, partition)] = temps
         name = latest_commit_name(names)
@@ -205,7 +206,7 @@ class LakeTableWriter:
         self._epochs.pop((topic, partition), None)
         self._slots.pop((topic, partition), None)
 
-    def _claim(self, topic: str, partition: int) -> Tuple[int, Optional[CommitRecord]]:
+    def _claim(self, topic: str, partition: int) -> Tuple[Optional[int], Optional[CommitRecord]]:
         """Take the partition: roll the newest commit forward, then create the next slot with a
         claim of a higher epoch. Returns the claim's slot and the claim."""
         for _ in range(_CLAIM_ATTEMPTS):
@@ -247,15 +248,16 @@ class LakeTableWriter:
         """Own the partition (claim it on the first call), clean its staging area and return its
         newest commit. Raises :class:`LakeCommitFencedError` when a newer owner claimed it."""
         key = (topic, partition)
-        epoch = self._epochs.get(key)
-        folders = set()  # staging folders to remove once emptied
-        if epoch is None:
+        owned = self._epochs.get(key)
+        folders: Set[str] = set()  # staging folders to remove once emptied
+        if owned is None:
             slot, latest = self._claim(topic, partition)
-            epoch = latest.epoch if latest is not None else 0
+            epoch = self._epochs[key]
             # The claim rolled the newest commit forward: its (older) staging folder can go now
             # that its writer can no longer commit from it.
             folders.update(_staging_folder(f.staged_path) for f in (latest.files if latest else ()) if f.staged_path)
         else:
+            epoch = owned
             slot, latest = self._latest_entry(topic, partition)
             try:
                 check_owner(topic, partition, latest, epoch)
