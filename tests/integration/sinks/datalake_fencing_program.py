@@ -1,10 +1,11 @@
 """An edge instance for the fencing test: Application -> DataLakeSink, until SIGTERM.
 
-    python datalake_fencing_program.py BOOTSTRAP TOPIC GROUP STORAGE_URL NAME [FREEZE_AT]
+    python datalake_fencing_program.py BOOTSTRAP TOPIC GROUP STORAGE_URL NAME [FREEZE_AT [POINT]]
 
 With FREEZE_AT it stops itself (SIGSTOP, every thread: the consumer's heartbeats too) in the
-middle of its FREEZE_AT-th lake commit, after staging the data files and before the commit
-record: a flush that stalls past the group's session timeout. It goes on when the test sends
+middle of its FREEZE_AT-th lake commit, at POINT of the protocol (``after-stage``: data files
+staged, no commit record yet; ``before-stage``: the commit log read, nothing staged yet): a flush
+that stalls past the group's session timeout. It goes on when the test sends
 SIGCONT. The stall uses the writer's protocol hook (``crash_hook``), a test seam of the product;
 nothing in the product sleeps.
 """
@@ -24,6 +25,7 @@ SESSION_TIMEOUT_MS = 6000  # the broker's minimum: the frozen instance is evicte
 def main() -> int:
     bootstrap, topic, group, storage_url, name = sys.argv[1:6]
     freeze_at = int(sys.argv[6]) if len(sys.argv) > 6 else 0
+    freeze_point = sys.argv[7] if len(sys.argv) > 7 else "after-stage"
     app = Application(broker_address=bootstrap, consumer_group=group, auto_offset_reset="earliest",
                       commit_every=200, commit_interval=1,
                       consumer_extra_config={"session.timeout.ms": SESSION_TIMEOUT_MS,
@@ -34,7 +36,7 @@ def main() -> int:
     def stall(point: str) -> None:
         if point == "before-stage":
             commits["n"] += 1
-        if point == "after-stage" and commits["n"] == freeze_at:
+        if point == freeze_point and commits["n"] == freeze_at:
             print(f"{name} FROZEN in lake commit {commits['n']}", flush=True)
             os.kill(os.getpid(), signal.SIGSTOP)
             print(f"{name} RESUMED", flush=True)

@@ -74,12 +74,13 @@ def wait_until(what: str, condition, timeout: float, *programs: RunningProgram) 
     pytest.fail(f"timed out waiting for {what}:\n{logs}")
 
 
-def run_frozen_writer_scenario(kafka_bootstrap: str, topic: str, storage_url: str, lake: Lake) -> None:
+def run_frozen_writer_scenario(kafka_bootstrap: str, topic: str, storage_url: str, lake: Lake,
+                               point: str = "after-stage") -> None:
     group = f"lake-fencing-{uuid.uuid4().hex[:8]}"
     produce(kafka_bootstrap, topic, range(FIRST_WAVE))
     args = [sys.executable, PROGRAM, kafka_bootstrap, topic, group, storage_url]
-    # A freezes in its 3rd lake commit: the 2nd checkpoint's first partition, files staged.
-    a = RunningProgram(args + ["A", "3"], name="A", merge_stderr=True)
+    # A freezes in its 3rd lake commit (the 2nd checkpoint's first partition) at ``point``.
+    a = RunningProgram(args + ["A", "3", point], name="A", merge_stderr=True)
     b = None
     try:
         a.wait_for("A frozen mid-commit", lambda lines: any("FROZEN" in line for line in lines), timeout=90)
@@ -111,12 +112,16 @@ def run_frozen_writer_scenario(kafka_bootstrap: str, topic: str, storage_url: st
     assert "A DONE" in out_a and "B DONE" in out_b
 
 
+@pytest.mark.parametrize("point", ["after-stage", "before-stage"])
 def test_a_frozen_writer_cannot_commit_after_its_replacement_local(kafka_bootstrap, make_topic, tmp_path,
-                                                                    monkeypatch):
+                                                                    monkeypatch, point):
+    """``after-stage``: the replacement deletes the frozen writer's staged files, which its commit
+    would have referenced. ``before-stage``: the frozen writer stages after the replacement's
+    commit, and would have published those records a second time."""
     monkeypatch.setenv("PYTHONPATH", str(REPO))
     topic = make_topic(partitions=2, prefix="lake-fencing")
     lake_dir = tmp_path / "lake"
-    run_frozen_writer_scenario(kafka_bootstrap, topic, lake_dir.as_uri(), Lake(local_root=lake_dir))
+    run_frozen_writer_scenario(kafka_bootstrap, topic, lake_dir.as_uri(), Lake(local_root=lake_dir), point)
     staged = [p for p in (lake_dir / "events" / "_tmp").rglob("*") if p.is_file()]
     assert staged == [], "A's staged files were the new owner's to delete"
 
