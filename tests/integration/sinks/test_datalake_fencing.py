@@ -131,3 +131,47 @@ def test_a_frozen_writer_cannot_commit_after_its_replacement_s3(kafka_bootstrap,
     monkeypatch.setenv("PYTHONPATH", str(REPO))
     topic = make_topic(partitions=2, prefix="lake-fencing-s3")
     run_frozen_writer_scenario(kafka_bootstrap, topic, f"s3://{s3_bucket}", Lake(s3_client=s3_client, bucket=s3_bucket))
+
+
+def test_the_slot_of_a_stalled_commit_is_taken_on_the_s3_server(s3_bucket, s3_client):
+    """In-process, on the S3 server: A stalls after staging, B claims the partition and commits;
+    A's commit record is a conditional PUT into a taken slot: 412, fenced, nothing of it lands."""
+    from stream_edge.lake.exclusive_create import ExclusiveCreator
+    from stream_edge.sinks.core.datalake import DataLakeSink
+    from stream_edge.sinks.core.datalake.lake_writer import LakeCommitFencedError
+
+    def make_sink() -> DataLakeSink:
+        sink = DataLakeSink(table_name="events", storage_url=f"s3://{s3_bucket}", hive_columns=["sensor"])
+        sink.setup()
+        return sink
+
+    def feed(sink: DataLakeSink, first: int, last: int) -> None:
+        for i in range(first, last + 1):
+            sink.add({"id": i, "sensor": f"s{i % 3}"}, None, 0, [], "t", 0, i)
+
+    a, b = make_sink(), make_sink()
+    feed(a, 0, 4)
+    a.flush("t", 0)
+    entries_before_b = []
+
+    def stall(where: str) -> None:
+        if where == "after-stage":
+            a._writer.crash_hook = None
+            keys = [o["Key"] for o in s3_client.list_objects_v2(Bucket=s3_bucket, Prefix="events/_commits/")["Contents"]]
+            entries_before_b.extend(keys)
+            feed(b, 5, 20)
+            b.flush("t", 0)
+
+    a._writer.crash_hook = stall
+    feed(a, 5, 9)
+    with pytest.raises(LakeCommitFencedError):
+        a.flush("t", 0)
+    assert Lake(s3_client=s3_client, bucket=s3_bucket).ids() == list(range(21))
+    slot = f"events/_commits/t/0/{len(entries_before_b):020d}.json"  # the slot A was committing into
+    taken = json.loads(s3_client.get_object(Bucket=s3_bucket, Key=slot)["Body"].read())
+    assert (taken["kind"], taken["epoch"]) == ("claim", 2), "B's claim holds the slot A lost"
+    # The primitive itself: a second create of one key is refused and leaves the first untouched.
+    create = ExclusiveCreator(a._writer.fs, local=False)
+    with pytest.raises(FileExistsError):
+        create(f"{s3_bucket}/{slot}", b"overwritten")
+    assert json.loads(s3_client.get_object(Bucket=s3_bucket, Key=slot)["Body"].read()) == taken
