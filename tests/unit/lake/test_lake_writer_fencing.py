@@ -150,3 +150,40 @@ def test_a_lake_written_before_fencing_is_taken_over(tmp_path):
     assert lake_ids(root) == list(range(7))
     assert not leftover.exists()
     assert sorted(p.name for p in commits.iterdir()) == [f"{slot:020d}.json" for slot in (3, 4, 5)]
+
+
+class Crash(Exception):
+    pass
+
+
+def test_a_crash_right_after_a_claim_leaves_nothing_to_lose(tmp_path):
+    root = tmp_path / "lake" / "readings"
+    a = make_sink(tmp_path)
+    feed(a, 0, 4)
+    a.flush("t", 0)
+
+    def die(where: str) -> None:
+        if where == "after-stage":
+            raise Crash(where)  # A dies with staged files: never committed
+
+    a._writer.crash_hook = die
+    feed(a, 5, 9)
+    with pytest.raises(Crash):
+        a.flush("t", 0)
+    b = make_sink(tmp_path)
+
+    def die_after_claim(where: str) -> None:
+        if where == "after-claim":
+            raise Crash(where)  # B dies with its claim in the log, before any clean-up
+
+    b._writer.crash_hook = die_after_claim
+    feed(b, 5, 9)
+    with pytest.raises(Crash):
+        b.flush("t", 0)
+    c = make_sink(tmp_path)
+    feed(c, 5, 12)
+    c.flush("t", 0)
+    assert lake_ids(root) == list(range(13))
+    assert [(e["kind"], e["epoch"]) for e in log_entries(root)] == [
+        ("claim", 1), ("commit", 1), ("claim", 2), ("claim", 3), ("commit", 3)]
+    assert [p for p in (root / "_tmp").rglob("*") if p.is_file()] == []

@@ -72,7 +72,9 @@ __all__ = ("LakeTableWriter", "LakeCommitFencedError", "CRASH_POINTS", "FENCED_R
 
 logger = logging.getLogger(__name__)
 
-#: Points of the protocol where tests inject a crash (``writer.crash_hook(point)``).
+#: Points of the protocol where tests inject a crash (``writer.crash_hook(point)``), one commit's.
+#: The hook also sees ``"after-claim"``, once per assignment (the claim is in the log, nothing
+#: cleaned yet).
 CRASH_POINTS = ("before-stage", "after-stage", "after-commit-record", "after-publish")
 
 #: How long a fenced partition is paused: by then the consumer has heard of the rebalance that
@@ -225,6 +227,7 @@ class LakeTableWriter:
             self._epochs[(topic, partition)] = claim.epoch
             logger.info("%s[%s]: owned by this writer from slot %d with epoch %d", topic, partition,
                         next_slot(slot), claim.epoch)
+            self._hook("after-claim")
             return next_slot(slot), claim
         raise OSError(f"{topic}[{partition}]: lost the claim of the commit log {_CLAIM_ATTEMPTS} times in a row "
                       f"under {self.abs(commit_dir(topic, partition))}: is another writer claiming it in a loop?")
