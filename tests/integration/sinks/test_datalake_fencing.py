@@ -3,9 +3,9 @@ past the group's session timeout, a replacement takes its partitions and commits
 resumes (SIGCONT): its commit is refused (it no longer owns the partitions), and every record is
 in the lake exactly once. On the local disk (exclusive link) and on the S3 server (conditional PUT).
 
-Without fencing the resumed instance wrote its commit record over the replacement's work: its
-staged files had been deleted by the replacement's clean-up, so the lake held a commit of files
-that no longer existed (records lost) or, had they survived, the same records twice.
+Without fencing the resumed instance's commit record was an unconditional write: it could name
+staged files the replacement's clean-up had deleted (a commit of files that no longer exist), or,
+staged after the replacement's commit, publish the same records a second time.
 """
 
 from __future__ import annotations
