@@ -3,6 +3,7 @@
 - :mod:`.partitioning`: Hive partition paths, escaping as Hive/Spark, UTC time columns, NULL.
 - :mod:`.naming`: data file names, staging area, commit log location.
 - :mod:`.commit_log`: the commit record format and the exactly-once decisions.
+- :mod:`.fencing`: who may write a partition's commit log (owner epochs, conditional slots).
 """
 
 from .commit_log import (
@@ -18,16 +19,20 @@ from .commit_log import (
     names_to_prune,
     plan_recovery,
 )
+from .fencing import CommitFencedError, check_owner, claim_record, conflict_outcome, effective_commit, next_slot
 from .naming import (
     COMMITS_DIR,
     STAGING_DIR,
     commit_dir,
     commit_record_path,
+    commit_record_slot,
     data_file_name,
     final_file_path,
     is_hidden_name,
     parse_data_file_name,
+    staged_file_epoch,
     staged_file_path,
+    staging_epoch_prefix,
     staging_prefix,
     table_root,
 )
@@ -52,5 +57,7 @@ __all__ = (
     "parse_data_file_name", "staged_file_path", "staging_prefix", "table_root",
     "DEFAULT_PARTITION_NAME", "TIME_PARTITION_COLUMNS", "escape_path_name", "parse_partition_path",
     "partition_path", "partition_segment", "partition_value_string", "time_partition_values",
-    "unescape_path_name", "validate_hive_columns",
+    "unescape_path_name", "validate_hive_columns", "CommitFencedError", "check_owner", "claim_record",
+    "conflict_outcome", "effective_commit", "next_slot", "commit_record_slot", "staged_file_epoch",
+    "staging_epoch_prefix",
 )

@@ -73,8 +73,10 @@ class PausingManager:
         return min(self._blocked_since.values()) if self._blocked_since else None
 
     def revoke(self, topic: str, partition: int) -> None:
-        """Forget a revoked partition."""
-        self._resume_at.pop((topic, partition), None)
+        """Forget a revoked (or lost) partition, resuming it first if it was paused: librdkafka
+        keeps a partition's pause across a rebalance, so one that comes back would stay paused."""
+        if self._resume_at.pop((topic, partition), None) is not None:
+            self._consumer.resume([TopicPartition(topic, partition)])  # still assigned: in the callback
         self._blocked_since.pop((topic, partition), None)
         self._next_resume = min(self._resume_at.values(), default=float("inf"))
 

@@ -59,7 +59,8 @@ def test_layout_without_hive_columns(tmp_path):
     sink.flush("sensors", 0)
     root = tmp_path / "lake" / "edge" / "ts" / "readings"
     assert files_under(root) == [
-        "_commits/sensors/0/00000000000000000101.json",
+        "_commits/sensors/0/00000000000000000000.json",  # slot 0: the sink claims the partition
+        "_commits/sensors/0/00000000000000000001.json",  # slot 1: the commit of offsets 100-101
         "part-sensors-p0-o00000000000000000100-00000000000000000101.parquet",
     ]
     assert read_rows(root) == [{"v": 1}, {"v": 2}]
@@ -127,9 +128,7 @@ def test_partitions_of_a_topic_have_separate_files_and_logs(tmp_path):
         sink.flush(topic, partition)
     root = tmp_path / "lake" / "readings"
     assert [f for f in files_under(root) if f.startswith("_commits")] == [
-        "_commits/other/0/00000000000000000005.json",
-        "_commits/sensors/0/00000000000000000005.json",
-        "_commits/sensors/1/00000000000000000005.json",
+        f"_commits/{log}/{slot:020d}.json" for log in ("other/0", "sensors/0", "sensors/1") for slot in (0, 1)
     ]
     assert len(data_files(root)) == 3
 
@@ -138,7 +137,10 @@ def test_commit_record_content(tmp_path):
     sink = make_sink(tmp_path, hive_columns=["sensor"])
     feed(sink, [{"sensor": "a", "v": 1}, {"sensor": "b", "v": 2}], start=7)
     sink.flush("sensors", 0)
-    record = json.loads((tmp_path / "lake/readings/_commits/sensors/0/00000000000000000008.json").read_text())
+    claim = json.loads((tmp_path / "lake/readings/_commits/sensors/0/00000000000000000000.json").read_text())
+    assert (claim["kind"], claim["epoch"], claim["last_offset"], claim["files"]) == ("claim", 1, -1, [])
+    record = json.loads((tmp_path / "lake/readings/_commits/sensors/0/00000000000000000001.json").read_text())
+    assert (record["kind"], record["epoch"], record["writer"]) == ("commit", 1, claim["writer"])
     assert (record["topic"], record["partition"], record["first_offset"], record["last_offset"]) == ("sensors", 0, 7, 8)
     assert record["rows"] == 2
     assert [f["path"] for f in record["files"]] == [
@@ -392,8 +394,10 @@ def test_other_writer_progress_is_seen_before_each_flush(tmp_path):
     a, b = make_sink(tmp_path), make_sink(tmp_path)
     feed(a, [{"i": i} for i in range(5)])
     a.flush("sensors", 0)
+    a.on_revoke("sensors", 0)
     feed(b, [{"i": i} for i in range(8)])  # partition moved to b, which replays from 0
     b.flush("sensors", 0)
+    b.on_revoke("sensors", 0)
     feed(a, [{"i": i} for i in range(8, 10)], start=8)  # and back to a
     a.flush("sensors", 0)
     assert sorted(r["i"] for r in read_rows(tmp_path / "lake" / "readings")) == list(range(10))
@@ -438,7 +442,10 @@ def test_commit_log_is_pruned(tmp_path):
         feed(sink, [{"i": i}], start=i)
         sink.flush("sensors", 0)
     logs = [f for f in files_under(tmp_path / "lake" / "readings") if f.startswith("_commits")]
-    assert [f.rsplit("/", 1)[1] for f in logs] == [f"{o:020d}.json" for o in (3, 4, 5)]
+    # Slot 0 is the sink's claim of the partition, slots 1-6 the commits of offsets 0-5.
+    assert [f.rsplit("/", 1)[1] for f in logs] == [f"{slot:020d}.json" for slot in (4, 5, 6)]
+    root = tmp_path / "lake" / "readings"
+    assert [json.loads((root / f).read_text())["last_offset"] for f in logs] == [3, 4, 5]
 
 
 def test_backpressure_on_storage_failure(tmp_path):
@@ -547,7 +554,7 @@ def test_leftover_commit_record_temp_file_is_removed(tmp_path):
     (commits / ".00000000000000000009.json.123.tmp").write_bytes(b"{half")
     feed(sink, [{"i": 1}], start=1)
     sink.flush("sensors", 0)
-    assert sorted(p.name for p in commits.iterdir()) == [f"{0:020d}.json", f"{1:020d}.json"]
+    assert sorted(p.name for p in commits.iterdir()) == [f"{slot:020d}.json" for slot in (0, 1, 2)]
 
 
 def test_catalog_token_goes_to_pyiceberg_but_not_to_logs(tmp_path, caplog, monkeypatch):

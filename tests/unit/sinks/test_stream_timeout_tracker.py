@@ -330,7 +330,7 @@ def test_idle_thread_exits_and_the_next_touch_restarts_it():
                                    thread_name="silence-check")
     tracker.start()
     assert tracker._timer_thread.name == "silence-check"
-    for _ in range(400):
+    for _ in range(3000):
         if tracker._timer_thread is None:
             break
         threading.Event().wait(0.01)

@@ -1,25 +1,35 @@
-"""The I/O side of the lake commit protocol (decisions live in :mod:`stream_edge.lake.commit_log`).
+"""The I/O side of the lake commit protocol (decisions live in :mod:`stream_edge.lake.commit_log`
+and :mod:`stream_edge.lake.fencing`).
 
 ``LakeTableWriter.commit()`` writes one topic partition's batch as::
 
-    stage (data files under _tmp/, fsynced) -> commit record (atomic) -> publish (move to hive paths)
+    stage (data files under _tmp/<topic>/<partition>/e<epoch>/, fsynced)
+      -> commit record (created only if its slot is free: THE commit) -> publish (move to hive paths)
 
-and ``prepare()`` runs before every write: it reads the newest commit record of the partition,
-rolls a half-published commit forward, deletes anything staged but never committed, and returns
-the last committed offset so the caller can skip records that are already in the lake.
+and ``prepare()`` runs before every write: it reads the newest entry of the partition's commit
+log. On the first write after the partition was assigned (or after :meth:`release`) it claims the
+partition: rolls the newest commit forward, then creates the next slot with a claim record of a
+higher epoch. Later it checks that no newer owner has claimed the partition since
+(:class:`LakeCommitFencedError` otherwise), rolls a half-published commit forward, deletes what
+was staged and never committed under its epoch or an older one, and returns the newest commit so
+the caller can skip records that are already in the lake.
 
-Atomicity: on a local filesystem the commit record is written to a temp name, fsynced and renamed
-(``os.replace``), and its folder fsynced; on S3 one PUT is atomic. Moves are renames locally and
-copy + delete on S3; both are idempotent thanks to roll-forward.
+Atomicity: on a local filesystem a log entry is written to a temp name, fsynced and hard-linked
+to its slot name (the link fails if the slot exists), and its folder fsynced; on S3 one
+conditional PUT (``If-None-Match: *``). Moves are renames locally and copy + delete on S3; both
+are idempotent thanks to roll-forward, and a move whose source another writer already moved is
+done.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import socket
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+import uuid
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -30,6 +40,7 @@ from stream_edge.lake import (
     CommittedFile,
     commit_dir,
     commit_record_path,
+    commit_record_slot,
     decode_commit_record,
     encode_commit_record,
     final_file_path,
@@ -37,17 +48,57 @@ from stream_edge.lake import (
     names_to_prune,
     plan_recovery,
     staged_file_path,
+    staging_epoch_prefix,
     staging_prefix,
 )
-from stream_edge.lake.durable import write_atomic
+from stream_edge.lake.commit_log import COMMIT
+from stream_edge.lake.exclusive_create import ExclusiveCreator
+from stream_edge.lake.fencing import (
+    FENCED,
+    OURS,
+    CommitFencedError,
+    check_owner,
+    claim_record,
+    conflict_outcome,
+    effective_commit,
+    next_slot,
+)
 from stream_edge.lake.naming import COMMITS_DIR
+from stream_edge.sinks.base import SinkBackpressureError
 
 from .records import PartitionedTable
 
-__all__ = ("LakeTableWriter", "CRASH_POINTS")
+__all__ = ("LakeTableWriter", "LakeCommitFencedError", "CRASH_POINTS", "FENCED_RETRY_SECONDS")
 
-#: Points of the protocol where tests inject a crash (``writer.crash_hook(point)``).
+logger = logging.getLogger(__name__)
+
+#: Points of the protocol where tests inject a crash (``writer.crash_hook(point)``), one commit's.
+#: The hook also sees ``"after-claim"``, once per assignment (the claim is in the log, nothing
+#: cleaned yet).
 CRASH_POINTS = ("before-stage", "after-stage", "after-commit-record", "after-publish")
+
+#: How long a fenced partition is paused: by then the consumer has heard of the rebalance that
+#: moved the partition and the runtime has revoked it (its replay then never happens here).
+FENCED_RETRY_SECONDS = 5.0
+
+_CLAIM_ATTEMPTS = 20  # claims lost in a row to other writers before giving up for this flush
+
+
+class LakeCommitFencedError(SinkBackpressureError):
+    """This writer lost the partition to a newer owner (see :mod:`stream_edge.lake.fencing`).
+
+    A :class:`SinkBackpressureError`: the runtime drops the partition's batch (nothing of it was
+    committed), pauses the partition and would replay it; by then the rebalance that moved the
+    partition has revoked it here, so its new owner writes those records, once.
+    """
+
+    def __init__(self, fenced: CommitFencedError) -> None:
+        super().__init__(FENCED_RETRY_SECONDS, fenced.topic, fenced.partition)
+        self.fenced = fenced
+        self.args = (str(fenced),)
+
+    def __str__(self) -> str:
+        return str(self.fenced)
 
 
 class LakeTableWriter:
@@ -58,7 +109,7 @@ class LakeTableWriter:
     :param compression: Parquet compression codec.
     :param row_group_size: max rows per row group (None: pyarrow's default).
     :param fsync: fsync staged files and commit records on local disks (survives power loss).
-    :param commit_log_retention: newest commit records kept per partition.
+    :param commit_log_retention: newest commit log entries kept per partition.
     """
 
     def __init__(self, filesystem: pafs.FileSystem, root: str, *, compression: str = "snappy",
@@ -71,10 +122,19 @@ class LakeTableWriter:
         self.row_group_size = row_group_size
         self.fsync = fsync
         self.retention = commit_log_retention
-        self.writer_id = f"{socket.gethostname()}:{os.getpid()}"
+        # Unique per writer, not per process: two writers of one process are two owners.
+        self.writer_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.crash_hook: Optional[Callable[[str], None]] = None
+        self._create = ExclusiveCreator(filesystem, local=self.local, fsync=fsync)
+        if not self._create.atomic:
+            logger.warning("DataLakeSink: %s has no conditional create: two writers of one partition (a "
+                           "stalled instance and its replacement) are not fenced from each other",
+                           filesystem.type_name)
         self._cache: Dict[Tuple[str, int], Tuple[str, CommitRecord]] = {}
         self._names: Dict[Tuple[str, int], List[str]] = {}
+        self._epochs: Dict[Tuple[str, int], int] = {}  # partitions this writer owns -> its epoch
+        self._slots: Dict[Tuple[str, int], Optional[int]] = {}  # newest slot read by prepare()
+        self._temps: Dict[Tuple[str, int], List[str]] = {}  # temp files seen in the log's folder
         # What this writer published (for metrics): counted per commit, never per record.
         self.files_written = 0
         self.bytes_written = 0
@@ -96,26 +156,36 @@ class LakeTableWriter:
         return absolute[len(self.root) + 1:]
 
     # -- reading the log ------------------------------------------------------------------------
-    def latest_commit(self, topic: str, partition: int) -> Optional[CommitRecord]:
-        """The newest commit record of the partition, read from storage (cached by name)."""
-        names = []
+    def _read(self, name: str) -> CommitRecord:
+        with self.fs.open_input_stream(self.abs(name)) as stream:
+            return decode_commit_record(stream.read(), source=self.abs(name))
+
+    def _latest_entry(self, topic: str, partition: int) -> Tuple[Optional[int], Optional[CommitRecord]]:
+        """The newest slot of the partition's log and its entry (cached by name)."""
+        paths: List[str] = []
+        temps: List[str] = []
         for info in self._list(commit_dir(topic, partition), recursive=False):
-            if info.base_name.startswith("."):
-                # A temp file of a commit record whose writer died before the rename.
-                self.fs.delete_file(info.path)
-                continue
-            names.append(self._rel(info.path))
+            (temps if info.base_name.startswith(".") else paths).append(info.path)
+        names = [self._rel(path) for path in paths]
         self._names[(topic, partition)] = names
+        self._temps[(topic, partition)] = temps
         name = latest_commit_name(names)
         if name is None:
-            return None
+            return None, None
         cached = self._cache.get((topic, partition))
         if cached is not None and cached[0] == name:
-            return cached[1]
-        with self.fs.open_input_stream(self.abs(name)) as stream:
-            record = decode_commit_record(stream.read(), source=self.abs(name))
+            return commit_record_slot(name), cached[1]
+        record = self._read(name)
         self._cache[(topic, partition)] = (name, record)
-        return record
+        return commit_record_slot(name), record
+
+    def latest_commit(self, topic: str, partition: int) -> Optional[CommitRecord]:
+        """What the partition's newest log entry says is committed (None: nothing yet)."""
+        return effective_commit(self._latest_entry(topic, partition)[1])
+
+    def owner_epoch(self, topic: str, partition: int) -> Optional[int]:
+        """The epoch this writer owns the partition with (None: not claimed, or released)."""
+        return self._epochs.get((topic, partition))
 
     def latest_commits_of_table(self) -> List[CommitRecord]:
         """The newest record of every topic partition of the table (to restore the schema)."""
@@ -127,54 +197,148 @@ class LakeTableWriter:
         for names in by_dir.values():
             name = latest_commit_name(names)
             if name is not None:
-                with self.fs.open_input_stream(self.abs(name)) as stream:
-                    records.append(decode_commit_record(stream.read(), source=self.abs(name)))
+                record = effective_commit(self._read(name))
+                if record is not None:
+                    records.append(record)
         return records
 
+    # -- ownership ------------------------------------------------------------------------------
+    def release(self, topic: str, partition: int) -> None:
+        """The partition was revoked or lost: the next write of it claims it again."""
+        self._epochs.pop((topic, partition), None)
+        self._slots.pop((topic, partition), None)
+
+    def _claim(self, topic: str, partition: int) -> Tuple[Optional[int], Optional[CommitRecord]]:
+        """Take the partition: roll the newest commit forward, then create the next slot with a
+        claim of a higher epoch. Returns the claim's slot and the claim."""
+        for _ in range(_CLAIM_ATTEMPTS):
+            slot, latest = self._latest_entry(topic, partition)
+            if latest is not None:
+                self._roll_forward(latest)  # before the claim: the claim never sits on unpublished files
+            claim = claim_record(topic, partition, latest, self.writer_id, int(time.time() * 1000))
+            name = commit_record_path(topic, partition, next_slot(slot))
+            try:
+                self._create(self.abs(name), encode_commit_record(claim))
+            except FileExistsError:
+                if conflict_outcome(claim, self._read(name)) != OURS:
+                    continue  # another writer took that slot first: read again, claim the next
+            self._cache[(topic, partition)] = (name, claim)
+            self._names.setdefault((topic, partition), []).append(name)
+            self._epochs[(topic, partition)] = claim.epoch
+            logger.info("%s[%s]: owned by this writer from slot %d with epoch %d", topic, partition,
+                        next_slot(slot), claim.epoch)
+            self._hook("after-claim")
+            return next_slot(slot), claim
+        raise OSError(f"{topic}[{partition}]: lost the claim of the commit log {_CLAIM_ATTEMPTS} times in a row "
+                      f"under {self.abs(commit_dir(topic, partition))}: is another writer claiming it in a loop?")
+
+    def _fenced(self, exc: CommitFencedError) -> LakeCommitFencedError:
+        logger.warning("DataLakeSink: %s", exc)
+        return LakeCommitFencedError(exc)
+
     # -- recovery -------------------------------------------------------------------------------
+    def _roll_forward(self, latest: CommitRecord) -> None:
+        """Publish the files of ``latest`` that are still staged (a crash or a stall mid-publish)."""
+        staged = [f for f in latest.files if f.staged_path]
+        if not staged:
+            return
+        infos = self.fs.get_file_info([self.abs(f.staged_path) for f in staged])
+        for item, info in zip(staged, infos):
+            if info.type == pafs.FileType.File:
+                self._move(item.staged_path, item.path)
+
     def prepare(self, topic: str, partition: int) -> Optional[CommitRecord]:
-        """Read the partition's newest commit and clean its staging area; returns that commit."""
-        latest = self.latest_commit(topic, partition)
+        """Own the partition (claim it on the first call), clean its staging area and return its
+        newest commit. Raises :class:`LakeCommitFencedError` when a newer owner claimed it."""
+        key = (topic, partition)
+        owned = self._epochs.get(key)
+        folders: Set[str] = set()  # staging folders to remove once emptied
+        if owned is None:
+            slot, latest = self._claim(topic, partition)
+            epoch = self._epochs[key]
+            # The claim rolled the newest commit forward: its (older) staging folder can go now
+            # that its writer can no longer commit from it.
+            folders.update(_staging_folder(f.staged_path) for f in (latest.files if latest else ()) if f.staged_path)
+        else:
+            epoch = owned
+            slot, latest = self._latest_entry(topic, partition)
+            try:
+                check_owner(topic, partition, latest, epoch)
+            except CommitFencedError as exc:
+                raise self._fenced(exc) from None
+        self._slots[key] = slot
+        for temp in self._temps.pop(key, ()):
+            # A temp file of a log entry whose writer died before the link (or a stale writer's
+            # entry in flight, which can no longer land): removed by the owner only.
+            try:
+                self.fs.delete_file(temp)
+            except FileNotFoundError:
+                pass
         staged = [self._rel(info.path) for info in self._list(staging_prefix(topic, partition), recursive=True)]
-        if staged:
+        if staged or folders:
             existing = []
             if latest is not None:
                 wanted = {f.staged_path: f.path for f in latest.files}
                 finals = [wanted[p] for p in staged if p in wanted]
                 infos = self.fs.get_file_info([self.abs(p) for p in finals]) if finals else []
                 existing = [p for p, info in zip(finals, infos) if info.type == pafs.FileType.File]
-            plan = plan_recovery(latest, staged, existing)
+            plan = plan_recovery(latest, staged, existing, owner_epoch=epoch)
             for staged_path, final_path in plan.publish:
                 self._move(staged_path, final_path)
             for path in plan.delete:
-                self.fs.delete_file(self.abs(path))
-            self._remove_staging_dir(staging_prefix(topic, partition))
-        return latest
+                try:
+                    self.fs.delete_file(self.abs(path))
+                except FileNotFoundError:
+                    pass
+            # Remove the emptied staging folders (an epoch's, or a commit's of before epochs):
+            # never a newer owner's, which may be staging a commit right now.
+            folders.update(_staging_folder(p) for p in [source for source, _ in plan.publish] + plan.delete)
+            for folder in sorted(folders):
+                self._remove_staging_dir(folder)
+        return effective_commit(latest)
 
     # -- writing --------------------------------------------------------------------------------
     def commit(self, topic: str, partition: int, first_offset: int, last_offset: int,
                parts: Sequence[PartitionedTable], rows: int, schema: Dict[str, str],
                schema_ipc: str) -> CommitRecord:
-        """Stage, commit and publish one batch; returns the commit record written."""
+        """Stage, commit and publish one batch; returns the commit record written.
+
+        Call :meth:`prepare` first (the slot it read is the one this commit follows). Raises
+        :class:`LakeCommitFencedError` when the slot was taken by a newer owner: nothing of the
+        batch is committed.
+        """
+        key = (topic, partition)
+        if key not in self._slots:
+            self.prepare(topic, partition)
+        epoch, slot = self._epochs[key], next_slot(self._slots[key])
         self._hook("before-stage")
         files = []
         written = 0
         for part in parts:
-            staged = staged_file_path(topic, partition, first_offset, last_offset, part.hive_path)
+            staged = staged_file_path(topic, partition, first_offset, last_offset, part.hive_path, epoch=epoch)
             final = final_file_path(topic, partition, first_offset, last_offset, part.hive_path)
             written += self._write_parquet(part.table, staged)
             files.append(CommittedFile(final, staged, part.table.num_rows, part.partition_values))
         self._hook("after-stage")
         record = CommitRecord(topic, partition, first_offset, last_offset, files=files, rows=rows,
                               schema=schema, schema_ipc=schema_ipc, created_ms=int(time.time() * 1000),
-                              writer=self.writer_id)
-        name = commit_record_path(topic, partition, last_offset)
-        self._write_atomic(name, encode_commit_record(record))
-        self._cache[(topic, partition)] = (name, record)
+                              writer=self.writer_id, epoch=epoch, kind=COMMIT)
+        name = commit_record_path(topic, partition, slot)
+        try:
+            self._create(self.abs(name), encode_commit_record(record))
+        except FileExistsError:
+            existing = self._read(name)
+            if conflict_outcome(record, existing) == FENCED:
+                # Our staged files stay under our epoch's folder: the new owner deletes them.
+                self._slots.pop(key, None)
+                raise self._fenced(CommitFencedError(topic, partition, epoch, existing.epoch,
+                                                     existing.writer)) from None
+        self._slots[key] = slot
+        self._cache[key] = (name, record)
         self._hook("after-commit-record")
         for item in files:
             self._move(item.staged_path, item.path)
-        self._remove_staging_dir(staging_prefix(topic, partition))
+        self._remove_staging_dir(staging_epoch_prefix(topic, partition, epoch))
         self._prune(topic, partition, name)
         self.files_written += len(files)
         self.bytes_written += written
@@ -202,20 +366,19 @@ class LakeTableWriter:
             pq.write_table(table, stream, **kwargs)
             return int(stream.tell())
 
-    def _write_atomic(self, relative: str, data: bytes) -> None:
-        path = self.abs(relative)
-        if not self.local:
-            with self.fs.open_output_stream(path) as stream:  # one PUT: atomic
-                stream.write(data)
-            return
-        write_atomic(path, data, fsync=self.fsync)
-
     def _move(self, staged: str, final: str) -> None:
-        if self.local:
-            os.makedirs(os.path.dirname(self.abs(final)), exist_ok=True)
-            os.replace(self.abs(staged), self.abs(final))
-        else:
-            self.fs.move(self.abs(staged), self.abs(final))  # copy + delete: idempotent on replay
+        """Publish one committed file. Its source may be gone because another writer (the new owner
+        rolling our commit forward, or we, rolling its) moved it first: then the move is done."""
+        try:
+            if self.local:
+                os.makedirs(os.path.dirname(self.abs(final)), exist_ok=True)
+                os.replace(self.abs(staged), self.abs(final))
+            else:
+                self.fs.move(self.abs(staged), self.abs(final))  # copy + delete: idempotent on replay
+        except OSError:  # pyarrow's S3 says "does not exist" as a plain OSError
+            source, target = self.fs.get_file_info([self.abs(staged), self.abs(final)])
+            if source.type != pafs.FileType.NotFound or target.type != pafs.FileType.File:
+                raise
 
     def _remove_staging_dir(self, relative: str) -> None:
         """Drop a (hidden) staging folder once empty of data.
@@ -245,3 +408,7 @@ class LakeTableWriter:
         return [self.abs(f.path) for f in record.files]
 
 
+def _staging_folder(staged_path: str) -> str:
+    """The folder one owner staged a file in: ``_tmp/<topic>/<partition>/e<epoch>``, or the
+    commit's own folder for files staged before epochs existed."""
+    return "/".join(staged_path.split("/")[:4])

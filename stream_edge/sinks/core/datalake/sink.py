@@ -348,6 +348,8 @@ class DataLakeSink(BatchingSink):
         keys in the silence tracker so they are reported once, by their new owner."""
         self._pool.drop((topic, partition))
         self._backoff.forget((topic, partition))
+        if self._writer is not None:  # its next owner here claims it anew in the commit log
+            self._writer.release(topic, partition)
         dropped = self._tracker.forget_partition((topic, partition))
         if dropped:
             logger.info("%s[%s] revoked: the silence tracker forgets %d key(s)", topic, partition, dropped)
