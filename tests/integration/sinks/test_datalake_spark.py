@@ -55,6 +55,6 @@ def test_time_partitions_and_values_with_type_inference(spark, tmp_path):
 
 def test_spark_ignores_staging_and_commit_log(spark, tmp_path):
     root = write_lake(tmp_path, ["sensor"], [{"sensor": "a", "ts_ms": TS, "v": 1}])
-    (root / "_tmp" / "sensors" / "0").mkdir(parents=True)
+    (root / "_tmp" / "sensors" / "0").mkdir(parents=True, exist_ok=True)  # the writer keeps its staging folder
     (root / "_tmp" / "sensors" / "0" / "garbage.parquet").write_bytes(b"not parquet")
     assert [r["v"] for r in spark.read.parquet(root.as_uri()).collect()] == [1]
