@@ -23,6 +23,8 @@ default_loads = orjson.loads
 
 def _make_validator(schema: Optional[Mapping], validator: Any) -> Any:
     if validator is not None:
+        if hasattr(validator, "check_schema") and hasattr(validator, "schema"):
+            validator.check_schema(validator.schema)  # jsonschema's SchemaError at construction, as in Quix
         return validator
     if schema is None:
         return None
@@ -30,6 +32,8 @@ def _make_validator(schema: Optional[Mapping], validator: Any) -> Any:
         from jsonschema import Draft202012Validator
     except ImportError as exc:  # jsonschema is optional: say what to install
         raise ImportError("JSON schema validation needs the 'jsonschema' package") from exc
+    # an invalid schema is refused at construction with jsonschema's SchemaError, as in Quix
+    Draft202012Validator.check_schema(schema)
     return Draft202012Validator(schema)
 
 
