@@ -257,13 +257,21 @@ class Topic:
                 f"cannot deserialize message at topic '{message.topic()}' partition {message.partition()} "
                 f"offset {message.offset()}: {exc}") from exc
         ts_type, ts = message.timestamp()
-        if self._timestamp_extractor is not None:
-            ts = self._timestamp_extractor(value, headers, ts, TimestampType(ts_type))
+        extractor = self._timestamp_extractor
         raw = message.value()
         ctx = MessageContext(message.topic(), message.partition(), message.offset(),
                              len(raw) if raw is not None else 0, message.leader_epoch())
-        if self.split_values:
-            return [Row(item, key, ts, ctx, headers) for item in value]
+        if self.split_values and value is not None:
+            # as in Quix Streams 3.28.1: the extractor sees each item, and the timestamp it
+            # returned for the previous item
+            rows = []
+            for item in value:
+                if extractor is not None:
+                    ts = extractor(item, headers, ts, TimestampType(ts_type))
+                rows.append(Row(item, key, ts, ctx, headers))
+            return rows
+        if extractor is not None:
+            ts = extractor(value, headers, ts, TimestampType(ts_type))
         return Row(value, key, ts, ctx, headers)
 
     def __repr__(self) -> str:

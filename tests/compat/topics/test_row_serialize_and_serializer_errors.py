@@ -53,3 +53,61 @@ def test_row_serialize_and_serializer_errors_match_quixstreams(run_both):
     assert "('h', b'1'), ('__Q_ModelKey', 'TimeseriesData'), ('__Q_CodecId', 'JT')" in out.edge
     assert "json schema error -> Exception SchemaError" in out.edge
     assert 'unknown value_serializer -> ValueError' in out.edge
+
+
+DESERIALIZE = r'''
+import json
+from quixstreams.models import Topic
+from quixstreams.models.serializers import Deserializer
+
+
+class Message:
+    """Stands in for a consumed confluent_kafka.Message."""
+
+    def __init__(self, value, key=b"k", headers=None, timestamp=(1, 1000)):
+        self._value, self._key, self._headers, self._timestamp = value, key, headers, timestamp
+
+    def value(self): return self._value
+    def key(self): return self._key
+    def headers(self): return self._headers
+    def topic(self): return "t"
+    def partition(self): return 0
+    def offset(self): return 7
+    def timestamp(self): return self._timestamp
+    def leader_epoch(self): return None
+    def __len__(self): return len(self._value or b"")
+
+
+class Lines(Deserializer):
+    @property
+    def split_values(self):
+        return True
+
+    def __call__(self, value, ctx):
+        return [json.loads(line) for line in value.splitlines()]
+
+
+def extractor(value, headers, timestamp, timestamp_type):
+    print("  extractor", value, headers, timestamp, int(timestamp_type))
+    return timestamp + value.get("dt", 0) if isinstance(value, dict) else timestamp
+
+
+def show(label, rows):
+    rows = rows if isinstance(rows, list) else [rows]
+    print(label, [(r.value, r.key, r.timestamp, r.headers, r.offset) for r in rows])
+
+
+split = Topic("t", value_deserializer=Lines(), key_deserializer="str", timestamp_extractor=extractor)
+show("split", split.row_deserialize(Message(b'{"dt": 5}\n{"dt": 7}\n{"x": 1}', headers=[("h", b"1")])))
+show("split none value", split.row_deserialize(Message(None)))
+plain = Topic("t", value_deserializer="json", key_deserializer="str", timestamp_extractor=extractor)
+show("plain", plain.row_deserialize(Message(b'{"dt": 3}')))
+show("plain none value", plain.row_deserialize(Message(None, key=None)))
+'''
+
+
+def test_row_deserialize_and_the_timestamp_extractor_match_quixstreams(run_both):
+    out = run_both(DESERIALIZE)
+    assert out.edge == out.quix
+    # the extractor sees each item of a split value, and the timestamp it returned for the one before
+    assert "split [({'dt': 5}, 'k', 1005, [('h', b'1')], 7), ({'dt': 7}, 'k', 1012, [('h', b'1')], 7)" in out.edge
