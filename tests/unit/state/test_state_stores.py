@@ -185,3 +185,29 @@ def test_a_store_of_two_topics_is_reached_by_reference_and_keeps_each_topics_off
     again.assign_partitions([("left", 1, 10), ("right", 1, 4)])
     assert again.get_transaction("left--right", 1).as_state(b"k").get("n") == 2
     again.close()
+
+
+def test_changelog_headers_carry_each_topics_offset_and_recovery_skips_uncommitted_checkpoints():
+    from stream_edge.state.changelog import ChangelogWriter, processed_offsets_of
+    from stream_edge.state.recovery import _uncommitted
+
+    class Recording:
+        def __init__(self):
+            self.sent = []
+
+        def produce(self, topic, value=None, key=None, headers=None, partition=None):
+            self.sent.append((topic, key, value, headers, partition))
+
+    producer = Recording()
+    ChangelogWriter(producer, "changelog__g--in--default", ("in",)).produce(2, [(b"k", b"1")], {"in": 41})
+    ChangelogWriter(producer, "changelog__g--a--b--default", ("a", "b")).produce(
+        2, [(b"k", None)], {"a": 7, "b": 3})
+    single, double = producer.sent
+    assert single == ("changelog__g--in--default", b"k", b"1", [("__processed_offset__", b"41")], 2)
+    assert processed_offsets_of(single[3], ("in",)) == {"in": 41}
+    assert processed_offsets_of(double[3], ("a", "b")) == {"a": 7, "b": 3}
+    assert processed_offsets_of(None, ("a",)) is None
+    assert not _uncommitted({"a": 7, "b": 3}, {"a": 8, "b": 4})  # both committed past it: applied
+    assert _uncommitted({"a": 7, "b": 3}, {"a": 8, "b": 3})  # b's offset was never committed: skipped
+    assert _uncommitted({"a": 7}, {"a": None})  # the group has no offset for a
+    assert not _uncommitted({"a": 7, "b": 3}, {"a": 8})  # b not assigned here: nothing to compare with
