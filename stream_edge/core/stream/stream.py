@@ -177,18 +177,19 @@ class Stream:
 
         ``sink`` is called with every record that reaches a leaf of the tree.
         """
-        for node in self.full_tree():
+        for node in reversed(self.full_tree()):  # leaves first, as Quix Streams checks them
             func = node.func
             if func is None:
                 continue
-            if not allow_filters and isinstance(func, (FilterFunction, FilterWithMetadataFunction)):
-                raise ValueError("filter functions are not allowed in this stream")
+            # checked in Quix Streams' order, with its messages
             if not allow_updates and isinstance(func, (UpdateFunction, UpdateWithMetadataFunction)):
-                raise ValueError("update functions are not allowed in this stream")
-            if not allow_expands and func.expand:
-                raise ValueError("expanding functions are not allowed in this stream")
+                raise ValueError("Update functions are not allowed")
+            if not allow_filters and isinstance(func, (FilterFunction, FilterWithMetadataFunction)):
+                raise ValueError("Filter functions are not allowed")
             if not allow_transforms and isinstance(func, TransformFunction):
-                raise ValueError("transform functions are not allowed in this stream")
+                raise ValueError("Transform functions are not allowed")
+            if not allow_expands and func.expand:
+                raise ValueError("Expand functions are not allowed")
         executor = _build(self.root(), sink)
         if executor is None:
             return _noop
