@@ -158,7 +158,7 @@ class Checkpoint(BaseCheckpoint):
         offsets = dict(self._tp_offsets)
         if state is not None:
             # Partitions missing from ``offsets`` (rewound after backpressure) roll their changes back.
-            state.prepare_checkpoint(offsets)
+            state.prepare_checkpoint(offsets, rewound=backpressured)
         positions = [TopicPartition(t, p, o + 1) for (t, p), o in offsets.items()]
         if self._exactly_once:
             self._producer.flush()

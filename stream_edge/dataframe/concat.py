@@ -1,7 +1,7 @@
 """``StreamingDataFrame.concat``: one dataframe fed by two (two topics, or two branches of one).
 
-The result gets a fresh stream root grafted as a child of the last node of both inputs, as the
-joins do (``joins/base.py``): each topic's tree is still composed into its own generated executor,
+The result's node is a merge of the last node of both inputs (``Stream.merge``: one node, two
+parents), as the joins' is (``joins/base.py``): each topic's tree is still composed into its own generated executor,
 and both continue into the operations added to the concatenated dataframe (composed when the
 application runs, so operations added after ``concat`` are included).
 
@@ -19,8 +19,6 @@ Example::
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Dict
-
-from stream_edge.core.stream import Stream
 
 if TYPE_CHECKING:  # pragma: no cover
     from stream_edge.dataframe.dataframe import StreamingDataFrame
@@ -40,9 +38,7 @@ def concat_dataframes(left: "StreamingDataFrame", right: "StreamingDataFrame") -
     if right.stream is left.stream:
         raise ValueError("concat() of a dataframe with itself would process every record twice; "
                          "concatenate two different branches instead")
-    out = Stream()
-    left.stream.children.append(out)
-    right.stream.children.append(out)
+    out = left.stream.merge(right.stream)
     topics: Dict[str, "Topic"] = {}
     for topic in (*left.topics, *right.topics):
         topics.setdefault(topic.name, topic)
@@ -50,7 +46,11 @@ def concat_dataframes(left: "StreamingDataFrame", right: "StreamingDataFrame") -
         consumer = getattr(left.processing_context, "consumer", None)
         if consumer is not None:  # records of both topics in timestamp order, as Quix processes them
             consumer.order_by_timestamp(list(topics))
-    stream_id = left.stream_id if left.stream_id == right.stream_id else "--".join(sorted(
-        {*left.stream_id.split("--"), *right.stream_id.split("--")}))
+    # As in Quix Streams: the stream of several topics is named by them (its state stores are fed
+    # by all of them); branches of one topic keep theirs, or join both names when they differ.
+    if len(topics) > 1:
+        stream_id = "--".join(sorted(topics))
+    else:
+        stream_id = "--".join(sorted({left.stream_id, right.stream_id}))
     return StreamingDataFrame(*topics.values(), topic_manager=left._topic_manager, registry=left.registry,
                               processing_context=left.processing_context, stream=out, stream_id=stream_id)

@@ -26,6 +26,7 @@ from .utils import ensure_milliseconds
 if TYPE_CHECKING:  # pragma: no cover
     from stream_edge.models.topics import Topic, TopicManager
     from stream_edge.processing.context import ProcessingContext
+    from stream_edge.state.store_ref import StoreRef
 
     from .registry import DataframeRegistry
 
@@ -101,7 +102,8 @@ class StreamingDataFrame(BaseStreaming):
 
     @property
     def stream_id(self) -> str:
-        """Identifies the state of this dataframe (its input topic name)."""
+        """Identifies the state of this dataframe: its input topic's name, or the sorted names of the
+        topics it reads joined by ``--`` (after ``concat`` or a join)."""
         return self._stream_id
 
     @property
@@ -119,21 +121,37 @@ class StreamingDataFrame(BaseStreaming):
 
     __dataframe_clone__ = _clone
 
-    # -- stateful wrapping ------------------------------------------------------------------
-    def _register_store(self, store_name: str = "default") -> None:
-        self._processing_context.state_manager.register_store(self._stream_id, store_name)
+    # -- state stores -----------------------------------------------------------------------
+    def _store(self, store_name: str = "default", *, windowed: bool = False,
+               store_type: Optional[str] = None) -> "StoreRef":
+        """Register a store of this dataframe's stream (fed by its topics); return its reference."""
+        manager = self._processing_context.state_manager
+        topics = [t.name for t in self._topics]
+        if windowed:
+            return manager.register_windowed_store(self._stream_id, store_name, topics=topics)
+        return manager.register_store(self._stream_id, store_name, store_type, topics=topics)
+
+    def _current_transaction(self, ref: "StoreRef") -> Callable[[], Any]:
+        """A function returning ``ref``'s transaction for the partition being processed."""
+        ctx = self._processing_context
+        transaction = ref.transaction
+
+        def current() -> Any:
+            return transaction(ctx.current_message.partition())
+        return current
 
     def _stateful(self, func: Callable[..., Any], metadata: bool) -> Callable[[Any, Any, int, Any], Any]:
         """Wrap ``func`` so it gets the State of the current key as its last argument."""
-        self._register_store()
-        get_transaction = self._processing_context.get_transaction
+        ctx = self._processing_context
+        transaction = self._store().transaction
         prefix = state_prefix
         if metadata:
             def stateful(value, key, timestamp, headers):
-                return func(value, key, timestamp, headers, get_transaction().as_state(prefix=prefix(key)))
+                return func(value, key, timestamp, headers,
+                            transaction(ctx.current_message.partition()).as_state(prefix=prefix(key)))
         else:
             def stateful(value, key, timestamp, headers):
-                return func(value, get_transaction().as_state(prefix=prefix(key)))
+                return func(value, transaction(ctx.current_message.partition()).as_state(prefix=prefix(key)))
         return stateful
 
     # -- operations ---------------------------------------------------------------------------
@@ -241,7 +259,7 @@ class StreamingDataFrame(BaseStreaming):
     def register_store(self, store_type: Optional[str] = None) -> None:
         """Register the default state store of this dataframe's stream (e.g. before functions that
         reach the state through ``message_context`` instead of ``stateful=True``)."""
-        self._processing_context.state_manager.register_store(self._stream_id, "default", store_type)
+        self._store("default", store_type=store_type)
 
     def drop(self, columns: Union[str, List[str]], errors: Literal["ignore", "raise"] = "raise") -> "StreamingDataFrame":
         """Remove column(s) from the value (in place).

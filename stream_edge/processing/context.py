@@ -115,15 +115,16 @@ class ProcessingContext:
         msg = self.current_message
         return None if msg is None else msg.offset()
 
-    def get_transaction(self, store_name: str = "default") -> "PartitionTransaction":
-        """The state transaction of the current message's topic-partition."""
+    def get_transaction(self, store_name: str = "default", stream_id: Optional[str] = None) -> "PartitionTransaction":
+        """The transaction of ``store_name`` of ``stream_id`` (default: the stream of the current
+        message's topic) for the current message's partition. Operators hold a ``StoreRef``."""
         manager = self._state_manager
         if manager is None:
             raise RuntimeError("no state is configured: register a stateful operation first")
         msg = self.current_message
         if msg is None:
             raise RuntimeError("get_transaction() is only available while a message is processed")
-        return manager.get_transaction(msg.topic(), msg.partition(), store_name)
+        return manager.get_transaction(msg.topic() if stream_id is None else stream_id, msg.partition(), store_name)
 
     # v3 names, for code that drives checkpoints itself; the running Application's Runner does it
     def store_offset(self, topic: str, partition: int, offset: int) -> None:

@@ -184,11 +184,9 @@ class Runner:
         state = self._parts.state_manager
         if state is not None and partitions:
             committed = self._parts.consumer.committed(partitions, timeout=self._parts.config.request_timeout)
-            resume = {}
-            for tp in committed:
-                offset = state.on_partition_assign(tp.topic, tp.partition, tp.offset)
-                if offset is not None:  # the committed offset was deleted by retention: state rebuilt
-                    resume[(tp.topic, tp.partition)] = offset
+            # stores belong to streams (a concat's stream has several topics): one call with the
+            # whole assignment; partitions whose committed offset retention deleted resume elsewhere
+            resume = state.assign_partitions([(tp.topic, tp.partition, tp.offset) for tp in committed])
             if resume:
                 # Inside on_assign, assign() with explicit offsets replaces the committed positions.
                 self._parts.consumer.assign([TopicPartition(p.topic, p.partition,

@@ -8,9 +8,12 @@ checkpoint and nothing a failed one touched.
 Example::
 
     >>> backend = MemoryBackend()
-    >>> backend.write({b"k": b"1", b"gone": None}, processed_offset=41, changelog_offset=None)
-    >>> backend.get(b"k"), backend.processed_offset
-    (b'1', 41)
+    >>> backend.write({b"k": b"1", b"gone": None}, processed_offsets={"input": 41}, changelog_offset=None)
+    >>> backend.get(b"k"), backend.processed_offsets
+    (b'1', {'input': 41})
+
+The processed offsets are per source topic: a store of a stream fed by two topics (``concat``)
+holds the last processed offset of each in its partition.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import logging
 import shutil
 import time
 from pathlib import Path
-from typing import Any, Dict, Iterator, Optional, Tuple
+from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
 
 from .exceptions import StoreLockedError
 from .rocksdb.options import RocksDBOptions
@@ -32,7 +35,8 @@ __all__ = ("StoreBackend", "MemoryBackend", "RocksDBBackend")
 logger = logging.getLogger("stream_edge.state")
 
 _META_CF = "__metadata__"
-_PROCESSED = b"processed_offset"
+_PROCESSED = b"processed_offset:"  # + the source topic's name
+_LEGACY_PROCESSED = b"processed_offset"  # stores written before offsets were kept per topic
 _CHANGELOG = b"changelog_offset"
 
 
@@ -48,7 +52,10 @@ class StoreBackend(ABC):
     """Interface of a partition's committed storage."""
 
     persistent = False
-    processed_offset: Optional[int] = None
+    #: the last processed offset of each source topic, as of the last committed checkpoint
+    processed_offsets: Dict[str, int]
+    #: the offset a store written before offsets were kept per topic holds (its only topic's)
+    legacy_processed_offset: Optional[int] = None
     changelog_offset: Optional[int] = None
 
     @abstractmethod
@@ -56,7 +63,7 @@ class StoreBackend(ABC):
         """The committed value of ``key`` (None if absent)."""
 
     @abstractmethod
-    def write(self, changes: Dict[bytes, Optional[bytes]], processed_offset: Optional[int],
+    def write(self, changes: Dict[bytes, Optional[bytes]], processed_offsets: Optional[Mapping[str, int]],
               changelog_offset: Optional[int]) -> None:
         """Apply one checkpoint's changes atomically, with the offsets they correspond to."""
 
@@ -77,13 +84,13 @@ class MemoryBackend(StoreBackend):
 
     def __init__(self) -> None:
         self._data: Dict[bytes, bytes] = {}
-        self.processed_offset = None
+        self.processed_offsets = {}
         self.changelog_offset = None
 
     def get(self, key: bytes) -> Optional[bytes]:
         return self._data.get(key)
 
-    def write(self, changes: Dict[bytes, Optional[bytes]], processed_offset: Optional[int],
+    def write(self, changes: Dict[bytes, Optional[bytes]], processed_offsets: Optional[Mapping[str, int]],
               changelog_offset: Optional[int]) -> None:
         data = self._data
         for key, value in changes.items():
@@ -91,8 +98,8 @@ class MemoryBackend(StoreBackend):
                 data.pop(key, None)
             else:
                 data[key] = value
-        if processed_offset is not None:
-            self.processed_offset = processed_offset
+        if processed_offsets:
+            self.processed_offsets.update(processed_offsets)
         if changelog_offset is not None:
             self.changelog_offset = changelog_offset
 
@@ -101,7 +108,7 @@ class MemoryBackend(StoreBackend):
 
     def clear(self) -> None:
         self._data.clear()
-        self.processed_offset = None
+        self.processed_offsets = {}
         self.changelog_offset = None
 
 
@@ -141,13 +148,16 @@ class RocksDBBackend(StoreBackend):
                 time.sleep(self._options.open_retry_backoff)
         self._meta = self._db.get_column_family(_META_CF)
         self._meta_handle = self._db.get_column_family_handle(_META_CF)
-        self.processed_offset = _decode_offset(self._meta.get(_PROCESSED))
+        self.processed_offsets = {bytes(key[len(_PROCESSED):]).decode(): int.from_bytes(value, "big", signed=True)
+                                  for key, value in self._meta.items(from_key=_PROCESSED)
+                                  if bytes(key).startswith(_PROCESSED)}
+        self.legacy_processed_offset = _decode_offset(self._meta.get(_LEGACY_PROCESSED))
         self.changelog_offset = _decode_offset(self._meta.get(_CHANGELOG))
 
     def get(self, key: bytes) -> Optional[bytes]:
         return self._db.get(key)
 
-    def write(self, changes: Dict[bytes, Optional[bytes]], processed_offset: Optional[int],
+    def write(self, changes: Dict[bytes, Optional[bytes]], processed_offsets: Optional[Mapping[str, int]],
               changelog_offset: Optional[int]) -> None:
         from rocksdict import WriteBatch
 
@@ -157,13 +167,13 @@ class RocksDBBackend(StoreBackend):
                 batch.delete(key)
             else:
                 batch.put(key, value)
-        if processed_offset is not None:
-            batch.put(_PROCESSED, _encode_offset(processed_offset), self._meta_handle)
+        for topic, offset in (processed_offsets or {}).items():
+            batch.put(_PROCESSED + topic.encode(), _encode_offset(offset), self._meta_handle)
         if changelog_offset is not None:
             batch.put(_CHANGELOG, _encode_offset(changelog_offset), self._meta_handle)
         self._db.write(batch)
-        if processed_offset is not None:
-            self.processed_offset = processed_offset
+        if processed_offsets:
+            self.processed_offsets.update(processed_offsets)
         if changelog_offset is not None:
             self.changelog_offset = changelog_offset
 

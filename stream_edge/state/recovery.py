@@ -8,7 +8,7 @@ progress for ``timeout`` seconds is an error that names the topic and partition.
 Example::
 
     recovery = ChangelogRecovery(consumer_config={"bootstrap.servers": "127.0.0.1:9092"})
-    recovery.recover(backend, "changelog__g--input--default", 0, committed_offset=1200, label="...")
+    recovery.recover(backend, "changelog__g--input--default", 0, committed={"input": 1200}, label="...")
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ import contextlib
 import logging
 import time
 import uuid
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 from .backends import StoreBackend
-from .changelog import processed_offset_of
+from .changelog import processed_offsets_of
 from .exceptions import StateRecoveryError
 
 __all__ = ("ChangelogRecovery",)
@@ -84,15 +84,19 @@ class ChangelogRecovery:
                         self.consumer.list_topics(topic, timeout=min(self.timeout, 5.0))
                 time.sleep(0.2)
 
-    def recover(self, backend: StoreBackend, topic: str, partition: int, committed_offset: Optional[int],
-                label: str) -> int:
+    def recover(self, backend: StoreBackend, topic: str, partition: int,
+                committed: Mapping[str, Optional[int]], label: str, topics: Sequence[str] = ()) -> int:
         """Bring ``backend`` up to date with changelog ``topic[partition]``; return records applied.
 
-        ``committed_offset`` is the source partition's committed offset (next to read, or None
-        when the group has none): records produced by a checkpoint at or after it are skipped.
+        ``committed`` holds each source topic's committed offset for this partition (next to
+        read, or None when the group has none): a record produced by a checkpoint at or after
+        the committed offset of one of its topics is skipped. A topic missing from ``committed``
+        (not assigned in this rebalance) does not hold a record back. ``topics`` are the
+        stream's input topics (default: those of ``committed``).
         """
         from confluent_kafka import KafkaError, TopicPartition
 
+        names = tuple(topics) or tuple(committed)
         low, high = self.watermarks(topic, partition)
         stored = backend.changelog_offset
         if stored is not None and (stored >= high or stored + 1 < low):
@@ -125,8 +129,8 @@ class ChangelogRecovery:
                         if err.code() == KafkaError._PARTITION_EOF:
                             continue
                         raise StateRecoveryError(f"{label}: reading changelog {topic}[{partition}] failed: {err}")
-                    processed = processed_offset_of(msg.headers())
-                    if processed is not None and (committed_offset is None or processed >= committed_offset):
+                    processed = processed_offsets_of(msg.headers(), names)
+                    if processed is not None and _uncommitted(processed, committed):
                         skipped += 1  # written by a checkpoint whose offsets were never committed
                     else:
                         batch[msg.key()] = msg.value()
@@ -162,3 +166,14 @@ class ChangelogRecovery:
         if self._consumer is not None:
             self._consumer.close()
             self._consumer = None
+
+
+def _uncommitted(processed: Mapping[str, int], committed: Mapping[str, Optional[int]]) -> bool:
+    """True when a record's checkpoint is past the committed offset of one of its topics."""
+    for source, offset in processed.items():
+        if source not in committed:
+            continue  # that topic's partition is not assigned here: nothing to compare with
+        limit = committed[source]
+        if limit is None or offset >= limit:
+            return True
+    return False

@@ -3,7 +3,7 @@
 A transaction lives as long as its partition is assigned and spans one checkpoint at a time:
 changes stay in memory until :meth:`BaseTransaction.prepare` turns them into changelog records
 and :meth:`BaseTransaction.commit` writes them to the backend in one atomic write with the
-processed offset. :meth:`BaseTransaction.rollback` forgets every uncommitted change, so a failed
+processed offsets. :meth:`BaseTransaction.rollback` forgets every uncommitted change, so a failed
 checkpoint leaves nothing behind.
 
 Example::
@@ -13,7 +13,7 @@ Example::
     >>> tx.set("total", 3, prefix=b"sensor-1")
     >>> tx.get("total", prefix=b"sensor-1"), tx.get("total", prefix=b"sensor-2", default=0)
     (3, 0)
-    >>> changes = tx.prepare(); tx.commit(processed_offset=10, changelog_offset=None)
+    >>> changes = tx.prepare(); tx.commit(processed_offsets={"input": 10}, changelog_offset=None)
     >>> tx.rollback(); tx.get("total", prefix=b"sensor-1")
     3
 """
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from .backends import StoreBackend
 from .base.state import State
@@ -66,12 +66,13 @@ class BaseTransaction(ABC):
         self._prepared = self._serialize_changes()
         return list(self._prepared.items())
 
-    def commit(self, processed_offset: Optional[int], changelog_offset: Optional[int]) -> None:
-        """Write the prepared changes and offsets in one atomic write, then start afresh."""
+    def commit(self, processed_offsets: Optional[Mapping[str, int]], changelog_offset: Optional[int]) -> None:
+        """Write the prepared changes and the processed offsets (per source topic) in one atomic
+        write, then start afresh."""
         prepared = self._prepared if self._prepared is not None else self._serialize_changes()
         self._prepared = None
-        if prepared or processed_offset is not None:
-            self.backend.write(prepared, processed_offset, changelog_offset)
+        if prepared or processed_offsets:
+            self.backend.write(prepared, processed_offsets, changelog_offset)
         self._after_commit()
 
     def rollback(self) -> None:

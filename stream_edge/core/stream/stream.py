@@ -1,15 +1,17 @@
 """Stream: a tree of stream functions, composed ahead of time into one closure.
 
-Each :class:`Stream` node holds one function and a parent; adding a function returns a new
-child node. Two children of the same node are two branches. :meth:`Stream.compose` walks the
-whole tree from its root once and returns a single executor for it.
+Each :class:`Stream` node holds one function and its parents; adding a function returns a new
+child node. Two children of the same node are two branches; a node made by :meth:`Stream.merge`
+(``concat``, joins) has two parents and receives what both emit. :meth:`Stream.compose` walks
+the tree from a root once and returns a single executor for it.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, List, Optional, Sequence
 
 from .codegen import GeneratedFunction
+from .exceptions import InvalidOperation
 from .functions import (
     compile_steps,
     fan_out,
@@ -36,12 +38,31 @@ class Stream:
     [2]
     """
 
-    def __init__(self, func: Optional[StreamFunction] = None, parent: Optional["Stream"] = None) -> None:
+    def __init__(self, func: Optional[StreamFunction] = None, parent: Optional["Stream"] = None,
+                 parents: Sequence["Stream"] = ()) -> None:
         self.func = func
-        self.parent = parent
+        self.parents: List[Stream] = list(parents) if parent is None else [parent, *parents]
         self.children: List[Stream] = []
-        if parent is not None:
-            parent.children.append(self)
+        for node in self.parents:
+            node.children.append(self)
+
+    @property
+    def parent(self) -> Optional["Stream"]:
+        """The node's only parent (None for a root, and for a merged node: see :attr:`parents`)."""
+        parents = self.parents
+        return parents[0] if len(parents) == 1 else None
+
+    def is_merged(self) -> bool:
+        """True for a node with several parents (:meth:`merge`)."""
+        return len(self.parents) > 1
+
+    def merge(self, other: "Stream") -> "Stream":
+        """A new node, child of this node and of ``other``: it receives what both emit."""
+        if other is self:
+            raise InvalidOperation("Cannot merge a SDF with itself")
+        if other in self.root_path() or self in other.root_path():
+            raise InvalidOperation("The target SDF is already present in the topology")
+        return Stream(parents=(self, other))
 
     # -- building ---------------------------------------------------------------------------
     def _add(self, func: StreamFunction) -> "Stream":
@@ -66,32 +87,55 @@ class Stream:
 
     # -- navigation -------------------------------------------------------------------------
     def root_path(self, allow_splits: bool = True) -> List["Stream"]:
-        """This node and its ancestors, ordered root first."""
+        """This node and its ancestors (every parent's of a merged node), ordered root first."""
         path: List[Stream] = []
-        node: Optional[Stream] = self
-        while node is not None:
+        seen = set()
+        pending: List[Stream] = [self]
+        while pending:
+            node = pending.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
             path.append(node)
-            if not allow_splits and node.parent is not None and len(node.parent.children) > 1:
-                break
-            node = node.parent
+            if not allow_splits and any(len(p.children) > 1 for p in node.parents):
+                continue
+            pending.extend(reversed(node.parents))
         path.reverse()
         return path
 
     def root(self) -> "Stream":
+        """The root of this node's tree (through the first parent of a merged node)."""
         node = self
-        while node.parent is not None:
-            node = node.parent
+        while node.parents:
+            node = node.parents[0]
         return node
 
     def full_tree(self) -> List["Stream"]:
-        """Every node of the tree this node belongs to, parents before children."""
-        out: List[Stream] = []
-        pending = [self.root()]
+        """Every node connected to this one (through parents and children), parents before children."""
+        nodes: List[Stream] = []
+        seen = set()
+        pending = [self]
         while pending:
-            node = pending.pop(0)
-            out.append(node)
+            node = pending.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            nodes.append(node)
+            pending.extend(node.parents)
             pending.extend(node.children)
-        return out
+        order: List[Stream] = []
+        placed = set()
+
+        def place(node: "Stream") -> None:
+            if id(node) in placed:
+                return
+            placed.add(id(node))
+            for parent in node.parents:
+                place(parent)
+            order.append(node)
+        for node in nodes:
+            place(node)
+        return order
 
     def diff(self, other: "Stream") -> "Stream":
         """A new, parentless stream with the nodes of ``other`` after its last node shared with self.
@@ -133,18 +177,19 @@ class Stream:
 
         ``sink`` is called with every record that reaches a leaf of the tree.
         """
-        for node in self.full_tree():
+        for node in reversed(self.full_tree()):  # leaves first, as Quix Streams checks them
             func = node.func
             if func is None:
                 continue
-            if not allow_filters and isinstance(func, (FilterFunction, FilterWithMetadataFunction)):
-                raise ValueError("filter functions are not allowed in this stream")
+            # checked in Quix Streams' order, with its messages
             if not allow_updates and isinstance(func, (UpdateFunction, UpdateWithMetadataFunction)):
-                raise ValueError("update functions are not allowed in this stream")
-            if not allow_expands and func.expand:
-                raise ValueError("expanding functions are not allowed in this stream")
+                raise ValueError("Update functions are not allowed")
+            if not allow_filters and isinstance(func, (FilterFunction, FilterWithMetadataFunction)):
+                raise ValueError("Filter functions are not allowed")
             if not allow_transforms and isinstance(func, TransformFunction):
-                raise ValueError("transform functions are not allowed in this stream")
+                raise ValueError("Transform functions are not allowed")
+            if not allow_expands and func.expand:
+                raise ValueError("Expand functions are not allowed")
         executor = _build(self.root(), sink)
         if executor is None:
             return _noop

@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal, Optional, Tuple, Union
 
-from .base import joined_dataframe, partition_transactions, stored_copy
+from .base import joined_dataframe, stored_copy
 from .store import AsOfCodec
 from .utils import Merger, OnOverlap, check_how, check_joinable, get_merger, register_join_store, to_ms
 
@@ -40,9 +40,8 @@ class JoinAsOf:
     def join(self, left: "StreamingDataFrame", right: "StreamingDataFrame") -> "StreamingDataFrame":
         """Return the dataframe of joined left records."""
         check_joinable(left, right)
-        register_join_store(right, self._store_name)
         codec = AsOfCodec()
-        right_tx = partition_transactions(right, self._store_name)
+        right_tx = right._current_transaction(register_join_store(right, self._store_name))
         merger, grace, inner = self._merger, self._grace_ms, self._how == "inner"
 
         def store_right(value: Any, key: Any, timestamp: int, headers: Any) -> Tuple:

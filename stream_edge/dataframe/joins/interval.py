@@ -17,7 +17,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal, Optional, Tuple, Union
 
-from .base import joined_dataframe, partition_transactions, stored_copy
+from .base import joined_dataframe, stored_copy
 from .store import IntervalCodec
 from .utils import Merger, OnOverlap, check_how, check_joinable, get_merger, register_join_store, to_ms
 
@@ -49,11 +49,11 @@ class IntervalJoin:
     def join(self, left: "StreamingDataFrame", right: "StreamingDataFrame") -> "StreamingDataFrame":
         """Return the dataframe of joined records of both sides."""
         check_joinable(left, right)
-        register_join_store(left, self._store_name)
-        register_join_store(right, self._store_name)
+        left_store = register_join_store(left, self._store_name)
+        right_store = register_join_store(right, self._store_name)
         codec = IntervalCodec()
-        left_tx = partition_transactions(left, self._store_name)
-        right_tx = partition_transactions(right, self._store_name)
+        left_tx = left._current_transaction(left_store)
+        right_tx = right._current_transaction(right_store)
         merger, grace = self._merger, self._grace_ms
         backward, forward = self._backward_ms, self._forward_ms
         keep_left, keep_right = self._how in ("left", "outer"), self._how in ("right", "outer")

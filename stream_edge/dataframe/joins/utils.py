@@ -18,6 +18,7 @@ from .exceptions import StoreAlreadyRegisteredError, TopicPartitionsMismatch
 
 if TYPE_CHECKING:  # pragma: no cover
     from stream_edge.dataframe import StreamingDataFrame
+    from stream_edge.state.store_ref import StoreRef
 
 __all__ = ("OnOverlap", "Merger", "get_merger", "to_ms", "check_joinable", "register_join_store")
 
@@ -97,10 +98,10 @@ def check_joinable(left: "StreamingDataFrame", right: "StreamingDataFrame") -> N
             f"The underlying topics must have the same number of partitions to use State; got {listed}")
 
 
-def register_join_store(sdf: "StreamingDataFrame", name: str) -> None:
+def register_join_store(sdf: "StreamingDataFrame", name: str) -> "StoreRef":
     """Register the join's store on ``sdf``'s stream; a taken name is an error, as in Quix."""
     manager = sdf.processing_context.state_manager
     if name in manager.stores.get(sdf.stream_id, {}):
         raise StoreAlreadyRegisteredError(
             f'Store "{name}" for stream_id "{sdf.stream_id}" is already registered; provide a different name')
-    manager.register_windowed_store(sdf.stream_id, name)
+    return sdf._store(name, windowed=True)

@@ -1,6 +1,7 @@
 """The window operation: one expanding op per window, added to the StreamingDataFrame.
 
-The op looks up the key's live window state in the windowed store of the current partition,
+The op looks up the key's live window state in the windowed store of the current partition
+(through the store's ``StoreRef``),
 runs the pure engine and turns closed (``final()``) or updated (``current()``) windows into
 records ``({"start", "end", "value"}, key, start, None)``.
 """
@@ -75,18 +76,10 @@ class Window:
                              f"got {closing_strategy!r}")
         dataframe = self._dataframe
         ctx = dataframe.processing_context
-        ctx.state_manager.register_windowed_store(dataframe.stream_id, self._name)
+        transaction = dataframe._store(self._name, windowed=True).transaction
         engine = self._engine
         process = engine.process_final if final else engine.process_current
-        get_transaction = ctx.get_transaction
-        store_name = self._name
-        manager = ctx.state_manager
         spread = self._spread
-        transactions = manager.store_transactions(store_name) if hasattr(manager, "store_transactions") else {}
-
-        def transaction(msg: Any) -> Any:
-            tx = transactions.get((msg.topic(), msg.partition())) if msg is not None else None
-            return get_transaction(store_name) if tx is None else tx
 
         def skip_none_key(msg: Any) -> Tuple:
             logger.warning("Skipping window processing for a message because the key is None, "
@@ -101,7 +94,7 @@ class Window:
                 msg = ctx.current_message
                 if key is None:
                     return skip_none_key(msg)
-                tx = transaction(msg)
+                tx = transaction(msg.partition())
                 raw_key = message_key_bytes(key)
                 rows = engine.process_partition(tx.partition_state(engine), raw_key, tx.key_state(raw_key, engine),
                                                 value, timestamp, final, lambda owner: tx.key_state(owner, engine))
@@ -119,10 +112,7 @@ class Window:
             msg = ctx.current_message
             if key is None:
                 return skip_none_key(msg)
-            tx = transactions.get((msg.topic(), msg.partition())) if msg is not None else None
-            if tx is None:
-                tx = get_transaction(store_name)
-            results = process(tx.key_state(key, engine), value, timestamp)
+            results = process(transaction(msg.partition()).key_state(key, engine), value, timestamp)
             if not results:
                 return _EMPTY
             if spread:

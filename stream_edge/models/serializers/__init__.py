@@ -24,12 +24,14 @@ from .simple_types import (BytesDeserializer, BytesSerializer, DoubleDeserialize
 SerializerType = Union[str, Serializer]
 DeserializerType = Union[str, Deserializer]
 
-SERIALIZERS = {"json": JSONSerializer, "bytes": BytesSerializer, "str": StringSerializer,
-               "string": StringSerializer, "int": IntegerSerializer, "integer": IntegerSerializer, "double": DoubleSerializer,
-               "quix_timeseries": QuixTimeseriesSerializer, "quix_events": QuixEventsSerializer}
-DESERIALIZERS = {"json": JSONDeserializer, "bytes": BytesDeserializer, "str": StringDeserializer,
-                 "string": StringDeserializer, "int": IntegerDeserializer, "integer": IntegerDeserializer, "double": DoubleDeserializer,
-                 "quix": QuixDeserializer}
+# Names in Quix Streams' order: the error for an unknown name lists them as 3.28.1 does.
+SERIALIZERS = {"str": StringSerializer, "string": StringSerializer, "bytes": BytesSerializer,
+               "double": DoubleSerializer, "int": IntegerSerializer, "integer": IntegerSerializer,
+               "json": JSONSerializer, "quix_timeseries": QuixTimeseriesSerializer,
+               "quix_events": QuixEventsSerializer}
+DESERIALIZERS = {"str": StringDeserializer, "string": StringDeserializer, "bytes": BytesDeserializer,
+                 "double": DoubleDeserializer, "int": IntegerDeserializer, "integer": IntegerDeserializer,
+                 "json": JSONDeserializer, "quix": QuixDeserializer}
 
 __all__ = (
     "BytesDeserializer", "BytesSerializer", "Deserializer", "DeserializerType", "DoubleDeserializer",
@@ -43,6 +45,8 @@ __all__ = (
 
 
 def _resolve(spec: Any, table: dict, base: type, kind: str) -> Any:
+    """An instance from a name or an instance; the errors are worded as in Quix Streams 3.28.1
+    (``UnknownSerializerError`` is a ``ValueError``, which 3.28.1 raises)."""
     if spec is None or isinstance(spec, base):
         return spec
     if isinstance(spec, str):
@@ -50,11 +54,11 @@ def _resolve(spec: Any, table: dict, base: type, kind: str) -> Any:
             return table[spec]()
         except KeyError:
             raise UnknownSerializerError(
-                f"unknown {kind} name {spec!r}; use one of {sorted(set(table) - {'string', 'integer'})} "
-                f"or a {base.__name__} instance") from None
+                f'Unknown {kind} option "{spec}"; valid options are {list(table)}') from None
     if callable(spec):  # a plain callable (value, ctx) is accepted as is
         return spec
-    raise UnknownSerializerError(f"a {kind} must be a name or a {base.__name__} instance, got {spec!r}")
+    raise UnknownSerializerError(f'{kind.capitalize()} must be either one of {list(table)} or a subclass of '
+                                 f'{base.__name__}; got "{spec}"')
 
 
 def resolve_serializer(spec: Optional[SerializerType]) -> Optional[Serializer]:

@@ -1,8 +1,10 @@
 """Avro (de)serializers (fastavro), optionally through a Confluent Schema Registry.
 
-Without a registry the bytes are fastavro's schemaless encoding; with one, the Confluent header
-(magic byte 0 + schema id) comes first. fastavro is optional: it is imported when a serializer is
-created, and its absence names the extra to install (``edge-avro``).
+Without a registry the bytes are fastavro's schemaless encoding; with one
+(``schema_registry_client_config``) the work is ``confluent_kafka.schema_registry.avro``'s, as in
+Quix: the Confluent header (magic byte 0 + schema id) comes first and the writer's schema comes
+from the registry. fastavro is optional: it is imported when a serializer is created, and its
+absence names the extra to install (``edge-avro``).
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ from typing import Any, Dict, List, Optional, Union
 
 from .base import Deserializer, SerializationContext, Serializer
 from .exceptions import SerializationError
-from .schema_registry import (RegistryFraming, SchemaRegistryClientConfig, SchemaRegistrySerializationConfig,
-                              check_registry_settings, header, registry_client, split_header)
+from .schema_registry import (SchemaRegistryClientConfig, SchemaRegistrySerializationConfig, check_registry_settings,
+                              registry_client, registry_errors, registry_module, serializer_conf)
 
 __all__ = ("AvroSerializer", "AvroDeserializer")
 
@@ -39,15 +41,6 @@ def _parse(fastavro: Any, schema: AvroSchema, what: str) -> Any:
     return fastavro.parse_schema(schema)
 
 
-def _record_name(schema: Any) -> Optional[str]:
-    """The fully qualified name of a record schema (None for other types), for subject strategies."""
-    if isinstance(schema, dict) and schema.get("type") == "record":
-        name = schema.get("name")
-        namespace = schema.get("namespace")
-        return f"{namespace}.{name}" if namespace and name and "." not in name else name
-    return None
-
-
 class AvroSerializer(Serializer):
     """Serialize values to Avro (fastavro's ``schemaless_writer``).
 
@@ -63,14 +56,14 @@ class AvroSerializer(Serializer):
         check_registry_settings("AvroSerializer", schema_registry_client_config, schema_registry_serialization_config)
         self._fastavro = _fastavro()
         self._schema = _parse(self._fastavro, schema, "schema")
-        self._schema_str = schema if isinstance(schema, str) else json.dumps(schema)
-        self._record_name = _record_name(schema)
         self._options = {"strict": strict, "strict_allow_default": strict_allow_default,
                          "disable_tuple_notation": disable_tuple_notation}
-        self._registry = (RegistryFraming("AvroSerializer", schema_registry_client_config,
-                                          schema_registry_serialization_config, "AVRO")
-                          if schema_registry_client_config is not None else None)
-        self._latest: Dict[int, Any] = {}
+        self._registry: Any = None
+        self._registry_config = schema_registry_client_config
+        if schema_registry_client_config is not None:
+            self._registry = registry_module("avro").AvroSerializer(
+                registry_client(schema_registry_client_config), json.dumps(schema),
+                conf=serializer_conf("AvroSerializer", schema_registry_serialization_config, "AVRO"))
 
     def _write(self, value: Any, schema: Any) -> bytes:
         out = io.BytesIO()
@@ -83,14 +76,7 @@ class AvroSerializer(Serializer):
     def __call__(self, value: Any, ctx: SerializationContext) -> bytes:
         if self._registry is None:
             return self._write(value, self._schema)
-        registry = self._registry
-        schema_id, latest = registry.schema_id(registry.subject(ctx, self._record_name), self._schema_str)
-        schema = self._schema
-        if latest is not None:  # use_latest_version: write with the registry's latest schema
-            schema = self._latest.get(schema_id)
-            if schema is None:
-                schema = self._latest[schema_id] = _parse(self._fastavro, latest.schema_str, "schema from the registry")
-        return header(schema_id) + self._write(value, schema)
+        return registry_errors("AvroSerializer", self._registry_config, self._registry, value, ctx)  # type: ignore[arg-type]
 
 
 class AvroDeserializer(Deserializer):
@@ -119,8 +105,15 @@ class AvroDeserializer(Deserializer):
                          "return_named_type": return_named_type,
                          "return_named_type_override": return_named_type_override,
                          "handle_unicode_errors": handle_unicode_errors}
-        self._client = registry_client(schema_registry_client_config) if schema_registry_client_config else None
-        self._writer_schemas: Dict[int, Any] = {}
+        self._registry: Any = None
+        self._registry_config = schema_registry_client_config
+        if schema_registry_client_config is not None:
+            # the writer's schema comes from the registry by the message's id; ours reads it
+            reader = reader_schema if reader_schema is not None else schema
+            self._registry = registry_module("avro").AvroDeserializer(
+                registry_client(schema_registry_client_config),
+                schema_str=json.dumps(reader) if reader is not None else None,
+                return_record_name=return_record_name)
 
     def _read(self, data: bytes, writer_schema: Any, reader_schema: Any) -> Any:
         try:
@@ -129,17 +122,6 @@ class AvroDeserializer(Deserializer):
             raise SerializationError(str(exc) or f"truncated or malformed Avro data ({type(exc).__name__})") from exc
 
     def __call__(self, value: bytes, ctx: SerializationContext) -> Any:
-        if self._client is None:
+        if self._registry is None:
             return self._read(value, self._schema, self._reader_schema)
-        schema_id, payload = split_header(value, ctx.field)
-        writer = self._writer_schemas.get(schema_id)
-        if writer is None:
-            registered = self._client.get_schema(schema_id)
-            if registered.schema_type != "AVRO":
-                raise SerializationError(f"schema {schema_id} in the registry is {registered.schema_type}, not AVRO")
-            writer = self._writer_schemas[schema_id] = _parse(self._fastavro, registered.schema_str,
-                                                              f"schema {schema_id} from the registry")
-        reader = self._reader_schema if self._reader_schema is not None else self._schema
-        return self._read(payload, writer, reader)
-
-
+        return registry_errors("AvroDeserializer", self._registry_config, self._registry, value, ctx)  # type: ignore[arg-type]

@@ -1,17 +1,19 @@
 """JSON (de)serialization with orjson, optionally validated with a JSON schema, optionally through a
-Confluent Schema Registry (``schema_registry_client_config``): then the schema is registered (type
-``JSON``) and every message starts with the 5-byte registry header."""
+Confluent Schema Registry (``schema_registry_client_config``): then the work is
+``confluent_kafka.schema_registry.json_schema``'s (the schema registered as type ``JSON``, every
+message starting with the 5-byte registry header, validated against the schema), as in Quix."""
 
 from __future__ import annotations
 
+import json
 from typing import Any, Callable, Mapping, Optional, Union
 
 import orjson
 
 from .base import Deserializer, SerializationContext, Serializer
 from .exceptions import SerializationError
-from .schema_registry import (RegistryFraming, SchemaRegistryClientConfig, SchemaRegistrySerializationConfig,
-                              check_registry_settings, header, registry_client, split_header)
+from .schema_registry import (SchemaRegistryClientConfig, SchemaRegistrySerializationConfig, check_registry_settings,
+                              registry_client, registry_errors, registry_module, serializer_conf)
 
 __all__ = ("JSONSerializer", "JSONDeserializer", "default_dumps", "default_loads")
 
@@ -21,6 +23,8 @@ default_loads = orjson.loads
 
 def _make_validator(schema: Optional[Mapping], validator: Any) -> Any:
     if validator is not None:
+        if hasattr(validator, "check_schema") and hasattr(validator, "schema"):
+            validator.check_schema(validator.schema)  # jsonschema's SchemaError at construction, as in Quix
         return validator
     if schema is None:
         return None
@@ -28,6 +32,8 @@ def _make_validator(schema: Optional[Mapping], validator: Any) -> Any:
         from jsonschema import Draft202012Validator
     except ImportError as exc:  # jsonschema is optional: say what to install
         raise ImportError("JSON schema validation needs the 'jsonschema' package") from exc
+    # an invalid schema is refused at construction with jsonschema's SchemaError, as in Quix
+    Draft202012Validator.check_schema(schema)
     return Draft202012Validator(schema)
 
 
@@ -44,14 +50,14 @@ class JSONSerializer(Serializer):
         check_registry_settings("JSONSerializer", schema_registry_client_config, schema_registry_serialization_config)
         self._dumps = dumps
         self._validator = _make_validator(schema, validator)
-        self._registry: Optional[RegistryFraming] = None
+        self._registry: Any = None
+        self._registry_config = schema_registry_client_config
         if schema_registry_client_config is not None:
             if schema is None:
                 raise ValueError("JSONSerializer: a Schema Registry needs `schema` (the JSON schema to register)")
-            self._registry = RegistryFraming("JSONSerializer", schema_registry_client_config,
-                                             schema_registry_serialization_config, "JSON")
-            self._schema_str = orjson.dumps(schema).decode()
-            self._record_name = schema.get("title") if isinstance(schema, Mapping) else None
+            self._registry = registry_module("json_schema").JSONSerializer(
+                json.dumps(schema), registry_client(schema_registry_client_config),
+                conf=serializer_conf("JSONSerializer", schema_registry_serialization_config, "JSON"))
 
     @property
     def fast(self) -> Optional[Callable[[Any], Union[str, bytes]]]:
@@ -60,6 +66,8 @@ class JSONSerializer(Serializer):
         return self._dumps if self._validator is None and self._dumps is default_dumps else None
 
     def __call__(self, value: Any, ctx: SerializationContext) -> Union[str, bytes]:
+        if self._registry is not None:  # validates against the schema and frames the message itself
+            return registry_errors("JSONSerializer", self._registry_config, self._registry, value, ctx)  # type: ignore[arg-type]
         if self._validator is not None:
             try:
                 self._validator.validate(value)
@@ -69,10 +77,6 @@ class JSONSerializer(Serializer):
             data = self._dumps(value)
         except (TypeError, ValueError) as exc:
             raise SerializationError(str(exc)) from exc
-        if self._registry is not None:
-            subject = self._registry.subject(ctx, self._record_name)
-            schema_id, _ = self._registry.schema_id(subject, self._schema_str)
-            return header(schema_id) + (data.encode() if isinstance(data, str) else bytes(data))
         return data  # a str from a custom dumps goes to Kafka as is (librdkafka encodes it), as in Quix
 
 
@@ -90,18 +94,21 @@ class JSONDeserializer(Deserializer):
         super().__init__()
         self._loads = loads
         self._validator = _make_validator(schema, validator)
-        self._client = registry_client(schema_registry_client_config) if schema_registry_client_config else None
+        self._registry: Any = None
+        self._registry_config = schema_registry_client_config
+        if schema_registry_client_config is not None:
+            # the writer's schema comes from the registry by the message's id (and validates it)
+            self._registry = registry_module("json_schema").JSONDeserializer(
+                json.dumps(schema) if schema is not None else None,
+                schema_registry_client=registry_client(schema_registry_client_config))
 
     @property
     def fast(self) -> Optional[Callable[[bytes], Any]]:
-        return self._loads if self._validator is None and self._client is None else None
+        return self._loads if self._validator is None and self._registry is None else None
 
     def __call__(self, value: bytes, ctx: SerializationContext) -> Any:
-        if self._client is not None:
-            schema_id, value = split_header(value, ctx.field)
-            registered = self._client.get_schema(schema_id)  # the id must exist in the registry
-            if registered.schema_type != "JSON":
-                raise SerializationError(f"schema {schema_id} in the registry is {registered.schema_type}, not JSON")
+        if self._registry is not None:
+            return registry_errors("JSONDeserializer", self._registry_config, self._registry, value, ctx)  # type: ignore[arg-type]
         try:
             data = self._loads(value)
             if self._validator is not None:

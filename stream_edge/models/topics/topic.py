@@ -17,6 +17,7 @@ from stream_edge.models.serializers import (BytesDeserializer, BytesSerializer, 
 from stream_edge.models.timestamps import TimestampExtractor, TimestampType
 
 from .exceptions import TopicConfigurationError, TopicNameLengthExceeded
+from .utils import merge_headers
 
 __all__ = ("Topic", "TopicConfig", "TopicType", "TimestampExtractor", "KafkaMessage")
 
@@ -229,8 +230,17 @@ class Topic:
         return self.row_deserialize(message)
 
     def row_serialize(self, row: Row, key: Any) -> KafkaMessage:
-        """Serialize a Row (and a key) to a KafkaMessage."""
-        return self.serialize(key=key, value=row.value, headers=row.headers, timestamp_ms=row.timestamp)
+        """Serialize a Row (and a key) to a KafkaMessage, as Quix Streams 3.28.1 does: a None key
+        stays None, the headers are the row's (``[]`` for none) merged with the value serializer's
+        ``extra_headers``, and the message carries no timestamp (the producer takes the row's)."""
+        if self._value_serializer is None:
+            raise SerializerIsNotProvidedError(f"topic '{self.name}' has no value serializer")
+        if key is not None and self._key_serializer is not None:
+            key = self._key_serializer(key, SerializationContext(self.name, MessageField.KEY, row.headers))
+        extra = getattr(self._value_serializer, "extra_headers", None)
+        headers = merge_headers(row.headers, extra) if extra else (row.headers or [])
+        value = self._value_serializer(row.value, SerializationContext(self.name, MessageField.VALUE, row.headers))
+        return KafkaMessage(key=key, value=value, headers=headers)
 
     def row_deserialize(self, message: Any) -> Union[Row, List[Row], None]:
         """Deserialize a Kafka message to a Row (a list with ``split_values``), None if ignored."""
@@ -247,13 +257,21 @@ class Topic:
                 f"cannot deserialize message at topic '{message.topic()}' partition {message.partition()} "
                 f"offset {message.offset()}: {exc}") from exc
         ts_type, ts = message.timestamp()
-        if self._timestamp_extractor is not None:
-            ts = self._timestamp_extractor(value, headers, ts, TimestampType(ts_type))
+        extractor = self._timestamp_extractor
         raw = message.value()
         ctx = MessageContext(message.topic(), message.partition(), message.offset(),
                              len(raw) if raw is not None else 0, message.leader_epoch())
-        if self.split_values:
-            return [Row(item, key, ts, ctx, headers) for item in value]
+        if self.split_values and value is not None:
+            # as in Quix Streams 3.28.1: the extractor sees each item, and the timestamp it
+            # returned for the previous item
+            rows = []
+            for item in value:
+                if extractor is not None:
+                    ts = extractor(item, headers, ts, TimestampType(ts_type))
+                rows.append(Row(item, key, ts, ctx, headers))
+            return rows
+        if extractor is not None:
+            ts = extractor(value, headers, ts, TimestampType(ts_type))
         return Row(value, key, ts, ctx, headers)
 
     def __repr__(self) -> str:

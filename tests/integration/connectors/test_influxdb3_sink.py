@@ -1,7 +1,8 @@
-"""InfluxDB3Sink on the real Kafka broker against a real HTTP endpoint started by the test: a
-small server speaking InfluxDB's write API (``/api/v2/write``, ``/health``) that records what it
-is sent and can be told to refuse (HTTP 429 with ``Retry-After``). No InfluxDB 3 build installs on
-the build machines (not on PyPI, npm or Debian)."""
+"""InfluxDB3Sink (on influxdb3-python's ``InfluxDBClient3``) on the real Kafka broker against a real
+HTTP endpoint started by the test: a small server speaking InfluxDB's write API (``/api/v2/write``,
+``/ping``, ``/health``) that records what it is sent and can be told to refuse (HTTP 429 with
+``Retry-After``) or to answer any status. No InfluxDB 3 build installs on the build machines (not
+on PyPI, npm or Debian)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import pytest
 from connector_testkit import TS0, record, stop_program, wait_for_log
 
 from stream_edge.sinks.base.batch import SinkBatch
+from stream_edge.sinks.base.exceptions import SinkBackpressureError
 from stream_edge.sinks.core.influxdb3 import InfluxDB3Sink, InfluxDB3SinkException, InfluxDB3WriteError
 
 pytestmark = pytest.mark.integration
@@ -37,6 +39,7 @@ class InfluxWriteServer:
         self.refused = 0
         self.refuse = False
         self.reject = ""
+        self.answer: tuple[int, bytes, dict[str, str]] | None = None  # any other answer to writes
         lock = threading.Lock()
         owner = self
 
@@ -58,6 +61,8 @@ class InfluxWriteServer:
                         return self._answer(429, b'{"error":"too many requests"}', {"Retry-After": "0.3"})
                     if owner.reject:
                         return self._answer(400, owner.reject.encode())
+                    if owner.answer is not None:
+                        return self._answer(*owner.answer)
                     if self.headers.get("Content-Encoding") == "gzip":
                         body = gzip.decompress(body)
                     owner.lines.extend(body.decode().splitlines())
@@ -164,3 +169,46 @@ def test_line_protocol_options_and_rejection(influx):
     influx.reject = '{"error":"parsing failed for write_lp endpoint"}'
     with pytest.raises(InfluxDB3WriteError, match="HTTP 400: .*parsing failed"):
         sink.write(batch)
+
+
+def test_writes_go_through_the_official_client_and_its_answers_map_to_backpressure_or_errors(influx, caplog):
+    sink = InfluxDB3Sink("tok", influx.url, "org", "db", measurement="m", fields_keys=["v"], request_timeout_ms=3000)
+    assert sink._client_args["write_client_options"]["write_options"].timeout == 3000
+    sink.setup()
+    batch = SinkBatch("t", 0)
+    batch.append({"v": 1}, b"k", 1_000, [], 4)
+    sink.write(batch)
+    assert influx.lines == ["m v=1i 1000"]
+    assert influx.headers[0]["User-Agent"].startswith("influxdb3-python/")
+    assert influx.headers[0]["Authorization"] == "Token tok"
+
+    influx.answer = (503, b'{"error":"busy"}', {"Retry-After": "7"})
+    with pytest.raises(SinkBackpressureError) as pressed:
+        sink.write(batch)
+    assert pressed.value.retry_after == 7.0
+    influx.answer = (500, b'{"error":"internal"}', {})  # no Retry-After: the sink's own pause
+    with pytest.raises(SinkBackpressureError) as pressed:
+        sink.write(batch)
+    assert pressed.value.retry_after == sink.backpressure_retry_seconds
+
+    influx.answer = (422, b'{"error":"points beyond retention policy dropped"}', {})
+    with caplog.at_level("WARNING"):
+        sink.write(batch)  # a warning, as in Quix: the points are too old for the database
+    assert "outside the retention period" in caplog.text
+    strict = InfluxDB3Sink("tok", influx.url, "org", "db", measurement="m", raise_on_retention_violation=True)
+    with pytest.raises(InfluxDB3WriteError, match="HTTP 422: .*retention"):
+        strict.write(batch)
+
+    influx.answer = (401, b'{"error":"unauthorized"}', {})
+    with pytest.raises(InfluxDB3WriteError, match="HTTP 401: .*unauthorized"):
+        sink.write(batch)
+
+    url = influx.url
+    influx.server.shutdown()
+    influx.server.server_close()
+    gone = InfluxDB3Sink("tok", url, "org", "db", measurement="m", backpressure_retry_seconds=2)
+    with pytest.raises(ConnectionError, match="cannot be reached"):
+        gone.setup()
+    with pytest.raises(SinkBackpressureError) as pressed:
+        sink.write(batch)  # refused connection: replayed later
+    assert pressed.value.retry_after == sink.backpressure_retry_seconds

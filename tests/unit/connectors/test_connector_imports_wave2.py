@@ -13,7 +13,7 @@ PROGRAM = r'''
 import builtins
 real = builtins.__import__
 def without_clients(name, globals=None, locals=None, fromlist=(), level=0):
-    if level == 0 and name.split(".")[0] in ("boto3", "botocore", "azure", "pyiceberg"):  # not ".azure"
+    if level == 0 and name.split(".")[0] in ("boto3", "botocore", "azure", "pyiceberg", "influxdb_client_3"):  # not ".azure"
         raise ImportError(f"No module named {name!r}")
     return real(name, globals, locals, fromlist, level)
 builtins.__import__ = without_clients
@@ -29,12 +29,12 @@ from stream_edge.sinks.community.influxdb3 import InfluxDB3Sink
 for make in (lambda: KinesisSink("s"), lambda: KinesisSource("s"),
              lambda: IcebergSink("a.b", RESTIcebergConfig("http://x"), "rest"),
              lambda: AzureFileSink("c", "x"), lambda: AzureFileDestination("c", "x"),
-             lambda: AzureFileSource("c", "x", "p")):
+             lambda: AzureFileSource("c", "x", "p"),
+             lambda: InfluxDB3Sink("t", "http://127.0.0.1:1", "o", "db", "m")):
     try:
         make()
     except ImportError as exc:
         print(exc)
-print(type(InfluxDB3Sink("t", "http://127.0.0.1:1", "o", "db", "m")).__name__)
 '''
 
 
@@ -48,5 +48,5 @@ def test_modules_import_without_client_libraries_and_name_the_extra():
         "Azure Blob Storage needs the 'azure-storage-blob' package: pip install streaming-lakehouse[edge-azure]",
         "Azure Blob Storage needs the 'azure-storage-blob' package: pip install streaming-lakehouse[edge-azure]",
         "AzureFileSource needs the 'azure-storage-blob' package: pip install streaming-lakehouse[edge-azure]",
-        "InfluxDB3Sink",  # no client library at all: the standard library's HTTP
+        "InfluxDB3Sink needs the 'influxdb3-python' package: pip install streaming-lakehouse[edge-influxdb3]",
     ]

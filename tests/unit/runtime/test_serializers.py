@@ -27,9 +27,9 @@ def test_instances_are_used_as_given():
 
 
 def test_unknown_name_is_a_clear_error():
-    with pytest.raises(UnknownSerializerError, match="unknown deserializer name 'jsn'.*json"):
+    with pytest.raises(UnknownSerializerError, match='Unknown deserializer option "jsn"; valid options are .*json'):
         Topic("t", value_deserializer="jsn")
-    with pytest.raises(UnknownSerializerError, match="unknown serializer name 'avro'"):
+    with pytest.raises(UnknownSerializerError, match='Unknown serializer option "avro"'):
         resolve_serializer("avro")
 
 

@@ -3,6 +3,7 @@
 import pytest
 
 from stream_edge.core.stream import Stream
+from stream_edge.core.stream.exceptions import InvalidOperation
 
 
 def run(stream: Stream, value, key=b"k", ts=0, headers=None):
@@ -54,7 +55,7 @@ def test_leaf_filter_and_update_still_run_side_effects():
 
 def test_compose_restrictions_and_returning():
     s = Stream().add_filter(lambda v: True)
-    with pytest.raises(ValueError, match="filter"):
+    with pytest.raises(ValueError, match="Filter functions are not allowed"):
         s.compose(allow_filters=False)
     r = Stream().add_apply(lambda v: v + 1).add_apply(lambda v: v * 2).compose_returning()
     assert r(1, None, 0, None) == 4
@@ -113,3 +114,20 @@ def test_get_executor_is_generated_from_the_same_operator_code():
     executor(1, None, 0, None)
     executor(2, None, 0, None)
     assert seen == [2] and "if not filter_lambda_0(value):" in executor.source
+
+
+def test_merge_records_both_parents_and_composes_from_either_root():
+    left, right = Stream(), Stream()
+    a = left.add_apply(lambda v: v + 1)
+    b = right.add_apply(lambda v: v * 10)
+    merged = a.merge(b)
+    assert merged.parents == [a, b] and merged.parent is None and merged.is_merged()
+    assert a.children == [merged] and b.children == [merged]
+    out = []
+    tail = merged.add_apply(lambda v: -v)
+    assert tail.parent is merged and left in tail.root_path() and right in tail.root_path()
+    left.compose(sink=lambda v, k, t, h: out.append(v))(1, None, 0, None)
+    right.compose(sink=lambda v, k, t, h: out.append(v))(1, None, 0, None)
+    assert out == [-2, -10]
+    with pytest.raises(InvalidOperation, match="already present"):
+        tail.merge(a)

@@ -1,11 +1,11 @@
-"""Pure logic of the registry support: the Confluent header, Protobuf message indexes, the subject
-strategies, settings validation, and errors naming what is wrong."""
+"""Pure logic of the registry support: the Confluent header, the subject strategies, settings
+validation, and errors naming what is wrong (the framing itself is confluent-kafka's:
+tests/compat/serializers/test_schema_registry.py)."""
 
 import pytest
 
 from stream_edge.models.serializers import SerializationContext, SerializationError
-from stream_edge.models.serializers.protobuf import (ProtobufDeserializer, ProtobufSerializer,
-                                                     decode_message_indexes, encode_message_indexes)
+from stream_edge.models.serializers.protobuf import ProtobufDeserializer, ProtobufSerializer
 from stream_edge.models.serializers.schema_registry import (SchemaRegistryClientConfig,
                                                             SchemaRegistrySerializationConfig, header,
                                                             record_subject_name_strategy, split_header,
@@ -20,18 +20,6 @@ def test_header_round_trip_and_foreign_bytes_are_named():
         split_header(b'{"a": 1}', "value")
     with pytest.raises(SerializationError, match="key does not start"):
         split_header(b"\x00\x01", "key")
-
-
-@pytest.mark.parametrize("indexes", [[0], [1], [0, 0], [2, 5, 1], [300]])
-@pytest.mark.parametrize("zigzag", [True, False])
-def test_message_indexes_round_trip(indexes, zigzag):
-    encoded = encode_message_indexes(indexes, zigzag)
-    assert decode_message_indexes(encoded + b"rest", zigzag) == (indexes, len(encoded))
-
-
-def test_truncated_message_indexes_raise():
-    with pytest.raises(SerializationError, match="truncated"):
-        decode_message_indexes(b"\x04\x82")
 
 
 def test_subject_strategies():
@@ -77,3 +65,15 @@ def test_unreachable_registry_is_a_serialization_error_naming_it():
         url="http://127.0.0.1:9"))
     with pytest.raises(SerializationError, match="127.0.0.1:9 is unreachable"):
         serializer("x", SerializationContext("t", "value"))
+
+
+def test_registry_settings_a_serializer_cannot_honour_are_refused():
+    from stream_edge.models.serializers.json import JSONSerializer
+
+    client = SchemaRegistryClientConfig(url="http://127.0.0.1:9")
+    with pytest.raises(ValueError, match="use.latest.version and auto.register.schemas"):
+        JSONSerializer(schema={"type": "object"}, schema_registry_client_config=client,
+                       schema_registry_serialization_config=SchemaRegistrySerializationConfig(use_latest_version=True))
+    with pytest.raises(ValueError, match="skip_known_types"):
+        JSONSerializer(schema={"type": "object"}, schema_registry_client_config=client,
+                       schema_registry_serialization_config=SchemaRegistrySerializationConfig(skip_known_types=True))

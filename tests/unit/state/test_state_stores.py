@@ -32,8 +32,8 @@ def test_state_is_scoped_per_message_key(tmp_path, backend_factory):
     a.set("n", 1)
     assert (a.get("n"), b.get("n"), b.get("n", 0)) == (1, None, 0)
     assert a.exists("n") and not b.exists("n")
-    tx.commit(processed_offset=5, changelog_offset=None)
-    assert a.get("n") == 1 and backend.processed_offset == 5
+    tx.commit(processed_offsets={"input": 5}, changelog_offset=None)
+    assert a.get("n") == 1 and backend.processed_offsets == {"input": 5}
     a.delete("n")
     assert not a.exists("n") and a.get("n", "gone") == "gone"
     tx.rollback()
@@ -155,3 +155,59 @@ def test_clear_state_deletes_the_group_directory(tmp_path):
     assert (tmp_path / "g").exists()
     mgr.clear_state()
     assert not (tmp_path / "g").exists()
+
+
+def test_a_store_of_two_topics_is_reached_by_reference_and_keeps_each_topics_offset(tmp_path):
+    mgr = manager(tmp_path)
+    ref = mgr.register_store("left--right", topics=["left", "right"])
+    assert mgr.register_store("left--right", topics=["right", "left"]) is ref  # registered once
+    with pytest.raises(ValueError, match="fed by topics"):
+        mgr.register_store("left--right", "other", topics=["left"])
+    resume = mgr.assign_partitions([("left", 1, NO_OFFSET), ("right", 1, NO_OFFSET)])
+    assert resume == {}
+    ref.transaction(1).as_state(b"k").set("n", 1)  # a message of either topic: the same store partition
+    checkpoint(mgr, {("left", 1): 7})  # only "left" had messages in this checkpoint
+    ref.transaction(1).as_state(b"k").set("n", 2)
+    checkpoint(mgr, {("right", 1): 3})
+    ref.transaction(1).as_state(b"k").set("n", 3)
+    mgr.prepare_checkpoint({("left", 1): 9, ("right", 1): 4}, rewound={("right", 1)})  # backpressure on right
+    mgr.commit_checkpoint({("left", 1): 9})
+    assert ref.transaction(1).as_state(b"k").get("n") == 2  # rolled back: its changes mix both topics
+    mgr.on_partition_revoke("right", 1)  # either topic's revoke closes the stream's partition
+    with pytest.raises(PartitionNotAssignedError, match="'left--right' partition 1"):
+        ref.transaction(1)
+    mgr.close()
+
+    again = manager(tmp_path)
+    again.register_store("left--right", topics=["left", "right"])
+    with pytest.raises(StateOffsetMismatchError, match="topic 'right' up to offset 3"):
+        again.assign_partitions([("left", 1, 10), ("right", 1, 3)])  # right's group offset reset behind it
+    again.assign_partitions([("left", 1, 10), ("right", 1, 4)])
+    assert again.get_transaction("left--right", 1).as_state(b"k").get("n") == 2
+    again.close()
+
+
+def test_changelog_headers_carry_each_topics_offset_and_recovery_skips_uncommitted_checkpoints():
+    from stream_edge.state.changelog import ChangelogWriter, processed_offsets_of
+    from stream_edge.state.recovery import _uncommitted
+
+    class Recording:
+        def __init__(self):
+            self.sent = []
+
+        def produce(self, topic, value=None, key=None, headers=None, partition=None):
+            self.sent.append((topic, key, value, headers, partition))
+
+    producer = Recording()
+    ChangelogWriter(producer, "changelog__g--in--default", ("in",)).produce(2, [(b"k", b"1")], {"in": 41})
+    ChangelogWriter(producer, "changelog__g--a--b--default", ("a", "b")).produce(
+        2, [(b"k", None)], {"a": 7, "b": 3})
+    single, double = producer.sent
+    assert single == ("changelog__g--in--default", b"k", b"1", [("__processed_offset__", b"41")], 2)
+    assert processed_offsets_of(single[3], ("in",)) == {"in": 41}
+    assert processed_offsets_of(double[3], ("a", "b")) == {"a": 7, "b": 3}
+    assert processed_offsets_of(None, ("a",)) is None
+    assert not _uncommitted({"a": 7, "b": 3}, {"a": 8, "b": 4})  # both committed past it: applied
+    assert _uncommitted({"a": 7, "b": 3}, {"a": 8, "b": 3})  # b's offset was never committed: skipped
+    assert _uncommitted({"a": 7}, {"a": None})  # the group has no offset for a
+    assert not _uncommitted({"a": 7, "b": 3}, {"a": 8})  # b not assigned here: nothing to compare with
