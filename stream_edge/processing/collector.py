@@ -64,7 +64,7 @@ class OutputCollector(OutputCounter):
 
     def _collect(self, value: Any, key: Any, timestamp: int, headers: Any) -> None:
         self.count += 1
-        if len(self.items) >= self._keep:  # the leaves were composed with this method: check here
+        if self.count > self._keep:  # every output went through here: count - 1 are kept or dropped
             if not self.dropped:
                 self._warn()
             self.dropped += 1
