@@ -34,7 +34,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
 # EDGE_SOAK_TREE: the pipelines' processes import stream_edge from another checkout (--tree).
@@ -120,8 +120,9 @@ def _bare(bootstrap: str, topic: str, records: int, interval: float) -> List[Sam
     while count[0] < records and time.monotonic() - idle_since < 30:
         batch = consumer.consume(1000, 1.0)
         for msg in batch:
-            if msg.error() is None:
-                loads(msg.value())
+            value = msg.value()
+            if msg.error() is None and value is not None:
+                loads(value)
         if batch:
             count[0] += len(batch)
             idle_since = time.monotonic()
@@ -130,7 +131,8 @@ def _bare(bootstrap: str, topic: str, records: int, interval: float) -> List[Sam
     return samples
 
 
-def _edge(pipeline: str, env: Dict[str, str], topic: str, interval: float) -> List[Sample]:
+def _edge(pipeline: str, env: Dict[str, str], topic: str, interval: float,
+          sink_options: Dict[str, Any]) -> List[Sample]:
     from stream_edge import Application
     from stream_edge.processing.observer import RunObserver
 
@@ -153,12 +155,13 @@ def _edge(pipeline: str, env: Dict[str, str], topic: str, interval: float) -> Li
 
         lake = Path(tempfile.mkdtemp(prefix="edge-soak-lake-"))
         sdf.sink(DataLakeSink("readings", storage_url=lake.as_uri(), hive_columns=["year", "month", "day", "hour"],
-                              timestamp_column="ts_ms"))
+                              timestamp_column="ts_ms", **sink_options))
     else:
         from stream_edge.sinks.community.iceberg import IcebergSink, RESTIcebergConfig
 
         sdf.sink(IcebergSink(table_name=f"edge_soak.readings_{uuid.uuid4().hex[:8]}",
-                             config=RESTIcebergConfig(env["ICEBERG_REST_URI"]), data_catalog_spec="rest"))
+                             config=RESTIcebergConfig(env["ICEBERG_REST_URI"]), data_catalog_spec="rest",
+                             **sink_options))
     app.run(timeout=IDLE_SECONDS)
     samples.append((samples[-1][0], consumed.count, round(_rss_mb(), 1)))
     return samples
@@ -169,15 +172,18 @@ def child(args: argparse.Namespace) -> None:
     if args.pipeline == "bare":
         samples = _bare(env["KAFKA_BOOTSTRAP"], args.topic, args.records, args.interval)
     else:
-        samples = _edge(args.pipeline, env, args.topic, args.interval)
+        sink_options = {} if args.max_buffer_bytes is None else {"max_buffer_bytes": args.max_buffer_bytes}
+        samples = _edge(args.pipeline, env, args.topic, args.interval, sink_options)
     print(json.dumps({"samples": samples}), flush=True)
 
 
 def run_pipeline(pipeline: str, env: Dict[str, str], topic: str, records: int, interval: float,
-                 tree: Optional[str]) -> List[Sample]:
+                 tree: Optional[str], max_buffer_bytes: Optional[int] = None) -> List[Sample]:
     """Run one pipeline in a fresh process (its RSS is its own) and return its samples."""
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", pipeline, "--topic", topic,
            "--records", str(records), "--interval", str(interval), "--env", json.dumps(env)]
+    if max_buffer_bytes is not None:
+        cmd += ["--max-buffer-bytes", str(max_buffer_bytes)]
     child_env = dict(os.environ, EDGE_SOAK_TREE=tree or "")
     proc = subprocess.run(cmd, capture_output=True, text=True, env=child_env, cwd=ROOT)
     if proc.returncode != 0:
@@ -265,6 +271,7 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=10_000_000)
     parser.add_argument("--pipelines", default=",".join(PIPELINES), help=f"comma-separated, of {PIPELINES}")
     parser.add_argument("--interval", type=float, default=1.0, help="seconds between RSS samples")
+    parser.add_argument("--max-buffer-bytes", type=int, help="the sinks' max_buffer_bytes (default: theirs)")
     parser.add_argument("--tree", help="import stream_edge from this checkout (before/after comparisons)")
     parser.add_argument("--plot", default=str(ROOT / "docs" / "img" / "edge-soak.png"))
     parser.add_argument("--samples", help="also write every sample to this JSON file")
@@ -297,7 +304,8 @@ def main() -> None:
         topic = backlog(env["KAFKA_BOOTSTRAP"], args.records)
         for name in pipelines:
             print(f"running {name} over {args.records:,} records", file=sys.stderr)
-            runs[name] = run_pipeline(name, env, topic, args.records, args.interval, args.tree)
+            runs[name] = run_pipeline(name, env, topic, args.records, args.interval, args.tree,
+                                      args.max_buffer_bytes)
             if runs[name][-1][1] < args.records:
                 raise SystemExit(f"{name} consumed {runs[name][-1][1]:,} of {args.records:,} records")
     compare = json.loads(Path(args.compare).read_text()) if args.compare else None
@@ -310,7 +318,7 @@ def main() -> None:
     print(f"plot: {plot(runs, args.records, Path(args.plot), title, compare, args.compare_label)}")
     if args.samples and not args.from_samples:
         Path(args.samples).write_text(json.dumps(runs))
-    if not args.no_save and not args.tree:
+    if not args.no_save and not args.tree and args.max_buffer_bytes is None:
         from results import save
 
         save("edge_soak", f"peak RSS over a backlog of {args.records:,} records", "MB", bars)
