@@ -331,9 +331,13 @@ class Application:
         self._observers.append(observer)
 
     def run(self, dataframe: Optional[StreamingDataFrame] = None, timeout: float = 0.0, count: int = 0,
-            collect: bool = True, metadata: bool = False) -> List[dict]:
+            collect: bool = True, metadata: bool = False, collect_limit: Optional[int] = None) -> List[dict]:
         """Process messages until stopped (SIGTERM/SIGINT/stop()), or until ``count`` outputs or
         ``timeout`` seconds without a new message; returns the collected outputs in those modes.
+
+        ``collect_limit``: outputs kept at most (default 10,000, or ``count`` if larger; 0: no
+        limit); later outputs are processed, not returned (one WARNING), so a run over a long
+        backlog does not keep a copy of every output (see docs/operations.md, "Memory sizing").
 
         Example: ``rows = app.run(count=10, timeout=5)  # [{"field": ...}, ...]``
         """
@@ -353,7 +357,8 @@ class Application:
             sources=self._source_manager, on_consumer_error=self._on_consumer_error,
             on_processing_error=self._on_processing_error, on_message_processed=self._on_message_processed,
             setup_topics=self.setup_topics, observers=list(self._observers), dead_letter=dead_letter)
-        runner = Runner(parts, RunLimits(timeout=timeout, count=count, collect=collect, metadata=metadata))
+        runner = Runner(parts, RunLimits(timeout=timeout, count=count, collect=collect, metadata=metadata,
+                                          collect_limit=collect_limit))
         self._runner = runner
         try:
             return runner.run()

@@ -16,7 +16,6 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
@@ -25,8 +24,9 @@ from confluent_kafka import TopicPartition
 from stream_edge.checkpointing import Checkpoint
 from stream_edge.error_callbacks import ConsumerErrorCallback, ProcessingErrorCallback
 from stream_edge.processing.context import ProcessingContext
+from stream_edge.processing.collector import OutputCollector, collect_limit_for
 from stream_edge.processing.dead_letter import DeadLetterTopic
-from stream_edge.processing.loop import BatchProcessor, OutputCounter, build_routes, first_offsets, last_offsets
+from stream_edge.processing.loop import BatchProcessor, build_routes, first_offsets, last_offsets
 from stream_edge.processing.observer import RunObserver
 from stream_edge.processing.pausing import PausingManager
 
@@ -78,32 +78,11 @@ class RunLimits:
     count: int = 0
     collect: bool = True
     metadata: bool = False
+    collect_limit: Optional[int] = None  # outputs kept at most (None: the default; 0: no limit)
 
     @property
     def bounded(self) -> bool:
         return bool(self.timeout or self.count)
-
-
-class _Collector(OutputCounter):
-    """Counts (and, with ``collect``, keeps) the outputs for ``run(count=..., timeout=...)``."""
-
-    def __init__(self, ctx: ProcessingContext, limits: RunLimits) -> None:
-        super().__init__(limits.count or float("inf"))
-        self.items: List[dict] = []
-        self._ctx, self._metadata = ctx, limits.metadata
-        self.sink = self._collect if limits.collect else self._count  # the leaves of the pipeline call this
-
-    def _count(self, value: Any, key: Any, timestamp: int, headers: Any) -> None:
-        self.count += 1
-
-    def _collect(self, value: Any, key: Any, timestamp: int, headers: Any) -> None:
-        self.count += 1
-        item = dict(value) if isinstance(value, Mapping) else {"_value": value}
-        if self._metadata:
-            msg = self._ctx.current_message
-            item = {"_key": key, "_timestamp": timestamp, "_headers": headers, "_topic": msg.topic(),
-                    "_partition": msg.partition(), "_offset": msg.offset(), **item}
-        self.items.append(item)
 
 
 class Runner:
@@ -113,7 +92,9 @@ class Runner:
     def __init__(self, parts: RunnerParts, limits: RunLimits = RunLimits()) -> None:
         self._parts = parts
         self._limits = limits
-        self._collector = _Collector(parts.context, limits) if limits.bounded else None
+        self._collector = OutputCollector(parts.context, limits.count, limits.collect, limits.metadata,
+                                          collect_limit_for(limits.count, limits.collect_limit)) \
+            if limits.bounded else None
         self._stopping = False
         self._failed = False
         self._closing = False

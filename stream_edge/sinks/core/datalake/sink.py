@@ -38,7 +38,9 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_STORAGE_URL_ENV = "STREAM_EDGE_STORAGE_URL"
 _COMPRESSIONS = ("none", "snappy", "gzip", "brotli", "lz4", "zstd")
-DEFAULT_MAX_BUFFER_BYTES = 16 * 1024 * 1024
+# 8 MiB: over a 6M-record backlog the process peaked at 232 MB, at 16 MiB at 271 MB (writing a
+# buffer as Parquet takes about twice the buffer again for a moment; bench/README.md, edge_soak).
+DEFAULT_MAX_BUFFER_BYTES = 8 * 1024 * 1024
 Written = List[Tuple[CommitRecord, pa.Schema]]
 
 
@@ -71,7 +73,7 @@ class DataLakeSink(BatchingSink):
         every 2,048 records of a partition, sooner when large; ``stream_edge.sinks.arrow_buffer``). When the
         partitions' buffers together reach it, every buffer is written as a lake commit at once
         (before the checkpoint: still exactly once, the commit log skips replayed offsets), so
-        memory stays bounded whatever the commit interval. Default 16 MiB; None: no bound.
+        memory stays bounded whatever the commit interval. Default 8 MiB; None: no bound.
     :param stream_timeout_ms: per-key silence threshold (see ``StreamTimeoutTracker``).
     :param on_stream_timeout: ``callback(raw_key)`` fired once per silent key.
 
