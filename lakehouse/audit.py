@@ -27,6 +27,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from lakehouse.identifiers import quote_identifier
+
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame, SparkSession
 
@@ -116,13 +118,14 @@ def violation(spec_entry: Any, df: "DataFrame") -> "Column | None":
     if kind in ("not_null", "between", "in_set", "regex"):
         if not spec_entry.column:
             return None
-        return _column_violation(kind, spec_entry, F.col(spec_entry.column))
+        return _column_violation(kind, spec_entry, F.col(quote_identifier(spec_entry.column)))
     if kind == "unique":
         names = [spec_entry.column] if spec_entry.column else list(spec_entry.columns)
         present = F.lit(True)
         for name in names:
-            present = present & F.col(name).isNotNull()
-        return present & (F.count(F.lit(1)).over(Window.partitionBy(*names)) > 1)
+            present = present & F.col(quote_identifier(name)).isNotNull()
+        keys = [F.col(quote_identifier(name)) for name in names]
+        return present & (F.count(F.lit(1)).over(Window.partitionBy(*keys)) > 1)
     return None  # row_count_between, columns_exist: about the table, not rows
 
 

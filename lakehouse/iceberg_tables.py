@@ -19,7 +19,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
+from lakehouse.identifiers import quote_field_path, quote_identifier, quote_table_name, split_multipart
 from lakehouse.lake_files import EdgeFile, LakeLocation
+from lakehouse.schema_evolution import spark_type_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -29,8 +31,8 @@ NAME_MAPPING_PROPERTY = "schema.name-mapping.default"
 
 
 def quote_ident(identifier: str) -> str:
-    """``cat.db.t`` -> ```cat`.`db`.`t```."""
-    return ".".join(f"`{part.strip('`')}`" for part in identifier.split("."))
+    """``cat.db.t`` -> ```cat`.`db`.`t``` (:func:`lakehouse.identifiers.quote_table_name`)."""
+    return quote_table_name(identifier)
 
 
 #: snapshot summary keys of the running totals, in the order file_stats returns them
@@ -63,13 +65,14 @@ class IcebergTable:
     table_format = "iceberg"
 
     def __init__(self, spark: "SparkSession", identifier: str) -> None:
-        parts = identifier.split(".")
+        parts = split_multipart(identifier)
         if len(parts) < 3:
             raise ValueError(f"Iceberg table {identifier!r} must be catalog.namespace.table")
         self.spark = spark
         self.identifier = identifier
         self.sql_name = quote_ident(identifier)
         self.catalog = parts[0]
+        self.namespace_parts = parts[1:-1]
         self.namespace = ".".join(parts[1:-1])
         self._jvm: Any = spark._jvm  # type: ignore[attr-defined]
         self.write_branch: str | None = None  # append_files commits here instead of main (write-audit-publish)
@@ -93,7 +96,7 @@ class IcebergTable:
 
     def columns(self) -> dict[str, str]:
         self.refresh()
-        return {f.name: f.dataType.simpleString() for f in self.spark.table(self.sql_name).schema.fields}
+        return {f.name: spark_type_text(f.dataType) for f in self.spark.table(self.sql_name).schema.fields}
 
     def partition_columns(self) -> list[str]:
         spec = self.java_table().spec()
@@ -110,9 +113,9 @@ class IcebergTable:
 
     # -- schema ---------------------------------------------------------------------------------
     def create(self, columns: Sequence[tuple[str, str]], partition_columns: Sequence[str]) -> None:
-        self.spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {quote_ident(self.catalog + '.' + self.namespace)}")
-        cols = ", ".join(f"`{name}` {ty}" for name, ty in columns)
-        parts = ", ".join(f"`{c}`" for c in partition_columns)
+        self.spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {quote_field_path([self.catalog, *self.namespace_parts])}")
+        cols = ", ".join(f"{quote_identifier(name)} {ty}" for name, ty in columns)
+        parts = ", ".join(quote_identifier(c) for c in partition_columns)
         self.spark.sql(
             f"CREATE TABLE IF NOT EXISTS {self.sql_name} ({cols}) USING iceberg"
             + (f" PARTITIONED BY ({parts})" if parts else "")
@@ -122,13 +125,13 @@ class IcebergTable:
 
     def add_columns(self, columns: Sequence[tuple[str, str]]) -> None:
         if columns:
-            cols = ", ".join(f"`{name}` {ty}" for name, ty in columns)
+            cols = ", ".join(f"{quote_identifier(name)} {ty}" for name, ty in columns)
             self.spark.sql(f"ALTER TABLE {self.sql_name} ADD COLUMNS ({cols})")
         self._update_name_mapping()
 
     def widen_columns(self, columns: Sequence[tuple[str, str, str]]) -> None:
         for name, _old, new in columns:
-            self.spark.sql(f"ALTER TABLE {self.sql_name} ALTER COLUMN `{name}` TYPE {new}")
+            self.spark.sql(f"ALTER TABLE {self.sql_name} ALTER COLUMN {quote_identifier(name)} TYPE {new}")
 
     def _update_name_mapping(self) -> None:
         # Edge files carry no Iceberg field ids: readers find columns by name through this
