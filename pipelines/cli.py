@@ -218,6 +218,8 @@ def build_parser() -> argparse.ArgumentParser:
     sql.add_argument("--output", help="write the result here instead of printing it")
     sql.add_argument("--output-format", choices=("csv", "parquet"), default=None,
                      help="format of --output (default: from its extension, else csv)")
+    sql.add_argument("--overwrite", action="store_true",
+                     help="replace what --output holds (without it, a non-empty --output is refused)")
     sql.add_argument("--max-rows", type=_positive_int, default=100, help="rows to print (default 100)")
     return parser
 
@@ -322,7 +324,7 @@ def run_command(spark, args: argparse.Namespace, default_catalog: str | None = N
         from lakehouse.sql_query import run_sql
 
         return run_sql(spark, args.query, output=args.output, output_format=args.output_format,
-                       max_rows=args.max_rows, out=sys.stdout)
+                       max_rows=args.max_rows, out=sys.stdout, overwrite=args.overwrite)
     raise ValueError(f"unknown command {args.command!r}")
 
 
