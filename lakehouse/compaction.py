@@ -28,9 +28,10 @@ from typing import TYPE_CHECKING, Any, Sequence
 from lakehouse.delta_tables import DeltaTable
 from lakehouse.fault_injection import pause_point
 from lakehouse.iceberg_tables import IcebergTable, quote_ident
-from lakehouse.identifiers import quote_identifier
+from lakehouse.identifiers import quote_identifier, sql_string
 from lakehouse.job_report import JobReport
 from lakehouse.lake_files import partition_time_end
+from lakehouse.session import classic_jvm
 from lakehouse.tables import open_table
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -75,12 +76,6 @@ def sql_literal(value: object, spark_type: str) -> str:
     if spark_type in ("date", "timestamp", "timestamp_ntz"):
         return f"{spark_type.upper()} {sql_string(str(value))}"
     return sql_string(str(value))
-
-
-def sql_string(text: str) -> str:
-    """A Spark SQL string literal (backslash escapes; Spark joins adjacent literals, so a
-    doubled quote would not escape)."""
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def partition_predicate(partitions: Sequence[dict[str, object]], types: dict[str, str]) -> str:
@@ -202,7 +197,7 @@ def _compact_iceberg(table: IcebergTable, options: CompactOptions, report: JobRe
     spark = table.spark
     needing, predicate, types = _rewrite_scope(table, _iceberg_files(table), options, report)
     if needing:
-        before_snapshot = int(table.java_table().currentSnapshot().snapshotId())
+        before_snapshot = table.current_snapshot_id()
         log.info("rewriting %d partition(s) of %s toward %d-byte files",
                  len(needing), table.identifier, options.target_file_size)
         opts = {"target-file-size-bytes": options.target_file_size, "min-input-files": options.min_input_files,
@@ -227,7 +222,7 @@ def _compact_iceberg(table: IcebergTable, options: CompactOptions, report: JobRe
         _cleanup_iceberg(table, options)
 
 
-def _verify_iceberg(table: IcebergTable, before_snapshot: int, columns: dict[str, str], predicate: str) -> None:
+def _verify_iceberg(table: IcebergTable, before_snapshot: int | None, columns: dict[str, str], predicate: str) -> None:
     spark = table.spark
     table.refresh()
     snaps = spark.sql(
@@ -246,7 +241,7 @@ def _verify_iceberg(table: IcebergTable, before_snapshot: int, columns: dict[str
     base = _fingerprint(spark, f"{table.sql_name} VERSION AS OF {rewrite.parent_id}", columns, predicate)
     after = _fingerprint(spark, f"{table.sql_name} VERSION AS OF {rewrite.snapshot_id}", columns, predicate)
     if base != after:
-        current = int(table.java_table().currentSnapshot().snapshotId())
+        current = table.current_snapshot_id()
         rolled = current == rewrite.snapshot_id
         if rolled:
             spark.sql(f"CALL {quote_identifier(table.catalog)}.system.rollback_to_snapshot("
@@ -284,11 +279,14 @@ def remove_orphan_files(table: IcebergTable, orphan_retention: timedelta) -> int
             f"older_than => TIMESTAMP '{cutoff.strftime('%Y-%m-%d %H:%M:%S')}')"
         ).collect())
     else:
-        # The procedure refuses intervals under 24 h; the action API accepts them. Only reached
-        # with --allow-unsafe-retention (checked up front).
-        jvm: Any = spark._jvm  # type: ignore[attr-defined]
+        # The procedure refuses intervals under 24 h; only Iceberg's Java action API accepts them
+        # (no SQL or Python form): the one py4j call of the jobs, listed in docs/cluster.md.
+        # Only reached with --allow-unsafe-retention (checked up front).
+        jvm = classic_jvm(spark, "remove_orphan_files with --orphan-retention under 24 h")
+        java_table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
+            spark._jsparkSession, table.identifier)  # type: ignore[attr-defined]
         result = (jvm.org.apache.iceberg.spark.actions.SparkActions.get(spark._jsparkSession)  # type: ignore[attr-defined]
-                  .deleteOrphanFiles(table.java_table()).olderThan(int(cutoff.timestamp() * 1000)).execute())
+                  .deleteOrphanFiles(java_table).olderThan(int(cutoff.timestamp() * 1000)).execute())
         orphans = sum(1 for _ in result.orphanFileLocations())
     log.info("removed %d orphan file(s) older than %s", orphans, orphan_retention)
     return orphans

@@ -75,9 +75,16 @@ class DeltaTable:
         self.sql_name = f"delta.{quote_identifier(self.location)}"
 
     def exists(self) -> bool:
-        from delta.tables import DeltaTable as _DT
+        """A Delta table is at the location (its ``_delta_log`` holds a commit or a checkpoint)."""
+        import pyarrow.fs as pafs
 
-        exists = bool(_DT.isDeltaTable(self.spark, self.location))
+        try:
+            fs, base = LakeLocation.parse(self.location).filesystem()
+        except ValueError:  # a scheme pyarrow cannot list: ask Spark
+            exists = bool(self.spark.sql(f"DESCRIBE DETAIL {self.sql_name}").collect()[0].format == "delta")
+        else:
+            entries = fs.get_file_info(pafs.FileSelector(f"{base}/_delta_log", allow_not_found=True))
+            exists = any(e.base_name.endswith((".json", ".parquet")) for e in entries)
         if exists:
             self.declare()
         return exists
@@ -89,15 +96,11 @@ class DeltaTable:
             self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {db}")
             self.spark.sql(f"CREATE TABLE IF NOT EXISTS {self.catalog_name} USING delta LOCATION '{self.location}'")
 
-    def _delta(self) -> Any:
-        """delta-spark's public ``DeltaTable`` handle (classic and Spark Connect sessions alike)."""
-        from delta.tables import DeltaTable as _DT
-
-        return _DT.forPath(self.spark, self.location)
-
     def detail(self) -> Any:
-        """``DESCRIBE DETAIL``'s row: id, partitionColumns, numFiles, sizeInBytes, properties."""
-        return self._delta().detail().collect()[0]
+        """``DESCRIBE DETAIL``'s row: id, partitionColumns, numFiles, sizeInBytes, properties (SQL:
+        the same over Spark Connect, where delta-spark's Python ``DeltaTable`` needs Delta's own
+        Connect plugin on the server)."""
+        return self.spark.sql(f"DESCRIBE DETAIL {self.sql_name}").collect()[0]
 
     def file_partitions(self) -> list[dict]:
         """Every data file of the current version: ``{"partition": {column: value}, "size": bytes}``.
@@ -121,7 +124,7 @@ class DeltaTable:
         return str(self.detail().id)
 
     def version(self) -> int:
-        return int(self._delta().history(1).select("version").collect()[0][0])
+        return int(self.spark.sql(f"DESCRIBE HISTORY {self.sql_name} LIMIT 1").collect()[0].version)
 
     def batch_committed(self, number: int) -> bool:
         """Registration batch ``number`` is in the table (its commit carries the batch number).

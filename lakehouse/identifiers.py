@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-__all__ = ("quote_identifier", "quote_field_path", "split_multipart", "quote_table_name")
+__all__ = ("quote_identifier", "quote_field_path", "split_multipart", "quote_table_name", "sql_string")
 
 
 def quote_identifier(name: str) -> str:
@@ -112,3 +112,13 @@ def quote_table_name(text: str) -> str:
     '`rest`.`db`.`t`'
     """
     return quote_field_path(split_multipart(text))
+
+
+def sql_string(text: str) -> str:
+    r"""A Spark SQL string literal (backslash escapes; Spark joins adjacent literals, so a doubled
+    quote would not escape).
+
+    >>> print(sql_string("it's"))
+    'it\'s'
+    """
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
