@@ -370,6 +370,12 @@ def classic_jvm(spark: Any, what: str) -> Any:
     return spark._jvm
 
 
+#: settings a Spark Connect server fixes when it starts (``infra/local/spark_connect.py``); a client
+#: cannot change them (Spark refuses: CANNOT_MODIFY_STATIC_CONFIG)
+CONNECT_SERVER_CONF = ("spark.sql.extensions", "spark.sql.warehouse.dir", "spark.sql.catalog.spark_catalog",
+                       "spark.python.sql.dataFrameDebugging.enabled")
+
+
 def connect_session(remote: str, settings: SparkSettings) -> "SparkSession":
     """A Spark Connect session at ``remote`` (``sc://host:port``), with the catalogs of ``settings``
     set on it: catalog settings are session settings the server takes at runtime; the extensions
@@ -377,9 +383,9 @@ def connect_session(remote: str, settings: SparkSettings) -> "SparkSession":
     from pyspark.sql import SparkSession
 
     spark = SparkSession.builder.remote(remote).getOrCreate()
-    for key, value in {**JOB_DEFAULTS, **settings.conf()}.items():
-        if key in ("spark.sql.extensions", "spark.sql.warehouse.dir") or key.startswith("spark.hadoop."):
-            continue  # static: the server's own (set when it started)
+    for key, value in settings.conf().items():
+        if key.startswith("spark.hadoop.") or key in CONNECT_SERVER_CONF:
+            continue  # static: the server's own, set when it started
         spark.conf.set(key, value)
     return spark
 
