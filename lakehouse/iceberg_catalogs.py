@@ -158,14 +158,15 @@ def catalog_properties(spark: "SparkSession", name: str) -> dict[str, str]:
     return props
 
 
-_CACHE: dict[tuple[int, str], Catalog] = {}
+_CACHE: dict[tuple[str, frozenset], Catalog] = {}
 
 
 def pyiceberg_catalog(spark: "SparkSession", name: str) -> Catalog:
-    """The pyiceberg catalog standing for the session's Iceberg catalog ``name`` (one per session)."""
-    key = (id(spark), name)
+    """The pyiceberg catalog standing for the session's Iceberg catalog ``name`` (one per set of
+    settings: a session reused with another warehouse or URI gets a catalog of its own)."""
+    props = catalog_properties(spark, name)
+    key = (name, frozenset(props.items()))
     if key not in _CACHE:
-        props = catalog_properties(spark, name)
         kind = props.pop("type")
         if kind == "rest":
             _CACHE[key] = load_catalog(name, **{"type": "rest", **props})
