@@ -27,6 +27,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from lakehouse.identifiers import quote_identifier, sql_string
+
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame, SparkSession
 
@@ -51,19 +53,22 @@ def check_branch_name(branch: str) -> str:
 
 def branch_head(table: "IcebergTable", branch: str) -> int | None:
     """The snapshot id ``branch`` points at (None: no such branch)."""
-    ref = table.java_table().refs().get(branch)
-    return None if ref is None else int(ref.snapshotId())
+    ref = table.py_table().metadata.refs.get(branch)
+    return None if ref is None else int(ref.snapshot_id)
+
+
+def _procedure(table: "IcebergTable", name: str, *args: str) -> str:
+    return (f"CALL {quote_identifier(table.catalog)}.system.{name}("
+            + ", ".join([sql_string(table.sql_name), *args]) + ")")
 
 
 def ensure_branch(table: "IcebergTable", branch: str) -> None:
     """Create ``branch`` at ``main``'s current snapshot (an empty one for a new table) if missing."""
     check_branch_name(branch)
-    java = table.java_table()
-    if java.refs().get(branch) is not None:
+    if branch_head(table, branch) is not None:
         return
-    current = java.currentSnapshot()
-    manage = java.manageSnapshots()
-    (manage.createBranch(branch) if current is None else manage.createBranch(branch, current.snapshotId())).commit()
+    table.spark.sql(f"ALTER TABLE {table.sql_name} CREATE BRANCH IF NOT EXISTS {quote_identifier(branch)}")
+    table.refresh()
     log.info("created audit branch %s of %s", branch, table.identifier)
 
 
@@ -73,11 +78,12 @@ def branch_sql(table: "IcebergTable", branch: str) -> str:
 
 
 def record_validated(table: "IcebergTable", branch: str, snapshot_id: int) -> None:
-    table.java_table().updateProperties().set(VALIDATED_PROPERTY.format(branch=branch), str(snapshot_id)).commit()
+    key = sql_string(VALIDATED_PROPERTY.format(branch=branch))
+    table.spark.sql(f"ALTER TABLE {table.sql_name} SET TBLPROPERTIES ({key} = '{int(snapshot_id)}')")
 
 
 def validated_snapshot(table: "IcebergTable", branch: str) -> int | None:
-    value = table.java_table().properties().get(VALIDATED_PROPERTY.format(branch=branch))
+    value = table.py_table().properties.get(VALIDATED_PROPERTY.format(branch=branch))
     return None if value is None else int(value)
 
 
@@ -93,15 +99,14 @@ def publish(table: "IcebergTable", branch: str) -> int:
         raise AuditError(f"branch {branch!r} of {table.identifier} is not validated at its current snapshot {head} "
                          f"({'never validated' if validated is None else f'validated at {validated}'}); "
                          f"run validate --branch {branch}; main is untouched")
-    java = table.java_table()
-    manage = java.manageSnapshots()
-    if java.currentSnapshot() is None:
-        manage.setCurrentSnapshot(head)
-    else:
-        manage.fastForwardBranch(MAIN, branch)  # fails if main moved away from the branch's base
-    manage.removeBranch(branch).commit()
-    java.refresh()
-    java.updateProperties().remove(VALIDATED_PROPERTY.format(branch=branch)).commit()
+    spark = table.spark
+    if table.current_snapshot_id() is None:
+        spark.sql(_procedure(table, "set_current_snapshot", str(int(head)))).collect()
+    else:  # refused by Iceberg if main moved away from the branch's base
+        spark.sql(_procedure(table, "fast_forward", sql_string(MAIN), sql_string(branch))).collect()
+    spark.sql(f"ALTER TABLE {table.sql_name} DROP BRANCH IF EXISTS {quote_identifier(branch)}")
+    key = sql_string(VALIDATED_PROPERTY.format(branch=branch))
+    spark.sql(f"ALTER TABLE {table.sql_name} UNSET TBLPROPERTIES IF EXISTS ({key})")
     table.refresh()
     log.info("published branch %s of %s: main is at snapshot %d", branch, table.identifier, head)
     return head
@@ -116,13 +121,14 @@ def violation(spec_entry: Any, df: "DataFrame") -> "Column | None":
     if kind in ("not_null", "between", "in_set", "regex"):
         if not spec_entry.column:
             return None
-        return _column_violation(kind, spec_entry, F.col(spec_entry.column))
+        return _column_violation(kind, spec_entry, F.col(quote_identifier(spec_entry.column)))
     if kind == "unique":
         names = [spec_entry.column] if spec_entry.column else list(spec_entry.columns)
         present = F.lit(True)
         for name in names:
-            present = present & F.col(name).isNotNull()
-        return present & (F.count(F.lit(1)).over(Window.partitionBy(*names)) > 1)
+            present = present & F.col(quote_identifier(name)).isNotNull()
+        keys = [F.col(quote_identifier(name)) for name in names]
+        return present & (F.count(F.lit(1)).over(Window.partitionBy(*keys)) > 1)
     return None  # row_count_between, columns_exist: about the table, not rows
 
 

@@ -28,8 +28,10 @@ from typing import TYPE_CHECKING, Any, Sequence
 from lakehouse.delta_tables import DeltaTable
 from lakehouse.fault_injection import pause_point
 from lakehouse.iceberg_tables import IcebergTable, quote_ident
+from lakehouse.identifiers import quote_identifier, sql_string
 from lakehouse.job_report import JobReport
 from lakehouse.lake_files import partition_time_end
+from lakehouse.session import classic_jvm
 from lakehouse.tables import open_table
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -76,17 +78,12 @@ def sql_literal(value: object, spark_type: str) -> str:
     return sql_string(str(value))
 
 
-def sql_string(text: str) -> str:
-    """A Spark SQL string literal (backslash escapes; Spark joins adjacent literals, so a
-    doubled quote would not escape)."""
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 def partition_predicate(partitions: Sequence[dict[str, object]], types: dict[str, str]) -> str:
     """``(a = 1 AND b IS NULL) OR (...)`` selecting exactly these partitions."""
     terms = []
     for values in partitions:
-        conj = [f"`{c}` IS NULL" if v is None else f"`{c}` = {sql_literal(v, types[c])}" for c, v in values.items()]
+        conj = [f"{quote_identifier(c)} IS NULL" if v is None else f"{quote_identifier(c)} = {sql_literal(v, types[c])}"
+                for c, v in values.items()]
         terms.append("(" + " AND ".join(conj or ["true"]) + ")")
     return " OR ".join(terms) if terms else "false"
 
@@ -100,16 +97,17 @@ def since_predicate(since: datetime, partition_cols: Sequence[str]) -> str | Non
     # Lexicographic (year, month, ...) >= since, truncated to the finest time column present.
     ors = []
     for i, col in enumerate(cols):
-        eqs = [f"`{c}` = {parts[c]}" for c in cols[:i]]
+        eqs = [f"{quote_identifier(c)} = {parts[c]}" for c in cols[:i]]
         op = ">=" if i == len(cols) - 1 else ">"
-        ors.append("(" + " AND ".join(eqs + [f"`{col}` {op} {parts[col]}"]) + ")")
+        ors.append("(" + " AND ".join(eqs + [f"{quote_identifier(col)} {op} {parts[col]}"]) + ")")
     return " OR ".join(ors)
 
 
 def _fingerprint(spark: "SparkSession", source: str, columns: dict[str, str], predicate: str) -> tuple[int, int]:
     """(rows, sum of 64-bit row hashes as an exact decimal): equal multisets give equal results."""
     # Spark refuses to hash maps; their JSON text stands in for them.
-    cols = ", ".join(f"to_json(`{c}`)" if ty.startswith("map<") else f"`{c}`" for c, ty in columns.items())
+    cols = ", ".join(f"to_json({quote_identifier(c)})" if ty.startswith("map<") else quote_identifier(c)
+                     for c, ty in columns.items())
     row = spark.sql(
         f"SELECT count(*) AS n, coalesce(sum(cast(xxhash64({cols}) AS decimal(38,0))), 0) AS h "
         f"FROM {source} WHERE {predicate}"
@@ -152,6 +150,28 @@ def _check_retention(options: CompactOptions, table_format: str) -> None:
 
 # -- Iceberg -------------------------------------------------------------------------------------
 
+def check_zorder(columns: Sequence[str], types: dict[str, str], table_format: str) -> None:
+    """Refuse ``--zorder`` columns the table's z-order rewrite cannot take, before it starts.
+
+    Iceberg (``SparkZOrderFileRewriteRunner``) and Delta (``OPTIMIZE ... ZORDER BY``) hand each
+    z-order column's name to Spark's attribute-name parser unquoted, which reads a dot as a struct
+    path and refuses a backtick: such a name is refused here with its reason instead of failing
+    mid-rewrite. Every other name (dashes, spaces, keywords, unicode) is quoted and taken.
+
+    >>> check_zorder(["content-type"], {"content-type": "string"}, "iceberg")
+    >>> check_zorder(["a.b"], {"a.b": "string"}, "delta")
+    Traceback (most recent call last):
+    ...
+    ValueError: --zorder 'a.b': delta's z-order rewrite cannot take a column name holding '.' or '`' (it parses the name unquoted); z-order another column or rename this one
+    """
+    for name in columns:
+        if name not in types:
+            raise ValueError(f"--zorder {name!r}: the table has no such column (columns: {', '.join(types)})")
+        if "." in name or "`" in name:
+            raise ValueError(f"--zorder {name!r}: {table_format}'s z-order rewrite cannot take a column name holding "
+                             "'.' or '`' (it parses the name unquoted); z-order another column or rename this one")
+
+
 def _iceberg_files(table: IcebergTable) -> list[dict]:
     rows = table.spark.sql(
         f"SELECT partition, file_size_in_bytes AS size FROM {quote_ident(table.identifier + '.data_files')}"
@@ -177,7 +197,7 @@ def _compact_iceberg(table: IcebergTable, options: CompactOptions, report: JobRe
     spark = table.spark
     needing, predicate, types = _rewrite_scope(table, _iceberg_files(table), options, report)
     if needing:
-        before_snapshot = int(table.java_table().currentSnapshot().snapshotId())
+        before_snapshot = table.current_snapshot_id()
         log.info("rewriting %d partition(s) of %s toward %d-byte files",
                  len(needing), table.identifier, options.target_file_size)
         opts = {"target-file-size-bytes": options.target_file_size, "min-input-files": options.min_input_files,
@@ -185,11 +205,13 @@ def _compact_iceberg(table: IcebergTable, options: CompactOptions, report: JobRe
         opts_sql = ", ".join(f"'{k}', '{v}'" for k, v in opts.items())
         strategy = "strategy => 'binpack'"
         if options.zorder:
-            zcols = ", ".join(options.zorder)
+            check_zorder(options.zorder, types, "iceberg")
+            zcols = ", ".join(quote_identifier(c) for c in options.zorder)
             strategy = f"strategy => 'sort', sort_order => 'zorder({zcols})'"
         started = time.monotonic()
         result = spark.sql(
-            f"CALL {table.catalog}.system.rewrite_data_files(table => '{table.identifier}', {strategy}, "
+            f"CALL {quote_identifier(table.catalog)}.system.rewrite_data_files(table => {sql_string(table.sql_name)}, "
+            f"{strategy}, "
             f"where => {sql_string(predicate)}, options => map({opts_sql}))"
         ).collect()[0]
         log.info("rewrite done in %.1fs: %d files rewritten into %d", time.monotonic() - started,
@@ -200,11 +222,12 @@ def _compact_iceberg(table: IcebergTable, options: CompactOptions, report: JobRe
         _cleanup_iceberg(table, options)
 
 
-def _verify_iceberg(table: IcebergTable, before_snapshot: int, columns: dict[str, str], predicate: str) -> None:
+def _verify_iceberg(table: IcebergTable, before_snapshot: int | None, columns: dict[str, str], predicate: str) -> None:
     spark = table.spark
     table.refresh()
     snaps = spark.sql(
-        f"SELECT snapshot_id, parent_id, operation FROM {table.identifier}.snapshots ORDER BY committed_at"
+        f"SELECT snapshot_id, parent_id, operation FROM {quote_ident(table.identifier + '.snapshots')} "
+        "ORDER BY committed_at"
     ).collect()
     ids = [s.snapshot_id for s in snaps]
     later = snaps[ids.index(before_snapshot) + 1:] if before_snapshot in ids else []
@@ -218,10 +241,11 @@ def _verify_iceberg(table: IcebergTable, before_snapshot: int, columns: dict[str
     base = _fingerprint(spark, f"{table.sql_name} VERSION AS OF {rewrite.parent_id}", columns, predicate)
     after = _fingerprint(spark, f"{table.sql_name} VERSION AS OF {rewrite.snapshot_id}", columns, predicate)
     if base != after:
-        current = int(table.java_table().currentSnapshot().snapshotId())
+        current = table.current_snapshot_id()
         rolled = current == rewrite.snapshot_id
         if rolled:
-            spark.sql(f"CALL {table.catalog}.system.rollback_to_snapshot('{table.identifier}', {rewrite.parent_id})")
+            spark.sql(f"CALL {quote_identifier(table.catalog)}.system.rollback_to_snapshot("
+                      f"{sql_string(table.sql_name)}, {rewrite.parent_id})")
         raise CompactionVerificationError(
             f"compaction of {table.identifier} changed the data (rows/hash {base} -> {after}); "
             + ("the rewrite was rolled back" if rolled else "a later commit exists: NOT rolled back, investigate")
@@ -238,7 +262,7 @@ def expire_snapshots(table: IcebergTable, retention: timedelta) -> int:
     """Expire snapshots older than ``retention`` (keeping the last); returns the data files deleted."""
     older = (datetime.now(timezone.utc) - retention).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
     res = table.spark.sql(
-        f"CALL {table.catalog}.system.expire_snapshots(table => '{table.identifier}', "
+        f"CALL {quote_identifier(table.catalog)}.system.expire_snapshots(table => {sql_string(table.sql_name)}, "
         f"older_than => TIMESTAMP '{older}', retain_last => 1)"
     ).collect()[0]
     log.info("expired snapshots older than %s: %d data files deleted", retention, res.deleted_data_files_count)
@@ -251,15 +275,18 @@ def remove_orphan_files(table: IcebergTable, orphan_retention: timedelta) -> int
     cutoff = datetime.now(timezone.utc) - orphan_retention
     if orphan_retention >= MIN_SAFE_ORPHAN_RETENTION:
         orphans = len(spark.sql(
-            f"CALL {table.catalog}.system.remove_orphan_files(table => '{table.identifier}', "
+            f"CALL {quote_identifier(table.catalog)}.system.remove_orphan_files(table => {sql_string(table.sql_name)}, "
             f"older_than => TIMESTAMP '{cutoff.strftime('%Y-%m-%d %H:%M:%S')}')"
         ).collect())
     else:
-        # The procedure refuses intervals under 24 h; the action API accepts them. Only reached
-        # with --allow-unsafe-retention (checked up front).
-        jvm: Any = spark._jvm  # type: ignore[attr-defined]
+        # The procedure refuses intervals under 24 h; only Iceberg's Java action API accepts them
+        # (no SQL or Python form): the one py4j call of the jobs, listed in docs/cluster.md.
+        # Only reached with --allow-unsafe-retention (checked up front).
+        jvm = classic_jvm(spark, "remove_orphan_files with --orphan-retention under 24 h")
+        java_table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
+            spark._jsparkSession, table.identifier)  # type: ignore[attr-defined]
         result = (jvm.org.apache.iceberg.spark.actions.SparkActions.get(spark._jsparkSession)  # type: ignore[attr-defined]
-                  .deleteOrphanFiles(table.java_table()).olderThan(int(cutoff.timestamp() * 1000)).execute())
+                  .deleteOrphanFiles(java_table).olderThan(int(cutoff.timestamp() * 1000)).execute())
         orphans = sum(1 for _ in result.orphanFileLocations())
     log.info("removed %d orphan file(s) older than %s", orphans, orphan_retention)
     return orphans
@@ -267,21 +294,18 @@ def remove_orphan_files(table: IcebergTable, orphan_retention: timedelta) -> int
 
 # -- Delta ---------------------------------------------------------------------------------------
 
-def _delta_files(table: DeltaTable) -> list[dict]:
-    files = table.files().select("partitionValues", "size").collect()
-    return [{"partition": dict(r.partitionValues or {}), "size": r.size} for r in files]
-
-
 def _compact_delta(table: DeltaTable, options: CompactOptions, report: JobReport) -> None:
     spark = table.spark
-    needing, predicate, types = _rewrite_scope(table, _delta_files(table), options, report)
+    needing, predicate, types = _rewrite_scope(table, table.file_partitions(), options, report)
     if needing:
         before_version = table.version()
         log.info("optimizing %d partition(s) of %s toward %d-byte files",
                  len(needing), table.identifier, options.target_file_size)
         spark.conf.set("spark.databricks.delta.optimize.maxFileSize", str(options.target_file_size))
         spark.conf.set("spark.databricks.delta.optimize.minFileSize", str(options.min_file_size))
-        zorder = f" ZORDER BY ({', '.join(f'`{c}`' for c in options.zorder)})" if options.zorder else ""
+        if options.zorder:
+            check_zorder(options.zorder, types, "delta")
+        zorder = f" ZORDER BY ({', '.join(quote_identifier(c) for c in options.zorder)})" if options.zorder else ""
         started = time.monotonic()
         metrics = spark.sql(f"OPTIMIZE {table.sql_name} WHERE {predicate}{zorder}").collect()[0].metrics
         log.info("OPTIMIZE done in %.1fs: %d files removed, %d added", time.monotonic() - started,

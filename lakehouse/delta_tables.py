@@ -19,11 +19,12 @@ Example::
 
 from __future__ import annotations
 
-import json
 import re
 from typing import TYPE_CHECKING, Any, Sequence
 
+from lakehouse.identifiers import quote_field_path, quote_identifier, split_multipart
 from lakehouse.lake_files import EdgeFile, LakeLocation
+from lakehouse.schema_evolution import spark_type_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -36,14 +37,30 @@ def delta_location(spark: "SparkSession", table: str) -> tuple[str, str | None]:
     match = _PATH_FORM.match(table.strip())
     if match:
         return LakeLocation.parse(match.group("path")).uri, None
-    parts = [p.strip("`") for p in table.split(".")]
+    parts = split_multipart(table)
     if parts[0] == "spark_catalog":
         parts = parts[1:]
     if len(parts) != 2 or not all(parts):
         raise ValueError(f"Delta table {table!r} must be db.table, spark_catalog.db.table or delta.`/path`")
     warehouse = str(spark.conf.get("spark.sql.warehouse.dir"))
     location = LakeLocation.parse(warehouse).child(f"{parts[0]}.db/{parts[1]}")
-    return location, f"spark_catalog.`{parts[0]}`.`{parts[1]}`"
+    return location, quote_field_path(["spark_catalog", parts[0], parts[1]])
+
+
+#: Delta refuses these characters in column names unless the table maps columns by name
+DELTA_NAME_CHARACTERS = set(" ,;{}()\n\t=")
+COLUMN_MAPPING_PROPERTIES = ("'delta.columnMapping.mode' = 'name', 'delta.minReaderVersion' = '2', "
+                             "'delta.minWriterVersion' = '5'")
+
+
+def needs_column_mapping(name: str) -> bool:
+    """A column name Delta takes only with column mapping (``delta.columnMapping.mode = name``),
+    which stores columns under physical names of its own and keeps the name as metadata.
+
+    >>> needs_column_mapping("content-type"), needs_column_mapping("two words")
+    (False, True)
+    """
+    return bool(DELTA_NAME_CHARACTERS.intersection(name))
 
 
 class DeltaTable:
@@ -55,12 +72,19 @@ class DeltaTable:
         self.spark = spark
         self.identifier = table
         self.location, self.catalog_name = delta_location(spark, table)
-        self.sql_name = f"delta.`{self.location}`"
+        self.sql_name = f"delta.{quote_identifier(self.location)}"
 
     def exists(self) -> bool:
-        from delta.tables import DeltaTable as _DT
+        """A Delta table is at the location (its ``_delta_log`` holds a commit or a checkpoint)."""
+        import pyarrow.fs as pafs
 
-        exists = bool(_DT.isDeltaTable(self.spark, self.location))
+        try:
+            fs, base = LakeLocation.parse(self.location).filesystem()
+        except ValueError:  # a scheme pyarrow cannot list: ask Spark
+            exists = bool(self.spark.sql(f"DESCRIBE DETAIL {self.sql_name}").collect()[0].format == "delta")
+        else:
+            entries = fs.get_file_info(pafs.FileSelector(f"{base}/_delta_log", allow_not_found=True))
+            exists = any(e.base_name.endswith((".json", ".parquet")) for e in entries)
         if exists:
             self.declare()
         return exists
@@ -72,45 +96,35 @@ class DeltaTable:
             self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {db}")
             self.spark.sql(f"CREATE TABLE IF NOT EXISTS {self.catalog_name} USING delta LOCATION '{self.location}'")
 
-    def detail(self):
+    def detail(self) -> Any:
+        """``DESCRIBE DETAIL``'s row: id, partitionColumns, numFiles, sizeInBytes, properties (SQL:
+        the same over Spark Connect, where delta-spark's Python ``DeltaTable`` needs Delta's own
+        Connect plugin on the server)."""
         return self.spark.sql(f"DESCRIBE DETAIL {self.sql_name}").collect()[0]
 
-    def snapshot(self) -> Any:
-        """The table's latest snapshot (a JVM ``org.apache.spark.sql.delta.Snapshot``): its version,
-        metadata and file list come from the log Delta already read, without a Spark job (``DESCRIBE
-        DETAIL`` and ``DESCRIBE HISTORY`` each run one)."""
-        jvm: Any = self.spark._jvm  # type: ignore[attr-defined]
-        delta_log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(self.spark._jsparkSession,  # type: ignore[attr-defined]
-                                                                     self.location)
-        return delta_log.update(getattr(delta_log, "update$default$1")(), getattr(delta_log, "update$default$2")(),
-                                getattr(delta_log, "update$default$3")())
+    def file_partitions(self) -> list[dict]:
+        """Every data file of the current version: ``{"partition": {column: value}, "size": bytes}``.
 
-    def stats_from_checksum(self) -> tuple[int, int, int] | None:
-        """``file_stats`` from the files the version's checksum lists, or ``None`` if it lists none."""
-        checksum = self.snapshot().checksumOpt()
-        if checksum.isEmpty() or checksum.get().allFiles().isEmpty():
-            return None
-        jvm: Any = self.spark._jvm  # type: ignore[attr-defined]
-        files = rows = size = 0
-        for add in jvm.scala.jdk.javaapi.CollectionConverters.asJava(checksum.get().allFiles().get()):
-            vector = add.deletionVector()
-            counted = counted_rows(add.stats(), int(vector.cardinality()) if vector is not None else 0)
-            if counted is None:
-                return None
-            files, rows, size = files + 1, rows + counted, size + int(add.size())
-        return files, rows, size
+        Read through the ``_metadata`` column Spark gives every file source (a footer per file, no
+        data columns): the partition values come by their column names, whatever physical names a
+        column-mapped table stores them under.
+        """
+        from pyspark.sql import functions as F
 
-    def files(self) -> "DataFrame":
-        """The current version's ``AddFile`` actions (path, partitionValues, size, stats, ...)."""
-        from pyspark.sql import DataFrame
-
-        return DataFrame(self.snapshot().allFiles().toDF(), self.spark)
+        parts = self.partition_columns()
+        df = self.spark.read.format("delta").load(self.location)
+        aliases = [f"_part{i}" for i in range(len(parts))]
+        rows = (df.select(F.col("_metadata.file_path").alias("_path"), F.col("_metadata.file_size").alias("_size"),
+                          *[F.col(quote_identifier(c)).alias(a) for c, a in zip(parts, aliases)])
+                .dropDuplicates(["_path"]).collect())
+        return [{"partition": {c: (None if r[a] is None else str(r[a])) for c, a in zip(parts, aliases)},
+                 "size": int(r["_size"])} for r in rows]
 
     def uuid(self) -> str:
-        return str(self.snapshot().metadata().id())
+        return str(self.detail().id)
 
     def version(self) -> int:
-        return int(self.snapshot().version())
+        return int(self.spark.sql(f"DESCRIBE HISTORY {self.sql_name} LIMIT 1").collect()[0].version)
 
     def batch_committed(self, number: int) -> bool:
         """Registration batch ``number`` is in the table (its commit carries the batch number).
@@ -124,24 +138,28 @@ class DeltaTable:
 
     def columns(self) -> dict[str, str]:
         schema = self.spark.read.format("delta").load(self.location).schema
-        return {f.name: f.dataType.simpleString() for f in schema.fields}
+        return {f.name: spark_type_text(f.dataType) for f in schema.fields}
 
     def partition_columns(self) -> list[str]:
-        columns = self.snapshot().metadata().partitionColumns()  # a Scala Seq[String]
-        return [str(columns.apply(i)) for i in range(columns.size())]
+        return [str(c) for c in self.detail().partitionColumns]
 
     def create(self, columns: Sequence[tuple[str, str]], partition_columns: Sequence[str]) -> None:
-        cols = ", ".join(f"`{name}` {ty}" for name, ty in columns)
-        parts = ", ".join(f"`{c}`" for c in partition_columns)
+        cols = ", ".join(f"{quote_identifier(name)} {ty}" for name, ty in columns)
+        parts = ", ".join(quote_identifier(c) for c in partition_columns)
+        mapping = any(needs_column_mapping(name) for name, _ in columns)
         self.spark.sql(
             f"CREATE TABLE IF NOT EXISTS {self.sql_name} ({cols}) USING delta"
             + (f" PARTITIONED BY ({parts})" if parts else "")
+            + (f" TBLPROPERTIES ({COLUMN_MAPPING_PROPERTIES})" if mapping else "")
         )
         self.declare()
 
     def add_columns(self, columns: Sequence[tuple[str, str]]) -> None:
         if columns:
-            cols = ", ".join(f"`{name}` {ty}" for name, ty in columns)
+            if any(needs_column_mapping(name) for name, _ in columns) and \
+                    "delta.columnMapping.mode" not in (self.detail().properties or {}):
+                self.spark.sql(f"ALTER TABLE {self.sql_name} SET TBLPROPERTIES ({COLUMN_MAPPING_PROPERTIES})")
+            cols = ", ".join(f"{quote_identifier(name)} {ty}" for name, ty in columns)
             self.spark.sql(f"ALTER TABLE {self.sql_name} ADD COLUMNS ({cols})")
 
     def widen_columns(self, columns: Sequence[tuple[str, str, str]]) -> None:
@@ -167,7 +185,7 @@ class DeltaTable:
         exprs = []
         for name, ty in self.columns().items():
             source = present.get(name.lower())
-            exprs.append((F.col(f"`{source}`") if source else F.lit(None)).cast(ty).alias(name))
+            exprs.append((F.col(quote_identifier(source)) if source else F.lit(None)).cast(ty).alias(name))
         return df.select(*exprs)
 
     def append_files(self, root: LakeLocation, files: Sequence[EdgeFile], batch: int, app_id: str) -> None:
@@ -184,41 +202,13 @@ class DeltaTable:
     def file_stats(self) -> tuple[int, int, int]:
         """(data files, rows, bytes) of the current version.
 
-        From the file list, as Iceberg's ``data_files`` gives them: every file Spark writes into a
-        Delta table carries its row count (``stats.numRecords``), less the rows a deletion vector
-        hides. Only when some file has no count (written without statistics) is the table scanned.
-        A version's checksum file lists its files when there are few (Delta's
-        ``allFilesInCrc``, under 50 files by default): then no Spark job reads the log for them
-        (that job cost a register run as much as its append).
+        Files and bytes from ``DESCRIBE DETAIL``; rows from a count, which Delta answers from the
+        files' statistics (less what deletion vectors hide) without reading data where every file
+        has them, and by a scan where one has none.
         """
-        listed = self.stats_from_checksum()
-        return listed if listed is not None else self.stats_from_file_list()
-
-    def stats_from_file_list(self) -> tuple[int, int, int]:
-        """``file_stats`` from the snapshot's file list (a Spark job over the log)."""
-        row = self.files().selectExpr(
-            "count(*) AS files", "coalesce(sum(size), 0) AS bytes",
-            "coalesce(sum(CAST(get_json_object(stats, '$.numRecords') AS BIGINT)"
-            " - coalesce(deletionVector.cardinality, 0)), 0) AS rows",
-            "count_if(get_json_object(stats, '$.numRecords') IS NULL) AS uncounted",
-        ).collect()[0]
-        rows = row.rows if row.uncounted == 0 else self.spark.read.format("delta").load(self.location).count()
-        return int(row.files), int(rows), int(row.bytes)
-
-
-def counted_rows(stats: str | None, deleted: int) -> int | None:
-    """Rows a Delta ``AddFile`` holds: its ``stats.numRecords`` less ``deleted`` (the cardinality
-    of its deletion vector), or ``None`` when the file was written without statistics.
-
-    >>> counted_rows('{"numRecords":50,"minValues":{"id":0}}', 0), counted_rows('{"numRecords":50}', 10)
-    (50, 40)
-    >>> counted_rows(None, 0) is None, counted_rows('{"minValues":{}}', 0) is None
-    (True, True)
-    """
-    if not stats:
-        return None
-    records = json.loads(stats).get("numRecords")
-    return None if records is None else int(records) - deleted
+        detail = self.detail()
+        rows = self.spark.read.format("delta").load(self.location).count()
+        return int(detail.numFiles), int(rows), int(detail.sizeInBytes)
 
 
 def declare_warehouse_tables(spark: "SparkSession") -> list[str]:

@@ -1,11 +1,12 @@
-"""Iceberg table operations the jobs need, through Spark SQL and Iceberg's Java API (py4j).
+"""Iceberg table operations the jobs need: DDL and reads through Spark SQL, metadata and file
+registration through pyiceberg (:mod:`lakehouse.iceberg_catalogs`), no JVM calls.
 
-Registering edge files *in place* uses the same building blocks as Iceberg's ``add_files``
-procedure (Parquet footer metrics, a name mapping for files without field ids, partition values
-from the Hive path) but appends exactly the files we choose, in one transaction that also
-records the registration batch number as a table property. ``add_files`` itself imports whole
-partition directories, which cannot register the newest files of a partition the edge is still
-writing to; it also has no way to make the commit idempotent.
+Registering edge files *in place* is the one commit the edge's inline registrar makes too
+(:func:`stream_edge.lake.iceberg_registration.append_files`): exactly the files we choose (the
+newest of a partition the edge is still writing to included, which Iceberg's ``add_files``
+procedure, importing whole directories, cannot do), their metrics from the Parquet footers, and
+the registration batch number as a table property in the same transaction, which makes a
+replayed batch idempotent.
 
 Example::
 
@@ -19,18 +20,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
+from lakehouse.identifiers import quote_field_path, quote_identifier, quote_table_name, split_multipart
 from lakehouse.lake_files import EdgeFile, LakeLocation
+from lakehouse.schema_evolution import spark_type_text
+from stream_edge.lake.iceberg_registration import NAME_MAPPING_PROPERTY, append_files, set_name_mapping
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
 BATCH_PROPERTY = "lakehouse.register.last-batch"
-NAME_MAPPING_PROPERTY = "schema.name-mapping.default"
+COMMIT_ATTEMPTS = 5  # commits of other writers (the edge's registrar, compaction) in between: retried
 
 
 def quote_ident(identifier: str) -> str:
-    """``cat.db.t`` -> ```cat`.`db`.`t```."""
-    return ".".join(f"`{part.strip('`')}`" for part in identifier.split("."))
+    """``cat.db.t`` -> ```cat`.`db`.`t``` (:func:`lakehouse.identifiers.quote_table_name`)."""
+    return quote_table_name(identifier)
 
 
 #: snapshot summary keys of the running totals, in the order file_stats returns them
@@ -63,21 +67,33 @@ class IcebergTable:
     table_format = "iceberg"
 
     def __init__(self, spark: "SparkSession", identifier: str) -> None:
-        parts = identifier.split(".")
+        parts = split_multipart(identifier)
         if len(parts) < 3:
             raise ValueError(f"Iceberg table {identifier!r} must be catalog.namespace.table")
         self.spark = spark
         self.identifier = identifier
         self.sql_name = quote_ident(identifier)
         self.catalog = parts[0]
+        self.namespace_parts = parts[1:-1]
         self.namespace = ".".join(parts[1:-1])
-        self._jvm: Any = spark._jvm  # type: ignore[attr-defined]
+        self.py_identifier = (*parts[1:-1], parts[-1])
         self.write_branch: str | None = None  # append_files commits here instead of main (write-audit-publish)
 
     # -- lookup ---------------------------------------------------------------------------------
-    def java_table(self):
-        """The Iceberg ``Table`` (Java), freshly loaded so other writers' commits are seen."""
-        table = self._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
+    def py_table(self) -> Any:
+        """The pyiceberg ``Table``, freshly loaded so other writers' commits are seen."""
+        from lakehouse.iceberg_catalogs import pyiceberg_catalog
+
+        return pyiceberg_catalog(self.spark, self.catalog).load_table(self.py_identifier)
+
+    def java_table(self) -> Any:
+        """The Iceberg ``Table`` (Java) over py4j. Only the windows modules still call it, until
+        their rewrite on the public API lands (docs/cluster.md lists it); the other jobs read
+        metadata through :meth:`py_table`."""
+        from lakehouse.session import classic_jvm
+
+        jvm = classic_jvm(self.spark, "the windows job's incremental bookmark (Iceberg's Java API)")
+        table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
             self.spark._jsparkSession, self.identifier)  # type: ignore[attr-defined]
         table.refresh()
         return table
@@ -89,30 +105,34 @@ class IcebergTable:
         self.spark.sql(f"REFRESH TABLE {self.sql_name}")
 
     def uuid(self) -> str:
-        return str(self.java_table().uuid().toString())
+        return str(self.py_table().metadata.table_uuid)
 
     def columns(self) -> dict[str, str]:
         self.refresh()
-        return {f.name: f.dataType.simpleString() for f in self.spark.table(self.sql_name).schema.fields}
+        return {f.name: spark_type_text(f.dataType) for f in self.spark.table(self.sql_name).schema.fields}
 
     def partition_columns(self) -> list[str]:
-        spec = self.java_table().spec()
-        schema = self.java_table().schema()
-        return [schema.findColumnName(f.sourceId()) for f in spec.fields()]
+        table = self.py_table()
+        schema = table.schema()
+        return [schema.find_column_name(f.source_id) for f in table.spec().fields]
 
     def last_batch(self) -> int:
-        value = self.java_table().properties().get(BATCH_PROPERTY)
+        value = self.py_table().properties.get(BATCH_PROPERTY)
         return int(value) if value else 0
 
     def batch_committed(self, number: int) -> bool:
         """Registration batch ``number`` is in the table (set atomically with its files)."""
         return self.last_batch() >= number
 
+    def current_snapshot_id(self) -> int | None:
+        snapshot = self.py_table().current_snapshot()
+        return None if snapshot is None else int(snapshot.snapshot_id)
+
     # -- schema ---------------------------------------------------------------------------------
     def create(self, columns: Sequence[tuple[str, str]], partition_columns: Sequence[str]) -> None:
-        self.spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {quote_ident(self.catalog + '.' + self.namespace)}")
-        cols = ", ".join(f"`{name}` {ty}" for name, ty in columns)
-        parts = ", ".join(f"`{c}`" for c in partition_columns)
+        self.spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {quote_field_path([self.catalog, *self.namespace_parts])}")
+        cols = ", ".join(f"{quote_identifier(name)} {ty}" for name, ty in columns)
+        parts = ", ".join(quote_identifier(c) for c in partition_columns)
         self.spark.sql(
             f"CREATE TABLE IF NOT EXISTS {self.sql_name} ({cols}) USING iceberg"
             + (f" PARTITIONED BY ({parts})" if parts else "")
@@ -122,80 +142,47 @@ class IcebergTable:
 
     def add_columns(self, columns: Sequence[tuple[str, str]]) -> None:
         if columns:
-            cols = ", ".join(f"`{name}` {ty}" for name, ty in columns)
+            cols = ", ".join(f"{quote_identifier(name)} {ty}" for name, ty in columns)
             self.spark.sql(f"ALTER TABLE {self.sql_name} ADD COLUMNS ({cols})")
         self._update_name_mapping()
 
     def widen_columns(self, columns: Sequence[tuple[str, str, str]]) -> None:
         for name, _old, new in columns:
-            self.spark.sql(f"ALTER TABLE {self.sql_name} ALTER COLUMN `{name}` TYPE {new}")
+            self.spark.sql(f"ALTER TABLE {self.sql_name} ALTER COLUMN {quote_identifier(name)} TYPE {new}")
 
     def _update_name_mapping(self) -> None:
         # Edge files carry no Iceberg field ids: readers find columns by name through this
         # mapping, so it must list every column, including those added by evolution.
-        jvm = self._jvm
-        table = self.java_table()
-        mapping = jvm.org.apache.iceberg.mapping.MappingUtil.create(table.schema())
-        table.updateProperties().set(
-            NAME_MAPPING_PROPERTY, jvm.org.apache.iceberg.mapping.NameMappingParser.toJson(mapping)
-        ).commit()
+        set_name_mapping(self.py_table())
+        self.refresh()
 
     # -- data -----------------------------------------------------------------------------------
     def append_files(self, root: LakeLocation, files: Sequence[EdgeFile], batch: int,
-                     progress=None) -> int:
-        """Append ``files`` in place, and set the batch property, in one atomic commit.
+                     progress=None) -> None:
+        """Append ``files`` in place, and set the batch property, in one atomic commit
+        (:func:`stream_edge.lake.iceberg_registration.append_files`, the edge's own registrar's
+        commit). A commit another writer made first is retried while the batch is not in."""
+        from pyiceberg.exceptions import CommitFailedException
 
-        Returns the number of rows added (from the Parquet footers).
-        """
-        jvm = self._jvm
-        table = self.java_table()
-        spec = table.spec()
-        schema = table.schema()
-        part_names = [schema.findColumnName(f.sourceId()) for f in spec.fields()]
-        if table.properties().get(NAME_MAPPING_PROPERTY) is None:  # e.g. a crash right after CREATE
-            self._update_name_mapping()
-            table = self.java_table()
-        mapping = jvm.org.apache.iceberg.mapping.NameMappingParser.fromJson(
-            table.properties().get(NAME_MAPPING_PROPERTY))
-        metrics_config = jvm.org.apache.iceberg.MetricsConfig.forTable(table)
-        io = table.io()
-        parquet_util = jvm.org.apache.iceberg.parquet.ParquetUtil
-        data_files = jvm.org.apache.iceberg.DataFiles
-        array_list = jvm.java.util.ArrayList
-
-        def build(edge_file: EdgeFile):
-            values = edge_file.partition_dict()
-            missing = [c for c in part_names if c not in values]
-            if missing:
-                raise ValueError(f"file {root.child(edge_file.relative_path)} lacks partition column(s) {missing}")
-            path = root.child(edge_file.relative_path)
-            metrics = parquet_util.fileMetrics(io.newInputFile(path), metrics_config, mapping)
-            data_file = (data_files.builder(spec).withPath(path).withFormat("parquet")
-                         .withFileSizeInBytes(edge_file.size).withMetrics(metrics)
-                         .withPartitionValues(array_list([values[c] for c in part_names])).build())
-            return data_file, int(metrics.recordCount())
-
-        # Footer reads and py4j round trips dominate: a few driver threads overlap them (py4j
-        # gives each Python thread its own connection to the JVM).
-        from concurrent.futures import ThreadPoolExecutor
-
-        txn = table.newTransaction()
-        append = txn.newAppend()
-        if self.write_branch:
-            append = append.toBranch(self.write_branch)
-        rows = 0
-        with ThreadPoolExecutor(max_workers=4, thread_name_prefix="iceberg-metrics") as pool:
-            for i, (data_file, count) in enumerate(pool.map(build, files), 1):
-                append.appendFile(data_file)
-                rows += count
-                if progress is not None:
-                    progress(i, len(files))
-        append.set("lakehouse.register.batch", str(batch))
-        append.commit()
-        txn.updateProperties().set(BATCH_PROPERTY, str(batch)).commit()
-        txn.commitTransaction()
+        table = self.py_table()
+        missing = [c for c in self.partition_columns() if any(c not in f.partition_dict() for f in files)]
+        if missing:
+            raise ValueError(f"files under {root.uri} lack partition column(s) {missing}")
+        uris = [root.child(f.relative_path) for f in files]
+        for attempt in range(1, COMMIT_ATTEMPTS + 1):
+            try:
+                append_files(table, uris, properties={BATCH_PROPERTY: str(batch)},
+                             snapshot_properties={"lakehouse.register.batch": str(batch)}, branch=self.write_branch)
+                break
+            except CommitFailedException:
+                table = self.py_table()
+                if int(table.properties.get(BATCH_PROPERTY) or 0) >= batch:
+                    break  # in the table after all (the answer to our own commit was lost)
+                if attempt == COMMIT_ATTEMPTS:
+                    raise
+        if progress is not None:
+            progress(len(files), len(files))
         self.refresh()
-        return rows
 
     def file_stats(self) -> tuple[int, int, int]:
         """(data files, rows, bytes) of the current snapshot.
@@ -204,10 +191,11 @@ class IcebergTable:
         job (a scan of the ``data_files`` metadata table cost as much as the append itself in a
         register run). The metadata table is the fallback where the totals cannot stand for it.
         """
-        snapshot = self.java_table().currentSnapshot()
+        snapshot = self.py_table().current_snapshot()
         if snapshot is None:
             return 0, 0, 0
-        totals = data_file_totals(dict(snapshot.summary()))
+        summary = snapshot.summary
+        totals = data_file_totals(dict(summary.additional_properties) if summary is not None else {})
         if totals is not None:
             return totals
         self.refresh()

@@ -81,6 +81,7 @@ class JobReport:
     bytes_before: int = 0
     bytes_after: int = 0
     extra: dict[str, object] = field(default_factory=dict)
+    problem: str | None = None  # the run did its work but something needs a person: exit code 1
     started: float = field(default_factory=time.monotonic)
     duration_s: float = 0.0
 

@@ -24,8 +24,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from lakehouse.compaction import CompactOptions, _check_retention, expire_snapshots, remove_orphan_files, vacuum
+from lakehouse.compaction import (CompactOptions, _check_retention, expire_snapshots, remove_orphan_files, sql_string,
+                                  vacuum)
 from lakehouse.iceberg_tables import IcebergTable
+from lakehouse.identifiers import quote_identifier
 from lakehouse.job_report import JobReport
 from lakehouse.tables import open_table
 
@@ -53,7 +55,8 @@ class MaintainOptions:
 def rewrite_manifests(table: IcebergTable) -> int:
     """``CALL <catalog>.system.rewrite_manifests``; returns the number of manifests rewritten."""
     row = table.spark.sql(
-        f"CALL {table.catalog}.system.rewrite_manifests(table => '{table.identifier}')").collect()[0]
+        f"CALL {quote_identifier(table.catalog)}.system.rewrite_manifests(table => {sql_string(table.sql_name)})"
+    ).collect()[0]
     log.info("rewrite_manifests: %d manifest(s) rewritten into %d", row.rewritten_manifests_count,
              row.added_manifests_count)
     return int(row.rewritten_manifests_count)

@@ -34,13 +34,14 @@ import time
 
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from urllib.parse import unquote, urlparse
 
 from lakehouse.quality_report import (DataQualityError, ExpectationResult, ValidateOptions, ValidationReport,
                                       docs_name)
 from lakehouse.quality_spec import ExpectationSpec, QualitySpec, QualitySpecError, load_spec
 from lakehouse.iceberg_tables import IcebergTable
+from lakehouse.identifiers import quote_identifier
 from lakehouse.tables import open_table
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -58,9 +59,41 @@ __all__ = ("DataQualityError", "ExpectationResult", "QualitySpecError", "Validat
            "docs_name", "gx_expectations", "run_validate")
 
 
-def gx_expectations(spec: QualitySpec) -> list:
-    """The Great Expectations objects for ``spec``, in spec order (each tagged with its entry)."""
+def gx_column_names(columns: Sequence[str]) -> dict[str, str]:
+    """Names Great Expectations can take for the columns whose own names it cannot.
+
+    GX's Spark engine hands a column name to ``F.col`` unquoted, where a dot means a struct path
+    and a backtick is a syntax error: such a column is shown to GX under a look-alike name (dot
+    and backtick swapped for U+2024 and U+02CB), kept apart from every other column's name.
+    Returns ``{table column: name GX sees}`` for the renamed ones only.
+
+    >>> gx_column_names(["dot.ted", "a`b", "plain"])
+    {'dot.ted': 'dot․ted', 'a`b': 'aˋb'}
+    """
+    taken = set(columns)
+    out: dict[str, str] = {}
+    for name in columns:
+        if "." not in name and "`" not in name:
+            continue
+        alias = base = name.replace(".", "\u2024").replace("`", "\u02cb")
+        n = 1
+        while alias in taken:
+            n += 1
+            alias = f"{base}_{n}"
+        taken.add(alias)
+        out[name] = alias
+    return out
+
+
+def gx_expectations(spec: QualitySpec, names: Mapping[str, str] | None = None) -> list:
+    """The Great Expectations objects for ``spec``, in spec order (each tagged with its entry);
+    ``names`` maps a spec column to the name GX sees (:func:`gx_column_names`)."""
     import great_expectations as gx
+
+    rename = dict(names or {})
+
+    def col(name: str | None) -> Any:
+        return rename.get(name, name) if name is not None else None
 
     E: Any = gx.expectations  # pydantic models: the spec was validated by quality_spec already
     out: list = []
@@ -72,22 +105,22 @@ def gx_expectations(spec: QualitySpec) -> list:
             common["mostly"] = entry.mostly
         made: list = []
         if entry.type == "not_null":
-            made.append(E.ExpectColumnValuesToNotBeNull(column=entry.column, **common))
+            made.append(E.ExpectColumnValuesToNotBeNull(column=col(entry.column), **common))
         elif entry.type == "between":
-            made.append(E.ExpectColumnValuesToBeBetween(column=entry.column, min_value=entry.min,
+            made.append(E.ExpectColumnValuesToBeBetween(column=col(entry.column), min_value=entry.min,
                                                         max_value=entry.max, **common))
         elif entry.type == "in_set":
-            made.append(E.ExpectColumnValuesToBeInSet(column=entry.column, value_set=list(entry.values), **common))
+            made.append(E.ExpectColumnValuesToBeInSet(column=col(entry.column), value_set=list(entry.values), **common))
         elif entry.type == "regex":
-            made.append(E.ExpectColumnValuesToMatchRegex(column=entry.column, regex=entry.pattern, **common))
+            made.append(E.ExpectColumnValuesToMatchRegex(column=col(entry.column), regex=entry.pattern, **common))
         elif entry.type == "unique" and entry.column:
-            made.append(E.ExpectColumnValuesToBeUnique(column=entry.column, **common))
+            made.append(E.ExpectColumnValuesToBeUnique(column=col(entry.column), **common))
         elif entry.type == "unique":
-            made.append(E.ExpectCompoundColumnsToBeUnique(column_list=list(entry.columns), **common))
+            made.append(E.ExpectCompoundColumnsToBeUnique(column_list=[col(c) for c in entry.columns], **common))
         elif entry.type == "row_count_between":
             made.append(E.ExpectTableRowCountToBeBetween(min_value=entry.min, max_value=entry.max, **common))
         elif entry.type == "columns_exist":
-            made.extend(E.ExpectColumnToExist(column=c, **common) for c in entry.columns)
+            made.extend(E.ExpectColumnToExist(column=col(c), **common) for c in entry.columns)
         else:  # pragma: no cover - quality_spec accepts only the types above
             raise QualitySpecError(f"{spec.source}: expectations[{entry.index}]: unsupported type {entry.type!r}")
         for expectation in made:
@@ -244,7 +277,12 @@ def _run_suite(df: "DataFrame", spec: QualitySpec, name: str, docs_dir: Path | N
     if hasattr(datasource, "_spark"):
         datasource._spark = df.sparkSession  # use this session, not whatever getOrCreate() returns
     batch = datasource.add_dataframe_asset(name).add_batch_definition_whole_dataframe("whole table")
-    suite = context.suites.add_or_update(gx.ExpectationSuite(name=name, expectations=gx_expectations(spec)))
+    names = gx_column_names(df.columns)
+    if names:
+        from pyspark.sql import functions as F
+
+        df = df.select(*[F.col(quote_identifier(c)).alias(names.get(c, c)) for c in df.columns])
+    suite = context.suites.add_or_update(gx.ExpectationSuite(name=name, expectations=gx_expectations(spec, names)))
     definition = context.validation_definitions.add(gx.ValidationDefinition(name=name, data=batch, suite=suite))
     checkpoint = context.checkpoints.add(gx.Checkpoint(
         name=name, validation_definitions=[definition], actions=[],
@@ -254,7 +292,7 @@ def _run_suite(df: "DataFrame", spec: QualitySpec, name: str, docs_dir: Path | N
                              run_id=RunIdentifier(run_name=RUN_NAME, run_time=datetime.now(timezone.utc)))
     log.info("suite evaluated in %.1fs", time.monotonic() - started)
     (key, result), = outcome.run_results.items()
-    report.results = _results(result, spec)
+    report.results = _results(result, spec, {alias: column for column, alias in names.items()})
     if docs_dir is not None:
         try:
             context.build_data_docs(site_names=[DOCS_SITE], resource_identifiers=[key])
@@ -271,7 +309,9 @@ def _site_path(context, key) -> str | None:
     return unquote(urlparse(url).path) if url else None
 
 
-def _results(result, spec: QualitySpec) -> list[ExpectationResult]:
+def _results(result, spec: QualitySpec, original: Mapping[str, str]) -> list[ExpectationResult]:
+    """The report's results from GX's, with the table's own column names (``original``: GX's
+    name -> the column's)."""
     entries = {e.index: e for e in spec.expectations}
     out = []
     for item in result.results:
@@ -279,7 +319,8 @@ def _results(result, spec: QualitySpec) -> list[ExpectationResult]:
         tag = (config.meta or {}).get("lakehouse", {})
         entry: ExpectationSpec = entries[tag["entry"]]
         kwargs = config.kwargs
-        column = kwargs.get("column") or (",".join(kwargs["column_list"]) if kwargs.get("column_list") else None)
+        column = original.get(kwargs.get("column"), kwargs.get("column")) or (
+            ",".join(original.get(c, c) for c in kwargs["column_list"]) if kwargs.get("column_list") else None)
         values = item.result or {}
         label = f"columns_exist({column})" if entry.type == "columns_exist" else entry.label
         out.append((tag["order"], ExpectationResult(

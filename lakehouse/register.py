@@ -30,10 +30,12 @@ from typing import TYPE_CHECKING, Sequence
 
 from lakehouse.fault_injection import pause_point
 from lakehouse.job_report import JobReport, Progress
-from lakehouse.lake_files import EdgeFile, LakeLayoutError, LakeLocation, edge_file_at, list_committed_files
+from lakehouse.lake_files import (EdgeFile, LakeLayoutError, LakeLocation, edge_file_at, list_committed_files,
+                                  partition_time_end, unescape_partition_value)
 from lakehouse.register_ledger import JOB_WRITER, LedgerError, RegistrationLedger
-from lakehouse.schema_evolution import IncompatibleSchemaError, plan_schema
+from lakehouse.schema_evolution import IncompatibleSchemaError, SchemaPlan, plan_schema
 from lakehouse.tables import Table, open_table
+from stream_edge.lake import unescape_path_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -117,6 +119,47 @@ def _prepare(table: Table, facts: Sequence[_FileFacts], root: LakeLocation) -> N
     _evolve(table, facts, root)
 
 
+def _creation_plan(root: LakeLocation, facts: Sequence[_FileFacts], partition_columns: Sequence[str],
+                   table_format: str) -> SchemaPlan:
+    """The new table's schema from the files that agree with each other, in listing order: a file
+    that disagrees with those before it is left out here and set aside when it is registered."""
+    agreed: list[tuple[str, object]] = []
+    for fact in facts:
+        candidate = agreed + [(root.child(fact.file.relative_path), fact.schema)]
+        try:
+            plan_schema(None, candidate, partition_columns=partition_columns, table_format=table_format)
+        except IncompatibleSchemaError:
+            continue
+        agreed = candidate
+    return plan_schema(None, agreed or [(root.child(f.file.relative_path), f.schema) for f in facts[:1]],
+                       partition_columns=partition_columns, table_format=table_format)
+
+
+def _admit(table: Table, facts: Sequence[_FileFacts], root: LakeLocation) -> tuple[list[_FileFacts],
+                                                                                   list[tuple[_FileFacts, str]]]:
+    """Split ``facts`` into the files the table can take (after schema evolution for them) and the
+    files it cannot, each with the reason: a file that does not fit is set aside, never holding up
+    the others (it was re-read and refused on every later run before, and blocked them all)."""
+    columns = table.columns()
+    partition_columns = table.partition_columns()
+    admitted: list[_FileFacts] = []
+    set_aside: list[tuple[_FileFacts, str]] = []
+    for fact in facts:
+        try:
+            _check_partitions(table, [fact], root)
+            plan = plan_schema(columns, [(root.child(fact.file.relative_path), fact.schema)],
+                               partition_columns=partition_columns, table_format=table.table_format)
+        except IncompatibleSchemaError as exc:
+            set_aside.append((fact, str(exc)))
+            continue
+        columns.update(dict(plan.new_columns))
+        columns.update({name: new for name, _old, new in plan.widened_columns})
+        admitted.append(fact)
+    if admitted:
+        _evolve(table, admitted, root)
+    return admitted, set_aside
+
+
 def _commit_batch(table: Table, root: LakeLocation, ledger: RegistrationLedger, number: int,
                   files: Sequence[EdgeFile]) -> bool:
     """Commit one ledger batch idempotently, then mark it done.
@@ -182,8 +225,7 @@ def run_register(spark: "SparkSession", options: RegisterOptions) -> JobReport:
         facts = _read_footers(root, committed)
         footers = {f.file.relative_path: f for f in facts}
         partition_cols = list(committed[0].partition_columns)
-        plan = plan_schema(None, [(root.child(f.file.relative_path), f.schema) for f in facts],
-                           partition_columns=partition_cols, table_format=table.table_format)
+        plan = _creation_plan(root, facts, partition_cols, table.table_format)
         log.info("creating %s table %s partitioned by %s", table.table_format, table.identifier, partition_cols)
         table.create(plan.create_columns, partition_cols)
     if options.audit_branch:
@@ -234,11 +276,20 @@ def run_register(spark: "SparkSession", options: RegisterOptions) -> JobReport:
     known = {rel for batch in batches for rel in batch.files}
     new_files = [f for f in committed if f.relative_path not in known]
     log.info("%d files are new to %s", len(new_files), table.identifier)
+    set_aside: list[tuple[_FileFacts, str]] = []
     for start in range(0, len(new_files), options.max_files_per_commit):
         chunk = new_files[start:start + options.max_files_per_commit]
         unread = [f for f in chunk if f.relative_path not in footers]
         facts = [footers[f.relative_path] for f in chunk if f.relative_path in footers] + _read_footers(root, unread)
-        _prepare(table, facts, root)  # before the intent: a refused file must not block later runs
+        # before the intent: a refused file is set aside, never recorded, never holds up the rest
+        facts, refused = _admit(table, facts, root)
+        set_aside += refused
+        for fact, reason in refused:
+            log.error("set aside (not registered): %s", reason)
+        if not facts:
+            continue
+        admitted = {f.file.relative_path for f in facts}
+        chunk = [f for f in chunk if f.relative_path in admitted]
         number = _write_job_intent(ledger, [f.relative_path for f in chunk], table.identifier)
         # The sink may have recorded some of these files in a lower batch meanwhile: it owns them.
         owned = set(ledger.owned_files(number))
@@ -249,11 +300,34 @@ def run_register(spark: "SparkSession", options: RegisterOptions) -> JobReport:
         added_rows += sum(f.rows for f in facts)
         log.info("batch %d committed: %d files, %d rows", number, len(chunk), sum(f.rows for f in facts))
 
-    if options.since is None:  # a full listing: safe to forget files that are gone
-        folded = ledger.checkpoint({f.relative_path for f in committed})
-        if folded:
-            log.info("registration ledger: batches up to %d folded into one checkpoint", folded)
+    # Folded on every run, so every writer's reads per run stay bounded by the batches since the
+    # last fold. A path is forgotten only if this run's listing covered its partition, did not
+    # find it, and it is gone now (compacted and deleted): files outside --since's partitions,
+    # and files committed after the listing, are kept.
+    folded = ledger.checkpoint({f.relative_path for f in committed},
+                               listed=None if options.since is None else _listed_since(options.since))
+    if folded:
+        log.info("registration ledger: batches up to %d folded into one checkpoint", folded)
     report.after(*table.file_stats())
     report.extra["files added"] = added_files
     report.extra["rows added"] = added_rows
+    if set_aside:
+        report.extra["files set aside"] = len(set_aside)
+        report.problem = (f"{len(set_aside)} file(s) set aside, the table cannot take them (the others are "
+                          f"registered): " + "; ".join(reason for _f, reason in set_aside[:3])
+                          + (" ..." if len(set_aside) > 3 else ""))
     return report
+
+
+def _listed_since(since: datetime):
+    """Whether a listing with ``--since`` covered a path (its partition ends after ``since``, or
+    its partition has no time we understand: such partitions are never pruned)."""
+    def listed(relative_path: str) -> bool:
+        values: dict[str, str | None] = {}
+        for name in relative_path.split("/")[:-1]:
+            column, _, raw = name.partition("=")
+            values[unescape_path_name(column)] = unescape_partition_value(raw)
+        end = partition_time_end(values)
+        return end is None or end > since
+
+    return listed

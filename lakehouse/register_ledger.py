@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import logging
 from datetime import datetime, timezone
-from typing import Any, Iterable, List
+from typing import Any, List
 
 from lakehouse.lake_files import LakeLocation
 from stream_edge.lake import registration_ledger as _core
@@ -112,17 +112,6 @@ class ClaimingLedger(_core.RegistrationLedger):
                 if attempt == 2:
                     raise
         raise AssertionError("unreachable")
-
-    def missing(self, relative_paths: Iterable[str]) -> List[str]:
-        """The paths (relative to the table root) that no longer exist, e.g. compacted and deleted."""
-        import pyarrow.fs as pafs
-
-        paths = list(relative_paths)
-        if not paths:
-            return []
-        base = self.parent[: -len(LEDGER_DIR) - 1]
-        infos = self.fs.get_file_info([f"{base}/{p}" for p in paths])
-        return [p for p, info in zip(paths, infos) if info.type == pafs.FileType.NotFound]
 
 
 class RegistrationLedger(ClaimingLedger):

@@ -1,8 +1,9 @@
 """Table schema from edge Parquet files, and the rules for evolving it (pure Python, no Spark).
 
-Types are Spark SQL type strings (``bigint``, ``decimal(10,2)``, ``struct<a:int>``), the form
-``DataType.simpleString()`` prints, so the result drops straight into ``CREATE TABLE`` /
-``ALTER TABLE`` and compares with a live table's schema.
+Types are Spark SQL type strings (``bigint``, ``decimal(10,2)``, ``struct<`a`:int>``), the form
+``DataType.simpleString()`` prints but with struct field names quoted (:func:`spark_type_text`),
+so the result drops straight into ``CREATE TABLE`` / ``ALTER TABLE`` whatever the names hold and
+compares with a live table's schema.
 
 Rules, per column of a new file against the table:
 
@@ -26,6 +27,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
+
+from lakehouse.identifiers import quote_identifier
 
 VOID = "void"
 TIME_PARTITION_COLUMNS = ("year", "month", "day", "hour")
@@ -74,12 +77,27 @@ def arrow_to_spark(arrow_type: Any, *, table_format: str = "iceberg") -> str:
         return (f"map<{arrow_to_spark(ty.key_type, table_format=table_format)},"
                 f"{arrow_to_spark(ty.item_type, table_format=table_format)}>")
     if t.is_struct(ty):
-        inner = ",".join(f"{ty.field(i).name}:{arrow_to_spark(ty.field(i).type, table_format=table_format)}"
+        inner = ",".join(f"{quote_identifier(ty.field(i).name)}:{arrow_to_spark(ty.field(i).type, table_format=table_format)}"
                          for i in range(ty.num_fields))
         return f"struct<{inner}>"
     if t.is_dictionary(ty):
         return arrow_to_spark(ty.value_type, table_format=table_format)
     raise IncompatibleSchemaError(f"unsupported Parquet/Arrow type {ty} ({pa.__name__})")
+
+
+def spark_type_text(data_type: Any) -> str:
+    """A Spark ``DataType`` as the type text :func:`arrow_to_spark` gives: ``simpleString()``, but
+    with every struct field name quoted, so that it drops into DDL and compares equal whatever
+    the names hold (``simpleString`` prints ``struct<content-type:string>``, which no parser
+    reads back)."""
+    if hasattr(data_type, "fields"):  # StructType
+        return "struct<" + ",".join(f"{quote_identifier(f.name)}:{spark_type_text(f.dataType)}"
+                                    for f in data_type.fields) + ">"
+    if hasattr(data_type, "elementType"):  # ArrayType
+        return f"array<{spark_type_text(data_type.elementType)}>"
+    if hasattr(data_type, "keyType"):  # MapType
+        return f"map<{spark_type_text(data_type.keyType)},{spark_type_text(data_type.valueType)}>"
+    return str(data_type.simpleString())
 
 
 _DECIMAL = re.compile(r"decimal\((\d+),(\d+)\)")

@@ -127,6 +127,7 @@ class SparkSettings:
     S3_ENDPOINT                 S3-compatible endpoint for ``s3a://`` (MinIO, moto, ...)
     AWS_ACCESS_KEY_ID/...       S3 credentials (standard AWS variables)
     LAKEHOUSE_LOCAL_DIR         where the embedded warehouse lives (default ``./.local/lakehouse``)
+    SPARK_REMOTE                ``sc://host:port``: run over Spark Connect (as ``--remote``)
     ==========================  =============================================================
     """
 
@@ -141,6 +142,7 @@ class SparkSettings:
     s3_access_key: str | None = field(default=None, repr=False)
     s3_secret_key: str | None = field(default=None, repr=False)
     local_dir: str = ".local/lakehouse"
+    remote: str | None = None  # sc://host:port: run over Spark Connect
     extra_conf: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -157,6 +159,7 @@ class SparkSettings:
             s3_access_key=env.get("AWS_ACCESS_KEY_ID") or None,
             s3_secret_key=env.get("AWS_SECRET_ACCESS_KEY") or None,
             local_dir=env.get("LAKEHOUSE_LOCAL_DIR", ".local/lakehouse"),
+            remote=env.get("SPARK_REMOTE") or None,
         )
         for key, value in overrides.items():
             if not hasattr(settings, key):
@@ -352,11 +355,54 @@ def session_conf(settings: SparkSettings, master: str | None, submitted: dict[st
     return {key: value for key, value in conf.items() if key not in submitted or key in settings.extra_conf}
 
 
+def is_connect(spark: Any) -> bool:
+    """True for a Spark Connect session (no driver JVM in this process)."""
+    try:
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+    except ImportError:  # pragma: no cover - pyspark without the connect extra
+        return False
+    return isinstance(spark, ConnectSession)
+
+
+def classic_jvm(spark: Any, what: str) -> Any:
+    """The driver JVM's py4j gateway, for the few steps that have no public API (each listed in
+    docs/cluster.md, "Where the jobs reach into the JVM"); a clear error under Spark Connect."""
+    if is_connect(spark):
+        raise SparkSetupError(
+            f"{what} needs the Spark driver's JVM (no SQL, DataFrame or pyiceberg form exists; see "
+            "docs/cluster.md), which a Spark Connect session does not expose: run this step with a "
+            "classic session (spark-submit, or without SPARK_REMOTE/--remote)")
+    return spark._jvm
+
+
+#: settings a Spark Connect server fixes when it starts (``infra/local/spark_connect.py``); a client
+#: cannot change them (Spark refuses: CANNOT_MODIFY_STATIC_CONFIG)
+CONNECT_SERVER_CONF = ("spark.sql.extensions", "spark.sql.warehouse.dir", "spark.sql.catalog.spark_catalog",
+                       "spark.python.sql.dataFrameDebugging.enabled")
+
+
+def connect_session(remote: str, settings: SparkSettings) -> "SparkSession":
+    """A Spark Connect session at ``remote`` (``sc://host:port``), with the catalogs of ``settings``
+    set on it: catalog settings are session settings the server takes at runtime; the extensions
+    and jars are the server's (``./dev services up spark-connect`` starts one with them)."""
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.builder.remote(remote).getOrCreate()
+    for key, value in settings.conf().items():
+        if key.startswith("spark.hadoop.") or key in CONNECT_SERVER_CONF:
+            continue  # static: the server's own, set when it started
+        spark.conf.set(key, value)
+    return spark
+
+
 def build_spark(settings: SparkSettings | None = None) -> "SparkSession":
-    """Create (or return the active) Spark session configured by ``settings``."""
+    """Create (or return the active) Spark session configured by ``settings``: a Spark Connect
+    session when ``settings.remote`` (``SPARK_REMOTE`` or ``--remote``) names a server."""
     from pyspark.sql import SparkSession
 
     settings = settings or SparkSettings.from_env()
+    if settings.remote:
+        return connect_session(settings.remote, settings)
     active = SparkSession.getActiveSession()
     if active is not None:
         # Several jobs in one process (the demo, tests): reuse the session as getOrCreate would,

@@ -15,6 +15,7 @@ import time
 from typing import TYPE_CHECKING, TextIO
 
 from lakehouse.delta_tables import declare_warehouse_tables
+from lakehouse.lake_files import LakeLayoutError, LakeLocation
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -41,25 +42,51 @@ def format_table(columns: list[str], rows: list[tuple], max_width: int = 40) -> 
     return "\n".join(out)
 
 
+def output_state(output: str) -> str:
+    """What ``--output`` holds now: ``"missing"``, ``"empty"`` (an empty folder), ``"taken"``
+    (a file, or a folder with anything in it) or ``"unknown"`` (a scheme pyarrow cannot list:
+    Spark's own ``errorifexists`` guards it then)."""
+    import pyarrow.fs as pafs
+
+    try:
+        fs, path = LakeLocation.parse(output).filesystem()
+    except LakeLayoutError:
+        return "unknown"
+    info = fs.get_file_info(path)
+    if info.type == pafs.FileType.NotFound:
+        return "missing"
+    if info.type == pafs.FileType.Directory:
+        inside = fs.get_file_info(pafs.FileSelector(path, recursive=False))
+        return "taken" if inside else "empty"
+    return "taken"
+
+
 def run_sql(spark: "SparkSession", query: str, output: str | None = None, output_format: str | None = None,
-            max_rows: int = 100, out: TextIO = sys.stdout) -> str:
+            max_rows: int = 100, out: TextIO = sys.stdout, overwrite: bool = False) -> str:
     """Run ``query``; print up to ``max_rows`` rows to ``out`` or write all rows to ``output``.
 
+    A non-empty ``output`` is refused unless ``overwrite`` (it would be deleted recursively).
     Returns the summary line.
     """
     if not query.strip():
         raise ValueError("the SQL query is empty")
     started = time.monotonic()
+    mode = "overwrite"
+    if output and not overwrite:
+        state = output_state(output)
+        if state == "taken":
+            raise ValueError(f"--output {output} is not empty: its contents would be replaced; "
+                             "pass --overwrite to replace them, or choose another path")
+        mode = "errorifexists" if state == "unknown" else "overwrite"  # missing or empty: nothing to lose
     declare_warehouse_tables(spark)
     df = spark.sql(query)
     if output:
         fmt = output_format or ("parquet" if output.rstrip("/").endswith(".parquet") else "csv")
-        writer = df.write.mode("overwrite")
         if fmt == "csv":
             # One CSV file with a header: results of the sql command are meant for people.
-            df.coalesce(1).write.mode("overwrite").option("header", "true").csv(output)
+            df.coalesce(1).write.mode(mode).option("header", "true").csv(output)
         else:
-            writer.parquet(output)
+            df.write.mode(mode).parquet(output)
         written = spark.read.format(fmt).option("header", "true").load(output).count()
         return f"sql: {written} rows written to {output} ({fmt}) in {time.monotonic() - started:.1f}s"
     rows = df.limit(max_rows + 1).collect()

@@ -90,6 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     conn = common.add_argument_group("Spark and catalog (defaults from the environment)")
     conn.add_argument("--master", help="Spark master (env SPARK_MASTER, default local[2])")
+    conn.add_argument("--remote", help="Spark Connect server sc://host:port (env SPARK_REMOTE); "
+                                       "the job runs there instead of in a driver of its own")
     conn.add_argument("--catalog", help="name of the Iceberg catalog in SQL (env LAKEHOUSE_CATALOG, default lake)")
     conn.add_argument("--catalog-uri", help="Iceberg REST catalog URI (env ICEBERG_REST_URI)")
     conn.add_argument("--embedded-catalog", action="store_true",
@@ -218,6 +220,8 @@ def build_parser() -> argparse.ArgumentParser:
     sql.add_argument("--output", help="write the result here instead of printing it")
     sql.add_argument("--output-format", choices=("csv", "parquet"), default=None,
                      help="format of --output (default: from its extension, else csv)")
+    sql.add_argument("--overwrite", action="store_true",
+                     help="replace what --output holds (without it, a non-empty --output is refused)")
     sql.add_argument("--max-rows", type=_positive_int, default=100, help="rows to print (default 100)")
     return parser
 
@@ -228,6 +232,10 @@ def _settings(args: argparse.Namespace):
     overrides: dict[str, object] = {"app_name": f"lakehouse-{args.command}"}
     if args.master:
         overrides["master"] = args.master
+    if args.remote:
+        if not args.remote.startswith("sc://"):
+            raise ValueError(f"--remote {args.remote!r}: a Spark Connect address is sc://host:port")
+        overrides["remote"] = args.remote
     if args.catalog:
         overrides["catalog_name"] = args.catalog
     if args.catalog_uri:
@@ -265,6 +273,8 @@ def run_command(spark, args: argparse.Namespace, default_catalog: str | None = N
             source=args.source, table=args.table, table_format=args.table_format, since=args.since,
             max_files_per_commit=args.max_files_per_commit, default_catalog=default_catalog,
             audit_branch=args.audit))
+        if report.problem:  # registered what it could; main() prints this and exits 1
+            raise RuntimeError(f"{report.summary_line()}; {report.problem}")
         return report.summary_line()
     if args.command == "compact":
         from lakehouse.compaction import CompactOptions, run_compact
@@ -322,7 +332,7 @@ def run_command(spark, args: argparse.Namespace, default_catalog: str | None = N
         from lakehouse.sql_query import run_sql
 
         return run_sql(spark, args.query, output=args.output, output_format=args.output_format,
-                       max_rows=args.max_rows, out=sys.stdout)
+                       max_rows=args.max_rows, out=sys.stdout, overwrite=args.overwrite)
     raise ValueError(f"unknown command {args.command!r}")
 
 
@@ -391,7 +401,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = _settings(args)
         from lakehouse.session import build_spark
 
-        log.info("starting Spark (%s, catalog %r: %s)", settings.master or "master from spark-submit/local[2]", settings.catalog_name,
+        log.info("starting Spark (%s, catalog %r: %s)", ("Spark Connect " + settings.remote) if settings.remote
+                 else settings.master or "master from spark-submit/local[2]", settings.catalog_name,
                  "REST " + settings.rest_uri if settings.rest_uri else "embedded")
         spark = build_spark(settings)
         summary = run_command(spark, args, default_catalog=settings.catalog_name)

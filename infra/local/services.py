@@ -245,6 +245,7 @@ OPTIONAL_SERVICES: dict[str, str] = {
     "spark-worker-1": "infra.local.spark_cluster:SparkWorker1",
     "spark-worker-2": "infra.local.spark_cluster:SparkWorker2",
     "kafka-connect": "infra.local.kafka_connect_service:KafkaConnect",
+    "spark-connect": "infra.local.spark_connect:SparkConnectServer",
 }
 
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, List, Optional, Set, Tuple
+from typing import Any, Callable, Iterable, List, Optional, Set, Tuple
 
 from stream_edge.lake.durable import write_atomic
 
@@ -129,12 +129,17 @@ class RegistrationLedger:
                                    str(doc.get("writer", JOB_WRITER))))
         return out
 
-    def checkpoint(self, existing: Set[str], min_batches: int = 50) -> Optional[int]:
-        """Fold the leading done batches into one checkpoint file, keeping only paths that still
-        exist (``existing``: every committed file under the root, from a full listing).
+    def checkpoint(self, existing: Optional[Set[str]] = None, min_batches: int = 50,
+                   listed: Optional[Callable[[str], bool]] = None) -> Optional[int]:
+        """Fold the leading done batches into one checkpoint file; returns its batch number, or
+        None if fewer than ``min_batches`` batches would be folded.
 
-        Keeps the ledger small: a file that compaction deleted can no longer be re-registered, so
-        it need not be remembered. Returns the checkpoint's batch number, or None if not worth it.
+        Every writer folds (the job on every run, the sink's registrar after its commits), so the
+        files a writer reads per registration stay bounded. ``existing``: the committed files a
+        listing found (None: no listing, every path is kept); ``listed(path)``: whether that
+        listing covered the path (default: all of them). A path is forgotten only when the
+        listing covered it, did not find it, and it is gone now (a file compaction deleted can no
+        longer be registered again; one committed after the listing is kept).
         """
         batches = self.batches()
         prefix = []
@@ -146,8 +151,11 @@ class RegistrationLedger:
         if len(folded) < min_batches:
             return None
         through = prefix[-1].number
-        files = sorted({p for b in prefix for p in b.files} & existing)
-        data = json.dumps({"through_batch": through, "files": files,
+        paths = {p for b in prefix for p in b.files}
+        if existing is not None:
+            candidates = [p for p in paths if p not in existing and (listed is None or listed(p))]
+            paths -= set(self.missing(candidates))
+        data = json.dumps({"through_batch": through, "files": sorted(paths),
                            "written_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}).encode()
         target = f"{self.dir}/checkpoint-{through:06d}.json"
         if self.local:
@@ -155,12 +163,27 @@ class RegistrationLedger:
         else:
             with self.fs.open_output_stream(target) as handle:
                 handle.write(data)
-        # The checkpoint is durable: what it replaces can go (readers skip it anyway).
+        # The checkpoint is durable: what it replaces can go (readers skip it anyway). Only what
+        # it replaces: a newer checkpoint another writer folded meanwhile stays.
         for name in self._names():
-            if name.startswith("batch-") and int(name[6:12]) <= through or \
-                    (name.startswith("checkpoint-") and name != f"checkpoint-{through:06d}.json"):
-                self.fs.delete_file(f"{self.dir}/{name}")
+            if (name.startswith("batch-") and int(name[6:12]) <= through) or \
+                    (name.startswith("checkpoint-") and name.endswith(".json") and int(name[11:17]) < through):
+                try:
+                    self.fs.delete_file(f"{self.dir}/{name}")
+                except FileNotFoundError:
+                    pass  # another writer's fold removed it first
         return through
+
+    def missing(self, relative_paths: Iterable[str]) -> List[str]:
+        """The paths (relative to the table root) that no longer exist, e.g. compacted and deleted."""
+        import pyarrow.fs as pafs
+
+        paths = list(relative_paths)
+        if not paths:
+            return []
+        base = self.parent[: -len(LEDGER_DIR) - 1]
+        infos = self.fs.get_file_info([f"{base}/{p}" for p in paths])
+        return [p for p, info in zip(paths, infos) if info.type == pafs.FileType.NotFound]
 
     def _is_checkpoint(self, batch: LedgerBatch) -> bool:
         return any(n == f"checkpoint-{batch.number:06d}.json" for n in self._names())

@@ -122,3 +122,30 @@ def test_sql_prints_a_table_and_writes_csv_and_parquet(spark, edge_lake, make_ta
     parquet_dir = tmp_path / "out.parquet"
     run_sql(spark, query, output=str(parquet_dir))
     assert spark.read.parquet(str(parquet_dir)).count() == 2
+
+
+def test_sql_output_refuses_a_non_empty_path_without_overwrite(spark, tmp_path, capsys):
+    """``sql --output`` never deletes what a path holds unless told to: a non-empty folder or a file
+    is refused with exit code 1 and left as it was; an empty folder is written; ``--overwrite``
+    replaces."""
+    taken = tmp_path / "results"
+    taken.mkdir()
+    (taken / "keep.txt").write_text("precious")
+    assert main(["sql", "SELECT 1 AS a", "--output", str(taken), "--output-format", "parquet"]) == 1
+    err = capsys.readouterr().err
+    assert "is not empty" in err and "--overwrite" in err
+    assert (taken / "keep.txt").read_text() == "precious"
+    a_file = tmp_path / "single.csv"
+    a_file.write_text("x\n")
+    with pytest.raises(ValueError, match="is not empty"):
+        run_sql(spark, "SELECT 1 AS a", output=str(a_file))
+    assert a_file.read_text() == "x\n"
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    run_sql(spark, "SELECT 2 AS a", output=str(empty), output_format="parquet")
+    assert [r.a for r in spark.read.parquet(str(empty)).collect()] == [2]
+
+    assert main(["sql", "SELECT 3 AS a", "--output", str(taken), "--output-format", "parquet", "--overwrite"]) == 0
+    assert not (taken / "keep.txt").exists()
+    assert [r.a for r in spark.read.parquet(str(taken)).collect()] == [3]

@@ -50,4 +50,4 @@ def test_arrow_type_mapping():
     assert arrow_to_spark(pa.int16(), table_format="delta") == "smallint"
     assert arrow_to_spark(pa.decimal128(10, 2)) == "decimal(10,2)"
     assert arrow_to_spark(pa.struct([("a", pa.int32()), ("b", pa.map_(pa.string(), pa.float64()))])) == \
-        "struct<a:int,b:map<string,double>>"
+        "struct<`a`:int,`b`:map<string,double>>"

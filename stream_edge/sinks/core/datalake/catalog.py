@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 import pyarrow as pa
 
 from stream_edge.lake import CommitRecord
+from stream_edge.lake.iceberg_registration import append_files
 from stream_edge.lake.registration_ledger import LedgerError, edge_batch_property, edge_writer
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -279,10 +280,9 @@ class IcebergRegistrar:
             if len(todo) == 1:  # one partition's commit: its offset range
                 summary["stream-edge.first-offset"] = str(todo[0][1].first_offset)
             summary["lakehouse.register.batch"] = ",".join(str(n) for n, _r, _s in todo)
-            try:
-                with self._table.transaction() as tx:
-                    tx.add_files(file_paths=files, snapshot_properties=summary)
-                    tx.set_properties({edge_batch_property(r.topic, r.partition): str(n) for n, r, _s in todo})
+            try:  # the job's commit too: files, name mapping and batch properties in one transaction
+                self._table = append_files(self._table, files, snapshot_properties=summary, properties={
+                    edge_batch_property(r.topic, r.partition): str(n) for n, r, _s in todo})
                 break
             except CommitFailedException as exc:
                 if attempt == COMMIT_ATTEMPTS:
@@ -290,6 +290,12 @@ class IcebergRegistrar:
                 logger.info("Iceberg commit of batches %s conflicted (%s); retrying", summary["lakehouse.register.batch"], exc)
         for number, _record, _schema in batches:
             ledger.mark_done(number)
+        # Fold as the job does, so a sink that registers every checkpoint reads a bounded number of
+        # ledger files per commit; with no listing here every path is kept (the job's runs forget
+        # the ones compaction deleted).
+        folded = ledger.checkpoint(None)
+        if folded:
+            logger.info("registration ledger of %s: batches up to %d folded", ".".join(self.identifier), folded)
 
     def _evolve(self, table: Any, schema: pa.Schema) -> None:
         """Apply ``lakehouse register``'s evolution rules for files of ``schema`` (new nullable
