@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any, Callable, List, Optional, Union
 
 from stream_edge.app_config import ApplicationConfig
-from stream_edge.context import _bind
 from stream_edge.dataframe import DataframeRegistry, StreamingDataFrame
 from stream_edge.error_callbacks import (ConsumerErrorCallback, ProcessingErrorCallback, ProducerErrorCallback,
                                          default_on_consumer_error, default_on_processing_error,
@@ -36,6 +35,7 @@ from stream_edge.models.serializers import DeserializerType, SerializerType
 from stream_edge.models.topics import Topic, TopicAdmin, TopicConfig, TopicManager
 from stream_edge.models.timestamps import TimestampExtractor
 from stream_edge.processing.context import ProcessingContext
+from stream_edge.processing.cursor import MessageCursor
 from stream_edge.processing.dead_letter import DeadLetterTopic
 from stream_edge.processing.observer import PipelineDefined, ProcessHooks, RunObserver
 from stream_edge.processing.runner import RunLimits, Runner, RunnerParts
@@ -137,6 +137,7 @@ class Application:
             topic_admin=TopicAdmin(broker_address, extra_config=self._config.producer_extra_config),
             consumer_group=consumer_group, timeout=request_timeout, create_timeout=topic_create_timeout,
             auto_create_topics=auto_create_topics)
+        self._cursor = MessageCursor()  # the message the loop is on (the context's, for its life)
         self._producer = self._new_row_producer()
         self._consumer = RowConsumer(
             broker_address, consumer_group, auto_offset_reset, auto_commit_enable=False,
@@ -144,8 +145,8 @@ class Application:
                           **self._config.consumer_extra_config},
             on_error=self._on_consumer_error, max_partition_buffer_size=self._config.max_partition_buffer_size)
         self._processing_context = ProcessingContext(producer=self._producer, consumer=self._consumer,
-                                                     state_manager_factory=self._create_state_manager)
-        self._producer.processing_context = self._processing_context
+                                                     state_manager_factory=self._create_state_manager,
+                                                     runner_lookup=self._running_runner, cursor=self._cursor)
         self._registry = DataframeRegistry()
         self._source_manager: Any = None
         self._runner: Optional[Runner] = None
@@ -187,7 +188,8 @@ class Application:
             extra.setdefault("transaction.timeout.ms", max(10_000, int(cfg.commit_interval * 3000)))
         return RowProducer(cfg.broker_address, extra_config=extra, on_error=self._on_producer_error,
                            transactional=cfg.exactly_once,
-                           transactional_id=extra.pop("transactional.id", f"{cfg.consumer_group}-{uuid.uuid4()}"))
+                           transactional_id=extra.pop("transactional.id", f"{cfg.consumer_group}-{uuid.uuid4()}"),
+                           message_cursor=self._cursor)
 
     def _request_producer_stats(self) -> None:
         """Before the output producer connects: librdkafka statistics for observers that want them."""
@@ -344,7 +346,6 @@ class Application:
         if ProcessHooks.check_only:
             raise PipelineDefined(self)
         self._request_producer_stats()
-        _bind(self._processing_context)
         ctx = self._processing_context
         dead_letter = self._new_dead_letter() if self._registry else None
         parts = RunnerParts(
@@ -376,6 +377,11 @@ class Application:
                                   value_serializer="bytes", key_serializer="bytes")
         return DeadLetterTopic(name, self._producer.produce, self._user_on_consumer_error,
                                self._user_on_processing_error)
+
+    def _running_runner(self) -> Optional[Runner]:
+        """The Runner of the current ``run()`` (None otherwise): the processing context's
+        v3 ``commit_checkpoint``/``init_checkpoint``/``store_offset`` go to it."""
+        return self._runner
 
     def stop(self, fail: bool = False) -> None:
         """Stop processing; the current checkpoint is committed unless ``fail`` is True."""

@@ -25,6 +25,7 @@ from confluent_kafka import TopicPartition
 from stream_edge.checkpointing import Checkpoint
 from stream_edge.error_callbacks import ConsumerErrorCallback, ProcessingErrorCallback
 from stream_edge.processing.context import ProcessingContext
+from stream_edge.processing.cursor import MessageCursor, activate, deactivate
 from stream_edge.processing.dead_letter import DeadLetterTopic
 from stream_edge.processing.loop import BatchProcessor, OutputCounter, build_routes, first_offsets, last_offsets
 from stream_edge.processing.observer import RunObserver
@@ -87,10 +88,10 @@ class RunLimits:
 class _Collector(OutputCounter):
     """Counts (and, with ``collect``, keeps) the outputs for ``run(count=..., timeout=...)``."""
 
-    def __init__(self, ctx: ProcessingContext, limits: RunLimits) -> None:
+    def __init__(self, cursor: MessageCursor, limits: RunLimits) -> None:
         super().__init__(limits.count or float("inf"))
         self.items: List[dict] = []
-        self._ctx, self._metadata = ctx, limits.metadata
+        self._cursor, self._metadata = cursor, limits.metadata
         self.sink = self._collect if limits.collect else self._count  # the leaves of the pipeline call this
 
     def _count(self, value: Any, key: Any, timestamp: int, headers: Any) -> None:
@@ -100,7 +101,7 @@ class _Collector(OutputCounter):
         self.count += 1
         item = dict(value) if isinstance(value, Mapping) else {"_value": value}
         if self._metadata:
-            msg = self._ctx.current_message
+            msg = self._cursor.message
             item = {"_key": key, "_timestamp": timestamp, "_headers": headers, "_topic": msg.topic(),
                     "_partition": msg.partition(), "_offset": msg.offset(), **item}
         self.items.append(item)
@@ -108,12 +109,13 @@ class _Collector(OutputCounter):
 
 class Runner:
     """Runs an Application until stopped; see :meth:`Application.run`. Implements the
-    :class:`~stream_edge.processing.context.CheckpointDriver` seam of the ProcessingContext."""
+    :class:`~stream_edge.processing.context.CheckpointDriver` seam of the ProcessingContext (which
+    asks the Application for its running Runner: the Runner writes nothing into the context)."""
 
     def __init__(self, parts: RunnerParts, limits: RunLimits = RunLimits()) -> None:
         self._parts = parts
         self._limits = limits
-        self._collector = _Collector(parts.context, limits) if limits.bounded else None
+        self._collector = _Collector(parts.context.cursor, limits) if limits.bounded else None
         self._stopping = False
         self._failed = False
         self._closing = False
@@ -142,7 +144,6 @@ class Runner:
                                 state_manager=parts.state_manager, sink_manager=parts.sink_manager,
                                 pausing_manager=self._pausing, exactly_once=cfg.exactly_once,
                                 on_sink_flush=on_sink_flush)
-        parts.context.checkpoint = checkpoint
         return checkpoint
 
     def _on_sink_flush(self, sink: "BaseSink", topic: str, partition: int, seconds: float) -> None:
@@ -173,6 +174,10 @@ class Runner:
         """Drop the current checkpoint (nothing committed) and start a new one."""
         self._current().close()
         self._checkpoint = self._new_checkpoint()
+
+    def store_offset(self, topic: str, partition: int, offset: int) -> None:
+        """Record a processed offset in the current checkpoint."""
+        self._current().store_offset(topic, partition, offset)
 
     # -- rebalancing ----------------------------------------------------------------------------
     def _on_assign(self, consumer: object, partitions: List[TopicPartition]) -> None:
@@ -242,6 +247,7 @@ class Runner:
         parts = self._parts
         previous_signals = self._install_signals()
         error: Optional[BaseException] = None
+        cursor_token = activate(parts.context.cursor)  # message_context() reads this run's cursor
         try:
             parts.setup_topics()
             if parts.sources is not None:
@@ -254,6 +260,7 @@ class Runner:
             error = exc
             raise
         finally:
+            deactivate(cursor_token)
             for sig, handler in previous_signals:
                 signal.signal(sig, handler)
             if parts.sources is not None:
@@ -288,13 +295,11 @@ class Runner:
 
         if parts.sink_manager is not None:
             parts.sink_manager.start_sinks()
-        ctx.pausing_manager = self._pausing
         if cfg.exactly_once:
             parts.producer.init_transactions(cfg.request_timeout)
         consumer.subscribe(list(topics.values()), on_assign=self._on_assign, on_revoke=self._on_revoke,
                            on_lost=self._on_lost)
         self._checkpoint = self._new_checkpoint()
-        ctx.checkpoint_driver = self
         self._last_activity = time.monotonic()
         logger.info("processing topics %s (consumer group '%s', %s)", sorted(topics), cfg.consumer_group,
                     cfg.processing_guarantee)
@@ -305,8 +310,6 @@ class Runner:
             self._failed = True
             self._shutdown(commit=False)
             raise
-        finally:
-            ctx.checkpoint_driver = None
         self._shutdown(commit=not self._failed)
         return collector.items if collector is not None else []
 
