@@ -114,6 +114,11 @@ class StreamingDataFrame(BaseStreaming):
     def registry(self) -> "DataframeRegistry":
         return self._registry
 
+    @property
+    def stream(self) -> Stream:
+        """The operations of this dataframe (the leaf of its Stream tree), as in Quix."""
+        return self._stream
+
     def _clone(self, stream: Stream) -> "StreamingDataFrame":
         return StreamingDataFrame(*self._topics, topic_manager=self._topic_manager, registry=self._registry,
                                   processing_context=self._processing_context, stream=stream,

@@ -43,11 +43,11 @@ def run_one(sdf: "StreamingDataFrame", value: Any, key: Any, timestamp: int, hea
             topic: "Topic") -> List[Any]:
     """Run one record through ``sdf``'s pipeline; return ``[(value, key, timestamp, headers), ...]``."""
     results: List[Any] = []
-    executors = sdf._registry.compose_all(
-        sink=lambda v, k, t, h: results.append((v, k, t, h))) if sdf._registry else {}
+    registry = sdf.registry
+    executors = registry.compose_all(sink=lambda v, k, t, h: results.append((v, k, t, h))) if registry else {}
     if topic.name not in executors:
-        executors[topic.name] = sdf._stream.compose(sink=lambda v, k, t, h: results.append((v, k, t, h)))
-    cursor = sdf._processing_context.cursor
+        executors[topic.name] = sdf.stream.compose(sink=lambda v, k, t, h: results.append((v, k, t, h)))
+    cursor = sdf.processing_context.cursor
     if ctx is not None:
         stand_in = StandInMessage(ctx.topic, ctx.partition, ctx.offset, key, context=ctx)
     else:
