@@ -254,7 +254,8 @@ class Application:
         from stream_edge.sources.base.process import SourceSettings
 
         cfg = self._config
-        return SourceSettings(broker_address=cfg.broker_address, producer_extra_config=dict(cfg.producer_extra_config),
+        return SourceSettings(broker_address=cfg.broker_address, consumer_group=cfg.consumer_group,
+                              producer_extra_config=dict(cfg.producer_extra_config),
                               consumer_extra_config=dict(cfg.consumer_extra_config),
                               on_producer_error=self._on_producer_error, recovery_timeout=cfg.request_timeout * 2)
 
