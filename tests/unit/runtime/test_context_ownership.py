@@ -250,3 +250,17 @@ def test_the_context_keeps_one_cursor_and_asks_the_application_for_its_runner():
     assert ctx.cursor is cursor and cursor.message is None
     with pytest.raises(AttributeError):
         ctx.current_message = None  # type: ignore[misc]  # read-only: the loop moves the cursor
+
+
+# The seams issue 44 named, where one module read another's private attributes.
+NO_PRIVATE_READS = ("dataframe/one_record.py", "state/manager.py", "service/cli.py", "processing/runner.py",
+                    "processing/context.py", "processing/cursor.py", "context.py", "app.py")
+
+
+def test_the_runtime_seams_read_no_private_attribute_of_another_object():
+    sources = dict(_sources())
+    offenders = [f"{name}:{node.lineno} {ast.unparse(node)}" for name in NO_PRIVATE_READS
+                 for node in ast.walk(sources[name])
+                 if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+                 and not _is_self(node.value)]
+    assert offenders == [], f"private attributes read across objects: {offenders}"
