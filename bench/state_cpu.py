@@ -58,7 +58,7 @@ def run(kind: str, n: int = 200_000) -> float:
     for _ in range(3):
         t0 = time.thread_time()
         for i in range(n):
-            ctx.current_message = msgs[i & 1]
+            ctx.cursor.message = msgs[i & 1]
             ex({"x": i}, keys[i % 1000], 1000 + i * 5, None)
         dt = time.thread_time() - t0
         best = dt if not best or dt < best else best

@@ -20,24 +20,25 @@ import logging
 import os
 import uuid
 from pathlib import Path
-from typing import Any, Callable, List, Optional, Union
+from dataclasses import dataclass
+from typing import Any, Callable, List, Optional, Tuple, Union
 
-from stream_edge.app_config import ApplicationConfig
-from stream_edge.context import _bind
+from stream_edge.app_config import ApplicationConfig, resolve_config, transactional_id
 from stream_edge.dataframe import DataframeRegistry, StreamingDataFrame
 from stream_edge.error_callbacks import (ConsumerErrorCallback, ProcessingErrorCallback, ProducerErrorCallback,
                                          default_on_consumer_error, default_on_processing_error,
                                          default_on_producer_error)
-from stream_edge.kafka.configuration import ConnectionConfig
-from stream_edge.kafka.consumer import Consumer
+from stream_edge.kafka.configuration import ConnectionConfig, connection_dict
+from stream_edge.kafka.consumer import PREFETCH_DEFAULTS, Consumer
 from stream_edge.kafka.producer import Producer
 from stream_edge.logging import LogLevel, configure_logging
 from stream_edge.models.serializers import DeserializerType, SerializerType
 from stream_edge.models.topics import Topic, TopicAdmin, TopicConfig, TopicManager
 from stream_edge.models.timestamps import TimestampExtractor
 from stream_edge.processing.context import ProcessingContext
+from stream_edge.processing.cursor import MessageCursor
 from stream_edge.processing.dead_letter import DeadLetterTopic
-from stream_edge.processing.observer import PipelineDefined, ProcessHooks, RunObserver
+from stream_edge.processing.observer import PipelineDefined, RunObserver, process_hooks
 from stream_edge.processing.runner import RunLimits, Runner, RunnerParts
 from stream_edge.rowconsumer import RowConsumer
 from stream_edge.rowproducer import RowProducer
@@ -48,15 +49,19 @@ logger = logging.getLogger("stream_edge")
 
 ProcessingGuarantee = str  # "at-least-once" | "exactly-once"
 MessageProcessedCallback = Callable[[str, int, int], None]
-_GUARANTEES = ("at-least-once", "exactly-once")
 
 
-def _env(*names: str) -> Optional[str]:
-    for name in names:
-        value = os.environ.get(name)
-        if value:
-            return value
-    return None
+@dataclass(frozen=True)
+class PipelineOutline:
+    """What an Application defines (:meth:`Application.outline`): input topics, sinks, sources."""
+
+    input_topics: Tuple[str, ...]
+    sinks: Tuple[str, ...]
+    has_sources: bool
+
+    @property
+    def empty(self) -> bool:
+        return not self.input_topics and not self.has_sources
 
 
 class Application:
@@ -84,45 +89,24 @@ class Application:
                  max_partition_buffer_size: int = 10000, broker_availability_timeout: float = 120.0,
                  dead_letter_topic: Optional[str] = None) -> None:
         configure_logging(loglevel)
-        if quix_portal_api:
-            raise ValueError("quix_portal_api is a Quix Cloud setting, which stream_edge does not support; "
-                             "pass broker_address (or set Quix__Broker__Address)")
-        if quix_sdk_token or quix_config_builder or _env("Quix__Sdk__Token") and not broker_address:
-            raise ValueError("Quix Cloud connections (quix_sdk_token / Quix__Sdk__Token) are not supported by "
-                             "stream_edge; pass broker_address (or set Quix__Broker__Address)")
-        broker_address = broker_address or _env("Quix__Broker__Address")
-        if not broker_address:
-            raise ValueError("broker_address is required (or set the Quix__Broker__Address environment variable)")
-        consumer_group = consumer_group or _env("Quix__Consumer__Group", "Quix__Consumer_Group") or "quixstreams-default"
-        if processing_guarantee not in _GUARANTEES:
-            raise ValueError(f"processing_guarantee must be one of {_GUARANTEES}, got {processing_guarantee!r}")
-        if auto_offset_reset not in ("earliest", "latest", "error"):
-            raise ValueError(f"auto_offset_reset must be 'earliest', 'latest' or 'error', got {auto_offset_reset!r}")
-        if state_recovery_offset_reset not in ("earliest", "latest", "match"):
-            raise ValueError("state_recovery_offset_reset must be 'earliest', 'latest' or 'match', "
-                             f"got {state_recovery_offset_reset!r}")
-        if max_partition_buffer_size <= 0:
-            raise ValueError(f"max_partition_buffer_size must be > 0, got {max_partition_buffer_size}")
-        state_dir = state_dir if state_dir is not None else (_env("Quix__State__Dir") or "state")
         if dead_letter_topic is not None and (not isinstance(dead_letter_topic, str) or not dead_letter_topic.strip()):
             raise ValueError(f"dead_letter_topic must be a topic name, got {dead_letter_topic!r}")
-        if broker_availability_timeout < 0:
-            raise ValueError(f"broker_availability_timeout must be >= 0, got {broker_availability_timeout}")
-        if not isinstance(broker_address, ConnectionConfig):
-            broker_address = ConnectionConfig(bootstrap_servers=broker_address)
-        self._config = ApplicationConfig(
-            broker_address=broker_address, consumer_group=consumer_group, auto_offset_reset=auto_offset_reset,
-            commit_interval=commit_interval, commit_every=commit_every,
-            consumer_extra_config=dict(consumer_extra_config or {}),
-            producer_extra_config=dict(producer_extra_config or {}), state_dir=Path(state_dir),
-            rocksdb_options=rocksdb_options, consumer_poll_timeout=consumer_poll_timeout,
+        # The stream-edge command's hooks, read once: its observers, check mode and settings.
+        self._hooks = process_hooks()
+        self._config = resolve_config(dict(
+            broker_address=broker_address, quix_sdk_token=quix_sdk_token, quix_portal_api=quix_portal_api,
+            quix_config_builder=quix_config_builder, consumer_group=consumer_group,
+            auto_offset_reset=auto_offset_reset, commit_interval=commit_interval, commit_every=commit_every,
+            consumer_extra_config=consumer_extra_config, producer_extra_config=producer_extra_config,
+            state_dir=state_dir, rocksdb_options=rocksdb_options, consumer_poll_timeout=consumer_poll_timeout,
             producer_poll_timeout=producer_poll_timeout, auto_create_topics=auto_create_topics,
-            use_changelog_topics=use_changelog_topics, request_timeout=float(request_timeout),
-            topic_create_timeout=float(topic_create_timeout), processing_guarantee=processing_guarantee,
+            use_changelog_topics=use_changelog_topics, request_timeout=request_timeout,
+            topic_create_timeout=topic_create_timeout, processing_guarantee=processing_guarantee,
             auto_recover_from_source_offset_out_of_range=auto_recover_from_source_offset_out_of_range,
             state_recovery_offset_reset=state_recovery_offset_reset,
             max_partition_buffer_size=max_partition_buffer_size,
-            broker_availability_timeout=broker_availability_timeout)
+            broker_availability_timeout=broker_availability_timeout), os.environ, self._hooks.application_defaults)
+        cfg = self._config
         self._on_consumer_error = on_consumer_error or default_on_consumer_error
         self._on_processing_error = on_processing_error or default_on_processing_error
         self._on_producer_error = on_producer_error or default_on_producer_error
@@ -134,22 +118,23 @@ class Application:
         self._dead_letter_topic = dead_letter_topic
 
         self._topic_manager = topic_manager or TopicManager(
-            topic_admin=TopicAdmin(broker_address, extra_config=self._config.producer_extra_config),
-            consumer_group=consumer_group, timeout=request_timeout, create_timeout=topic_create_timeout,
-            auto_create_topics=auto_create_topics)
+            topic_admin=TopicAdmin(cfg.broker_address, extra_config=cfg.producer_extra_config),
+            consumer_group=cfg.consumer_group, timeout=cfg.request_timeout, create_timeout=cfg.topic_create_timeout,
+            auto_create_topics=cfg.auto_create_topics)
+        self._cursor = MessageCursor()  # the message the loop is on (the context's, for its life)
         self._producer = self._new_row_producer()
         self._consumer = RowConsumer(
-            broker_address, consumer_group, auto_offset_reset, auto_commit_enable=False,
+            cfg.broker_address, cfg.consumer_group, cfg.auto_offset_reset, auto_commit_enable=False,
             extra_config={"enable.auto.offset.store": False, "isolation.level": "read_committed",
-                          **self._config.consumer_extra_config},
-            on_error=self._on_consumer_error, max_partition_buffer_size=self._config.max_partition_buffer_size)
+                          **cfg.consumer_extra_config},
+            on_error=self._on_consumer_error, max_partition_buffer_size=cfg.max_partition_buffer_size)
         self._processing_context = ProcessingContext(producer=self._producer, consumer=self._consumer,
-                                                     state_manager_factory=self._create_state_manager)
-        self._producer.processing_context = self._processing_context
+                                                     state_manager_factory=self._create_state_manager,
+                                                     runner_lookup=self._running_runner, cursor=self._cursor)
         self._registry = DataframeRegistry()
         self._source_manager: Any = None
         self._runner: Optional[Runner] = None
-        self._observers: List[RunObserver] = list(ProcessHooks.observers)  # the stream-edge command's
+        self._observers: List[RunObserver] = list(self._hooks.observers)  # the stream-edge command's
 
     # -- configuration --------------------------------------------------------------------------
     @property
@@ -185,9 +170,11 @@ class Application:
             # Longer than a checkpoint needs, short enough that a crashed instance's open
             # transaction does not hold read_committed readers back for long.
             extra.setdefault("transaction.timeout.ms", max(10_000, int(cfg.commit_interval * 3000)))
+        tid = transactional_id(extra.pop("transactional.id", None), cfg.consumer_group_prefix,
+                               default=f"{cfg.consumer_group}-{uuid.uuid4()}")
         return RowProducer(cfg.broker_address, extra_config=extra, on_error=self._on_producer_error,
-                           transactional=cfg.exactly_once,
-                           transactional_id=extra.pop("transactional.id", f"{cfg.consumer_group}-{uuid.uuid4()}"))
+                           flush_timeout=cfg.flush_timeout, transactional=cfg.exactly_once, transactional_id=tid,
+                           message_cursor=self._cursor)
 
     def _request_producer_stats(self) -> None:
         """Before the output producer connects: librdkafka statistics for observers that want them."""
@@ -215,7 +202,10 @@ class Application:
                                      cfg.auto_recover_from_source_offset_out_of_range),
                                  state_recovery_offset_reset=cfg.state_recovery_offset_reset,
                                  auto_offset_reset=cfg.auto_offset_reset,
-                                 producer=self._producer, consumer=self._consumer, topic_manager=self._topic_manager)
+                                 producer=self._producer, consumer=self._consumer, topic_manager=self._topic_manager,
+                                 recovery_consumer_config={**PREFETCH_DEFAULTS, **cfg.consumer_extra_config,
+                                                           **connection_dict(cfg.broker_address),
+                                                           "group.id": cfg.consumer_group})
 
     # -- definitions ----------------------------------------------------------------------------
     def topic(self, name: str, value_deserializer: DeserializerType = "json", key_deserializer: DeserializerType = "bytes",
@@ -264,7 +254,8 @@ class Application:
         from stream_edge.sources.base.process import SourceSettings
 
         cfg = self._config
-        return SourceSettings(broker_address=cfg.broker_address, producer_extra_config=dict(cfg.producer_extra_config),
+        return SourceSettings(broker_address=cfg.broker_address, consumer_group=cfg.consumer_group,
+                              producer_extra_config=dict(cfg.producer_extra_config),
                               consumer_extra_config=dict(cfg.consumer_extra_config),
                               on_producer_error=self._on_producer_error, recovery_timeout=cfg.request_timeout * 2)
 
@@ -284,15 +275,14 @@ class Application:
         self._create_defined_topics()
         extra_config = dict(self._config.producer_extra_config)
         if transactional:
-            tid = extra_config.get("transactional.id") or str(uuid.uuid4())
-            prefix = self._config.consumer_group_prefix
-            extra_config["transactional.id"] = f"{prefix}-{tid}" if prefix else tid
+            extra_config["transactional.id"] = transactional_id(extra_config.get("transactional.id"),
+                                                                self._config.consumer_group_prefix)
         else:
             extra_config.pop("transactional.id", None)
         return Producer(self._config.broker_address, extra_config=extra_config, transactional=transactional)
 
     def _create_defined_topics(self) -> None:
-        if self._topic_manager.all_topics and not ProcessHooks.check_only:
+        if self._topic_manager.all_topics and not self._hooks.check_only:
             self.setup_topics()
 
     def get_consumer(self, auto_commit_enable: bool = True) -> Consumer:
@@ -345,10 +335,9 @@ class Application:
             raise ValueError("nothing to run: define a dataframe (app.dataframe(topic)) or add a source")
         if not self._registry and count:
             raise ValueError("count cannot be used when only sources run (no StreamingDataFrame)")
-        if ProcessHooks.check_only:
+        if self._hooks.check_only:
             raise PipelineDefined(self)
         self._request_producer_stats()
-        _bind(self._processing_context)
         ctx = self._processing_context
         dead_letter = self._new_dead_letter() if self._registry else None
         parts = RunnerParts(
@@ -381,6 +370,17 @@ class Application:
                                   value_serializer="bytes", key_serializer="bytes")
         return DeadLetterTopic(name, self._producer.produce, self._user_on_consumer_error,
                                self._user_on_processing_error)
+
+    def _running_runner(self) -> Optional[Runner]:
+        """The Runner of the current ``run()`` (None otherwise): the processing context's
+        v3 ``commit_checkpoint``/``init_checkpoint``/``store_offset`` go to it."""
+        return self._runner
+
+    def outline(self) -> "PipelineOutline":
+        """What this application defines, for the ``stream-edge`` command's messages."""
+        return PipelineOutline(input_topics=tuple(sorted(t.name for t in self._registry.consumer_topics)),
+                               sinks=tuple(type(s).__name__ for s in self._processing_context.sinks),
+                               has_sources=self._source_manager is not None)
 
     def stop(self, fail: bool = False) -> None:
         """Stop processing; the current checkpoint is committed unless ``fail`` is True."""

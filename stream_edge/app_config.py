@@ -6,11 +6,16 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any, Dict, Tuple
+import uuid
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 from stream_edge.kafka.configuration import ConnectionConfig
 
-__all__ = ("ApplicationConfig", "FrozenConfigError")
+__all__ = ("ApplicationConfig", "FrozenConfigError", "DEFAULT_CONSUMER_GROUP", "resolve_config",
+           "transactional_id")
+
+#: The consumer group when none is given (argument, service setting or environment), as in Quix.
+DEFAULT_CONSUMER_GROUP = "quixstreams-default"
 
 _DEFAULT_MAX_POLL_INTERVAL_MS = 300_000
 _CHOICES: Dict[str, Tuple[str, ...]] = {
@@ -87,7 +92,9 @@ class ApplicationConfig:
 
     @property
     def flush_timeout(self) -> float:
-        """Seconds a producer flush may take: the consumer's ``max.poll.interval.ms`` (default 300 s)."""
+        """Seconds a producer flush may take: the consumer's ``max.poll.interval.ms`` (default 300 s).
+        The application's producer is created with it (a flush that takes longer would cost the
+        consumer its group membership anyway)."""
         return self.consumer_extra_config.get("max.poll.interval.ms", _DEFAULT_MAX_POLL_INTERVAL_MS) / 1000
 
     def copy(self, **kwargs: Any) -> "ApplicationConfig":
@@ -129,3 +136,79 @@ def _checked(name: str, value: Any) -> Any:
     if name in ("consumer_extra_config", "producer_extra_config") and not isinstance(value, dict):
         raise ValueError(f"ApplicationConfig: {name}: Input should be a valid dictionary, got {value!r}")
     return value
+
+
+def transactional_id(configured: Optional[str], prefix: str, default: Optional[str] = None) -> str:
+    """The ``transactional.id`` of a transactional producer: the configured one (else ``default``,
+    else a random one), prefixed by ``consumer_group_prefix`` when there is one (as in Quix)."""
+    tid = configured or default or str(uuid.uuid4())
+    return f"{prefix}-{tid}" if prefix else tid
+
+
+def _first_env(env: Mapping[str, str], *names: str) -> Optional[str]:
+    for name in names:
+        value = env.get(name)
+        if value:
+            return value
+    return None
+
+
+def resolve_config(arguments: Mapping[str, Any], env: Mapping[str, str],
+                   service: Optional[Mapping[str, Any]] = None) -> ApplicationConfig:
+    """The one place settings become an :class:`ApplicationConfig`.
+
+    ``arguments`` are the ``Application(...)`` keyword arguments (``broker_address``,
+    ``consumer_group`` and ``state_dir`` None when not given); ``service`` the ``stream-edge``
+    command's resolved settings for an Application a script builds itself (see
+    ``stream_edge.processing.observer.ProcessHooks``); ``env`` the process environment. An
+    argument wins over a service setting, which wins over the environment (``Quix__Broker__Address``,
+    ``Quix__Consumer__Group`` / ``Quix__Consumer_Group``, ``Quix__State__Dir``), which wins over the
+    defaults. Errors are ``ValueError`` naming the setting.
+    """
+    service = service or {}
+    given = dict(arguments)
+    if given.pop("quix_portal_api", None):
+        raise ValueError("quix_portal_api is a Quix Cloud setting, which stream_edge does not support; "
+                         "pass broker_address (or set Quix__Broker__Address)")
+    token, builder = given.pop("quix_sdk_token", None), given.pop("quix_config_builder", None)
+    broker_address = given.get("broker_address") or service.get("broker_address")
+    if token or builder or _first_env(env, "Quix__Sdk__Token") and not broker_address:
+        raise ValueError("Quix Cloud connections (quix_sdk_token / Quix__Sdk__Token) are not supported by "
+                         "stream_edge; pass broker_address (or set Quix__Broker__Address)")
+    broker_address = broker_address or _first_env(env, "Quix__Broker__Address")
+    if not broker_address:
+        raise ValueError("broker_address is required (or set the Quix__Broker__Address environment variable)")
+    given["broker_address"] = broker_address
+    given["consumer_group"] = (given.get("consumer_group") or service.get("consumer_group")
+                               or _first_env(env, "Quix__Consumer__Group", "Quix__Consumer_Group")
+                               or DEFAULT_CONSUMER_GROUP)
+    state_dir = given.get("state_dir")
+    given["state_dir"] = (state_dir if state_dir is not None
+                          else service.get("state_dir") or _first_env(env, "Quix__State__Dir") or "state")
+    _check_arguments(given)
+    for name in ("consumer_extra_config", "producer_extra_config"):
+        given[name] = dict(given.get(name) or {})
+    for name in ("request_timeout", "topic_create_timeout"):
+        if name in given:
+            given[name] = float(given[name])
+    return ApplicationConfig(**given)
+
+
+def _check_arguments(given: Mapping[str, Any]) -> None:
+    """The Application's own argument checks (worded as its documentation has them)."""
+    guarantee = given.get("processing_guarantee", "at-least-once")
+    if guarantee not in _CHOICES["processing_guarantee"]:
+        raise ValueError(f"processing_guarantee must be one of {_CHOICES['processing_guarantee']}, got {guarantee!r}")
+    reset = given.get("auto_offset_reset", "latest")
+    if reset not in _CHOICES["auto_offset_reset"]:
+        raise ValueError(f"auto_offset_reset must be 'earliest', 'latest' or 'error', got {reset!r}")
+    recovery = given.get("state_recovery_offset_reset", "earliest")
+    if recovery not in _CHOICES["state_recovery_offset_reset"]:
+        raise ValueError("state_recovery_offset_reset must be 'earliest', 'latest' or 'match', "
+                         f"got {recovery!r}")
+    buffer_size = given.get("max_partition_buffer_size", 10000)
+    if buffer_size <= 0:
+        raise ValueError(f"max_partition_buffer_size must be > 0, got {buffer_size}")
+    availability = given.get("broker_availability_timeout", 120.0)
+    if availability < 0:
+        raise ValueError(f"broker_availability_timeout must be >= 0, got {availability}")

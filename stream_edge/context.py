@@ -1,20 +1,25 @@
 """``message_context()``: the current message's coordinates, built only when called.
 
-The Application registers its ProcessingContext here when it starts; the processing loop keeps the
-current raw message in it, and this module turns it into a :class:`MessageContext` on demand.
+The running application's :class:`~stream_edge.processing.cursor.MessageCursor` (set once per run
+by the Runner, per thread) holds the raw message the loop is on; this module turns it into a
+:class:`MessageContext` on demand. ``set_message_context`` keeps its replacement in a
+:class:`contextvars.ContextVar` next to the message it was set for: no module global changes.
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from contextvars import ContextVar
+from typing import Any, Optional, Tuple
 
 from stream_edge.models.messagecontext import MessageContext
+from stream_edge.processing.cursor import activate, active_cursor, deactivate
 
 __all__ = ("message_context", "set_message_context", "MessageContext", "MessageContextNotSetError",
            "run_with_message_context")
 
-_processing_context: Any = None  # the ProcessingContext of the running Application
-_override: tuple = (None, None)  # (message it was set for, MessageContext)
+# (the message it was set for, the MessageContext replacing it): valid while the cursor is on it
+_OVERRIDE: ContextVar[Tuple[Any, Optional[MessageContext]]] = ContextVar("stream_edge_message_context_override",
+                                                                        default=(None, None))
 
 
 class MessageContextNotSetError(RuntimeError):
@@ -25,22 +30,14 @@ class MessageContextNotSetError(RuntimeError):
 _NOT_SET = "Message context is not set"  # Quix's message, which tests match on
 
 
-def _bound() -> Any:
-    """The processing context ``message_context()`` currently reads."""
-    return _processing_context
-
-
-def _bind(processing_context: Any) -> None:
-    """Called by the runtime: make ``message_context()`` read this processing context."""
-    global _processing_context
-    _processing_context = processing_context
+def _current_message() -> Any:
+    cursor = active_cursor()
+    return None if cursor is None else cursor.message
 
 
 def set_message_context(context: Optional[MessageContext]) -> None:
     """Replace the MessageContext for the current message (advanced use only)."""
-    global _override
-    ctx = _processing_context
-    _override = (None if ctx is None else ctx.current_message, context)
+    _OVERRIDE.set((_current_message(), context))
 
 
 def message_context() -> MessageContext:
@@ -50,10 +47,10 @@ def message_context() -> MessageContext:
 
         sdf = sdf.apply(lambda value: 1 if message_context().partition == 2 else 0)
     """
-    ctx = _processing_context
-    msg = None if ctx is None else ctx.current_message
-    if _override[1] is not None and _override[0] is msg:
-        return _override[1]
+    msg = _current_message()
+    for_message, replacement = _OVERRIDE.get()
+    if replacement is not None and for_message is msg:
+        return replacement
     if msg is None:
         raise MessageContextNotSetError(_NOT_SET)
     if isinstance(msg, MessageContext):
@@ -70,10 +67,10 @@ def message_context() -> MessageContext:
 def run_with_message_context(context: Optional[MessageContext], func: Any, *args: Any) -> Any:
     """``func(*args)`` with ``message_context()`` returning ``context`` (raising if it is None),
     as ``StreamingSeries.test(..., ctx=...)`` needs; the previous binding is restored after."""
-    global _processing_context, _override
-    saved = _processing_context, _override
-    _processing_context, _override = None, (None, context)
+    cursor_token = activate(None)
+    override_token = _OVERRIDE.set((None, context))
     try:
         return func(*args)
     finally:
-        _processing_context, _override = saved
+        _OVERRIDE.reset(override_token)
+        deactivate(cursor_token)

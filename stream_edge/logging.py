@@ -91,8 +91,10 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(doc, ensure_ascii=False)
 
 
-def configure_logging(loglevel: Optional[Union[int, LogLevel]], name: str = LOGGER_NAME, pid: bool = False) -> bool:
+def configure_logging(loglevel: Optional[Union[int, LogLevel]], name: str = LOGGER_NAME, pid: bool = False,
+                      log_format: Optional[str] = None) -> bool:
     """Add a stderr handler to the logger unless it has handlers already; True if configured.
+    ``log_format``: ``text`` or ``json`` (None: ``STREAM_EDGE_LOG_FORMAT``, default ``text``).
 
     >>> configure_logging(None)
     False
@@ -103,7 +105,7 @@ def configure_logging(loglevel: Optional[Union[int, LogLevel]], name: str = LOGG
     if target.handlers:
         return False
     handler = logging.StreamHandler(sys.stderr)
-    if os.environ.get("STREAM_EDGE_LOG_FORMAT", "text").lower() == "json":
+    if (log_format or os.environ.get("STREAM_EDGE_LOG_FORMAT", "text")).lower() == "json":
         handler.setFormatter(JsonFormatter())
     else:
         prefix = f"[{os.getpid()}] " if pid else ""

@@ -70,7 +70,8 @@ class RowProducer:
     def __init__(self, broker_address: Union[str, ConnectionConfig], extra_config: Optional[dict] = None,
                  on_error: Optional[ProducerErrorCallback] = None, flush_timeout: Optional[float] = None,
                  transactional: bool = False, transactional_id: Optional[str] = None,
-                 error_callback: Optional[Callable[[confluent_kafka.KafkaError], None]] = None) -> None:
+                 error_callback: Optional[Callable[[confluent_kafka.KafkaError], None]] = None,
+                 message_cursor: Any = None) -> None:
         config = {
             "delivery.report.only.error": True,
             "on_delivery": self._on_delivery,
@@ -91,7 +92,8 @@ class RowProducer:
         self._in_transaction = False
         self._transactions_initialized = False
         self._delivery_errors: List[Exception] = []
-        self.processing_context: Any = None  # set by the Application: names the input record on errors
+        # the Application's MessageCursor (processing/cursor.py): names the input record on errors
+        self._cursor = message_cursor
 
     def enable_statistics(self, interval_ms: int, callback: Callable[[str], None]) -> bool:
         """librdkafka statistics of the underlying producer (see ``Producer.enable_statistics``)."""
@@ -106,8 +108,8 @@ class RowProducer:
                 f"delivery to topic '{msg.topic()}' failed: {err.str()}"))
 
     def _current_row(self, value: Any, key: Any, timestamp: Any, headers: Any) -> Row:
-        ctx = self.processing_context
-        msg = getattr(ctx, "current_message", None)
+        cursor = self._cursor
+        msg = None if cursor is None else cursor.message
         mctx = None
         if msg is not None:
             mctx = MessageContext(msg.topic(), msg.partition(), msg.offset())

@@ -114,6 +114,11 @@ class StreamingDataFrame(BaseStreaming):
     def registry(self) -> "DataframeRegistry":
         return self._registry
 
+    @property
+    def stream(self) -> Stream:
+        """The operations of this dataframe (the leaf of its Stream tree), as in Quix."""
+        return self._stream
+
     def _clone(self, stream: Stream) -> "StreamingDataFrame":
         return StreamingDataFrame(*self._topics, topic_manager=self._topic_manager, registry=self._registry,
                                   processing_context=self._processing_context, stream=stream,
@@ -133,25 +138,25 @@ class StreamingDataFrame(BaseStreaming):
 
     def _current_transaction(self, ref: "StoreRef") -> Callable[[], Any]:
         """A function returning ``ref``'s transaction for the partition being processed."""
-        ctx = self._processing_context
+        cursor = self._processing_context.cursor  # the loop moves it; read per message
         transaction = ref.transaction
 
         def current() -> Any:
-            return transaction(ctx.current_message.partition())
+            return transaction(cursor.message.partition())
         return current
 
     def _stateful(self, func: Callable[..., Any], metadata: bool) -> Callable[[Any, Any, int, Any], Any]:
         """Wrap ``func`` so it gets the State of the current key as its last argument."""
-        ctx = self._processing_context
+        cursor = self._processing_context.cursor  # the loop moves it; read per message
         transaction = self._store().transaction
         prefix = state_prefix
         if metadata:
             def stateful(value, key, timestamp, headers):
                 return func(value, key, timestamp, headers,
-                            transaction(ctx.current_message.partition()).as_state(prefix=prefix(key)))
+                            transaction(cursor.message.partition()).as_state(prefix=prefix(key)))
         else:
             def stateful(value, key, timestamp, headers):
-                return func(value, transaction(ctx.current_message.partition()).as_state(prefix=prefix(key)))
+                return func(value, transaction(cursor.message.partition()).as_state(prefix=prefix(key)))
         return stateful
 
     # -- operations ---------------------------------------------------------------------------
@@ -323,14 +328,15 @@ class StreamingDataFrame(BaseStreaming):
         """Send every record to ``sink`` (a BaseSink); flushed at each checkpoint. Terminal."""
         ctx = self._processing_context
         ctx.register_sink(sink)
+        cursor = ctx.cursor  # the loop moves it; read per message
 
         if _positional_add(sink):
             def _sink(value, key, timestamp, headers):
-                msg = ctx.current_message
+                msg = cursor.message
                 sink.add(value, key, timestamp, headers, msg.topic(), msg.partition(), msg.offset())
         else:
             def _sink(value, key, timestamp, headers):
-                msg = ctx.current_message
+                msg = cursor.message
                 sink.add(value=value, key=key, timestamp=timestamp, headers=headers,
                          topic=msg.topic(), partition=msg.partition(), offset=msg.offset())
         # A sink is a branch of its own: operations added later to this dataframe are siblings.

@@ -1,6 +1,6 @@
 """``StreamingDataFrame.test()``: one record through a pipeline without Kafka.
 
-The processing context gets a stand-in message (:class:`StandInMessage`) so ``message_context()``,
+The processing context's cursor visits a stand-in message (:class:`StandInMessage`) so ``message_context()``,
 state and windows behave as while processing partition 0 of the topic (or the ``ctx`` given).
 """
 
@@ -43,22 +43,15 @@ def run_one(sdf: "StreamingDataFrame", value: Any, key: Any, timestamp: int, hea
             topic: "Topic") -> List[Any]:
     """Run one record through ``sdf``'s pipeline; return ``[(value, key, timestamp, headers), ...]``."""
     results: List[Any] = []
-    executors = sdf._registry.compose_all(
-        sink=lambda v, k, t, h: results.append((v, k, t, h))) if sdf._registry else {}
+    registry = sdf.registry
+    executors = registry.compose_all(sink=lambda v, k, t, h: results.append((v, k, t, h))) if registry else {}
     if topic.name not in executors:
-        executors[topic.name] = sdf._stream.compose(sink=lambda v, k, t, h: results.append((v, k, t, h)))
-    from stream_edge.context import _bind, _bound
-
-    pctx = sdf._processing_context
-    previous, previous_binding = pctx.current_message, _bound()
+        executors[topic.name] = sdf.stream.compose(sink=lambda v, k, t, h: results.append((v, k, t, h)))
+    cursor = sdf.processing_context.cursor
     if ctx is not None:
-        pctx.current_message = StandInMessage(ctx.topic, ctx.partition, ctx.offset, key, context=ctx)
+        stand_in = StandInMessage(ctx.topic, ctx.partition, ctx.offset, key, context=ctx)
     else:
-        pctx.current_message = StandInMessage(topic.name, 0, 0, key)
-    _bind(pctx)
-    try:
+        stand_in = StandInMessage(topic.name, 0, 0, key)
+    with cursor.visiting(stand_in):
         executors[topic.name](value, key, timestamp, headers)
-    finally:
-        pctx.current_message = previous
-        _bind(previous_binding)
     return results

@@ -27,6 +27,14 @@ _default_error_cb = client_error_logger("consumer")
 PREFETCH_DEFAULTS: Dict[str, Any] = {"queued.max.messages.kbytes": 2048, "fetch.queue.backoff.ms": 10}
 
 
+def _default_group() -> str:
+    """The one consumer-group default (``stream_edge.app_config``; imported here, not at module
+    level, because ``app_config`` imports this package)."""
+    from stream_edge.app_config import DEFAULT_CONSUMER_GROUP
+
+    return DEFAULT_CONSUMER_GROUP
+
+
 class BaseConsumer(AvailabilityChecks):
     """Consume from Kafka (the client is created on first use).
 
@@ -47,7 +55,7 @@ class BaseConsumer(AvailabilityChecks):
             **PREFETCH_DEFAULTS,
             **(extra_config or {}),
             **connection_dict(broker_address),
-            "group.id": consumer_group or "stream-edge-default",
+            "group.id": consumer_group or _default_group(),
             "auto.offset.reset": auto_offset_reset,
             "enable.auto.commit": auto_commit_enable,
             "error_cb": self._availability.wrap(error_callback),

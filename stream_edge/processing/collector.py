@@ -14,7 +14,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, List, Optional
 
-from stream_edge.processing.context import ProcessingContext
+from stream_edge.processing.cursor import MessageCursor
 from stream_edge.processing.loop import OutputCounter
 
 __all__ = ("OutputCollector", "DEFAULT_COLLECT_LIMIT", "collect_limit_for")
@@ -47,15 +47,15 @@ class OutputCollector(OutputCounter):
 
     Example::
 
-        collector = OutputCollector(ctx, count_limit=0, collect=True, metadata=False, keep=10_000)
+        collector = OutputCollector(ctx.cursor, count_limit=0, collect=True, metadata=False, keep=10_000)
         executors = registry.compose_all(sink=collector.sink)
     """
 
-    def __init__(self, ctx: ProcessingContext, count_limit: int, collect: bool, metadata: bool,
+    def __init__(self, cursor: MessageCursor, count_limit: int, collect: bool, metadata: bool,
                  keep: float = DEFAULT_COLLECT_LIMIT) -> None:
         super().__init__(count_limit or float("inf"))
         self.items: List[dict] = []
-        self._ctx, self._metadata, self._keep = ctx, metadata, keep
+        self._cursor, self._metadata, self._keep = cursor, metadata, keep
         self.dropped = 0  # outputs counted but not kept (past ``keep``)
         self.sink = self._collect if collect else self._count  # the leaves of the pipeline call this
 
@@ -71,7 +71,7 @@ class OutputCollector(OutputCounter):
             return
         item = dict(value) if isinstance(value, Mapping) else {"_value": value}
         if self._metadata:
-            msg = self._ctx.current_message
+            msg = self._cursor.message
             item = {"_key": key, "_timestamp": timestamp, "_headers": headers, "_topic": msg.topic(),
                     "_partition": msg.partition(), "_offset": msg.offset(), **item}
         self.items.append(item)

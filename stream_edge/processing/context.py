@@ -1,8 +1,11 @@
-"""ProcessingContext: what the Application shares with every StreamingDataFrame.
+"""ProcessingContext: the definition-time topology the Application shares with every StreamingDataFrame.
 
-The processing loop stores the current raw Kafka message in ``current_message`` (one attribute
-store per message); ``topic``/``partition``/``offset`` read it on demand, so no per-message
-context object is built unless a callback asks for it (see ``stream_edge.context``).
+It holds what a pipeline is built from (the producer outputs are made with, the state manager
+stores register with, the sinks) and the :class:`~stream_edge.processing.cursor.MessageCursor`
+the per-message loop moves; nothing outside this module assigns its attributes, and a run never
+changes it (``tests/unit/runtime/test_context_ownership.py``). The running Runner is reached
+through ``runner_lookup``, a function the Application passes in, for the v3
+``commit_checkpoint``/``init_checkpoint``/``store_offset`` names.
 """
 
 from __future__ import annotations
@@ -10,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol
 
+from stream_edge.processing.cursor import MessageCursor
+
 if TYPE_CHECKING:  # pragma: no cover
-    from stream_edge.checkpointing import Checkpoint
     from stream_edge.models.topics import Topic
-    from stream_edge.processing.pausing import PausingManager
     from stream_edge.rowconsumer import RowConsumer
     from stream_edge.rowproducer import RowProducer, TopicOutput
     from stream_edge.sinks.base.manager import SinkManager
@@ -32,10 +35,13 @@ class CheckpointDriver(Protocol):
     def start_checkpoint(self) -> None:
         """Drop the current (uncommitted) checkpoint and start a new one."""
 
+    def store_offset(self, topic: str, partition: int, offset: int) -> None:
+        """Record a processed offset in the current checkpoint."""
+
 
 @dataclass
 class ProcessingContext:
-    """Shared processing objects: state manager, producer, checkpoint and the current message.
+    """Shared definition-time objects: producer, state manager, sinks, and the message cursor.
 
     Example::
 
@@ -46,12 +52,21 @@ class ProcessingContext:
     producer: Optional["RowProducer"] = None
     consumer: Optional["RowConsumer"] = None
     state_manager_factory: Optional[Callable[[], "StateStoreManager"]] = None
-    sink_manager: Optional["SinkManager"] = None
-    pausing_manager: Optional["PausingManager"] = None
-    checkpoint: Optional["Checkpoint"] = None
-    checkpoint_driver: Optional[CheckpointDriver] = None  # the running Application's Runner
-    current_message: Any = None  # the confluent_kafka.Message (or look-alike) being processed
+    # the running Application's Runner (None when not running); asked, never stored here
+    runner_lookup: Callable[[], Optional[CheckpointDriver]] = field(default=lambda: None, repr=False)
+    cursor: MessageCursor = field(default_factory=MessageCursor)  # one for the context's life
+    _sink_manager: Optional["SinkManager"] = field(default=None, repr=False)
     _state_manager: Optional["StateStoreManager"] = field(default=None, repr=False)
+
+    @property
+    def current_message(self) -> Any:
+        """The raw message being processed (the cursor's); operators hold the cursor itself."""
+        return self.cursor.message
+
+    @property
+    def sink_manager(self) -> Optional["SinkManager"]:
+        """The SinkManager, once a sink was registered."""
+        return self._sink_manager
 
     @property
     def state_manager(self) -> "StateStoreManager":
@@ -65,10 +80,6 @@ class ProcessingContext:
                 raise RuntimeError("no state manager: this context was created without a state manager factory")
             self._state_manager = self.state_manager_factory()
         return self._state_manager
-
-    @state_manager.setter
-    def state_manager(self, manager: Optional["StateStoreManager"]) -> None:
-        self._state_manager = manager
 
     @property
     def existing_state_manager(self) -> Optional["StateStoreManager"]:
@@ -90,30 +101,27 @@ class ProcessingContext:
 
     def register_sink(self, sink: "BaseSink") -> None:
         """Register a sink with the SinkManager (created on first use; owned by stream_edge.sinks)."""
-        if self.sink_manager is None:
+        if self._sink_manager is None:
             from stream_edge.sinks.base.manager import SinkManager
 
-            self.sink_manager = SinkManager()
-        self.sink_manager.register(sink)
+            self._sink_manager = SinkManager()
+        self._sink_manager.register(sink)
 
     @property
     def sinks(self) -> list:
-        return self.sink_manager.sinks if self.sink_manager is not None else []
+        return self._sink_manager.sinks if self._sink_manager is not None else []
 
     @property
     def topic(self) -> Optional[str]:
-        msg = self.current_message
-        return None if msg is None else msg.topic()
+        return self.cursor.topic
 
     @property
     def partition(self) -> Optional[int]:
-        msg = self.current_message
-        return None if msg is None else msg.partition()
+        return self.cursor.partition
 
     @property
     def offset(self) -> Optional[int]:
-        msg = self.current_message
-        return None if msg is None else msg.offset()
+        return self.cursor.offset
 
     def get_transaction(self, store_name: str = "default", stream_id: Optional[str] = None) -> "PartitionTransaction":
         """The transaction of ``store_name`` of ``stream_id`` (default: the stream of the current
@@ -121,7 +129,7 @@ class ProcessingContext:
         manager = self._state_manager
         if manager is None:
             raise RuntimeError("no state is configured: register a stateful operation first")
-        msg = self.current_message
+        msg = self.cursor.message
         if msg is None:
             raise RuntimeError("get_transaction() is only available while a message is processed")
         return manager.get_transaction(msg.topic() if stream_id is None else stream_id, msg.partition(), store_name)
@@ -129,9 +137,7 @@ class ProcessingContext:
     # v3 names, for code that drives checkpoints itself; the running Application's Runner does it
     def store_offset(self, topic: str, partition: int, offset: int) -> None:
         """Record a processed offset in the current checkpoint."""
-        if self.checkpoint is None:
-            raise RuntimeError("no checkpoint: the application is not running")
-        self.checkpoint.store_offset(topic, partition, offset)
+        self._driver().store_offset(topic, partition, offset)
 
     def init_checkpoint(self) -> None:
         """Start a new checkpoint (the running Application's runner does it)."""
@@ -142,6 +148,7 @@ class ProcessingContext:
         self._driver().commit_checkpoint(force)
 
     def _driver(self) -> CheckpointDriver:
-        if self.checkpoint_driver is None:
+        driver = self.runner_lookup()
+        if driver is None:
             raise RuntimeError("checkpoints are driven by a running Application")
-        return self.checkpoint_driver
+        return driver

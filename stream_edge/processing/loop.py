@@ -89,7 +89,7 @@ class BatchProcessor:
                  on_failed_message: Optional[Callable[[BaseException], None]] = None,
                  dead_letter: Optional[DeadLetterTopic] = None) -> None:
         self._routes = dict(routes)
-        self._ctx = ctx
+        self._cursor = ctx.cursor  # owned by this loop while it runs (processing/cursor.py)
         self._on_consumer_error = on_consumer_error
         self._on_processing_error = on_processing_error
         self._on_message_processed = on_message_processed
@@ -98,7 +98,7 @@ class BatchProcessor:
         self._dead_letter = dead_letter
 
     def __call__(self, msgs: Sequence[RawMessage]) -> int:
-        ctx, routes, counter = self._ctx, self._routes, self._counter
+        cursor, routes, counter = self._cursor, self._routes, self._counter
         limit = counter.limit
         processed_cb = self._on_message_processed
         # One topic (the common case): its route is unpacked once per batch, not per message.
@@ -112,7 +112,7 @@ class BatchProcessor:
                 continue
             if not single:
                 vloads, kloads, extractor, split, executor = routes[msg.topic()]
-            ctx.current_message = msg
+            cursor.message = msg  # the one run-time write: operators read the cursor
             value: Any = msg.value()
             if vloads is not None and value is not None:
                 try:

@@ -16,14 +16,18 @@ Example::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Sequence, Tuple
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 if TYPE_CHECKING:  # pragma: no cover
     from stream_edge.models.types import RawConfluentKafkaMessageProto
     from stream_edge.rowconsumer import RowConsumer
     from stream_edge.sinks.base.sink import BaseSink
 
-__all__ = ("RunObserver", "TopicPartitionKey", "ProcessHooks", "PipelineDefined")
+__all__ = ("RunObserver", "TopicPartitionKey", "ProcessHooks", "PipelineDefined", "process_hooks", "installed_hooks")
 
 TopicPartitionKey = Tuple[str, int]
 
@@ -85,10 +89,41 @@ class PipelineDefined(Exception):
         self.app = app
 
 
+@dataclass(frozen=True)
 class ProcessHooks:
-    """Process-wide settings the ``stream-edge`` command applies to every Application, including
-    one a user's script creates itself: observers to attach, and check mode (``run()`` raises
-    :class:`PipelineDefined` instead of connecting)."""
+    """What the ``stream-edge`` command applies to every Application it runs, including one a
+    user's script creates itself: observers to attach, check mode (``run()`` raises
+    :class:`PipelineDefined` instead of connecting) and its resolved settings as Application
+    arguments (``application_defaults``: used where the script passes none; see
+    :func:`stream_edge.app_config.resolve_config`).
 
-    observers: List[RunObserver] = []
+    Immutable; :func:`installed_hooks` makes a set current for a block (per thread), and an
+    Application reads :func:`process_hooks` once, when it is created.
+
+    Example::
+
+        with installed_hooks(ProcessHooks(check_only=True)):
+            runpy.run_path("app.py")          # its app.run() raises PipelineDefined
+    """
+
+    observers: Tuple[RunObserver, ...] = ()
     check_only: bool = False
+    application_defaults: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+
+_HOOKS: ContextVar[ProcessHooks] = ContextVar("stream_edge_process_hooks", default=ProcessHooks())
+
+
+def process_hooks() -> ProcessHooks:
+    """The hooks installed for this thread (none: no observers, not check mode)."""
+    return _HOOKS.get()
+
+
+@contextmanager
+def installed_hooks(hooks: ProcessHooks) -> Iterator[ProcessHooks]:
+    """``hooks`` are the current ones for the block; the previous ones come back after."""
+    token = _HOOKS.set(hooks)
+    try:
+        yield hooks
+    finally:
+        _HOOKS.reset(token)

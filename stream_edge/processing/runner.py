@@ -25,6 +25,7 @@ from stream_edge.checkpointing import Checkpoint
 from stream_edge.error_callbacks import ConsumerErrorCallback, ProcessingErrorCallback
 from stream_edge.processing.context import ProcessingContext
 from stream_edge.processing.collector import OutputCollector, collect_limit_for
+from stream_edge.processing.cursor import MessageCursor, activate, deactivate
 from stream_edge.processing.dead_letter import DeadLetterTopic
 from stream_edge.processing.loop import BatchProcessor, build_routes, first_offsets, last_offsets
 from stream_edge.processing.observer import RunObserver
@@ -87,12 +88,13 @@ class RunLimits:
 
 class Runner:
     """Runs an Application until stopped; see :meth:`Application.run`. Implements the
-    :class:`~stream_edge.processing.context.CheckpointDriver` seam of the ProcessingContext."""
+    :class:`~stream_edge.processing.context.CheckpointDriver` seam of the ProcessingContext (which
+    asks the Application for its running Runner: the Runner writes nothing into the context)."""
 
     def __init__(self, parts: RunnerParts, limits: RunLimits = RunLimits()) -> None:
         self._parts = parts
         self._limits = limits
-        self._collector = OutputCollector(parts.context, limits.count, limits.collect, limits.metadata,
+        self._collector = OutputCollector(parts.context.cursor, limits.count, limits.collect, limits.metadata,
                                           collect_limit_for(limits.count, limits.collect_limit)) \
             if limits.bounded else None
         self._stopping = False
@@ -123,7 +125,6 @@ class Runner:
                                 state_manager=parts.state_manager, sink_manager=parts.sink_manager,
                                 pausing_manager=self._pausing, exactly_once=cfg.exactly_once,
                                 on_sink_flush=on_sink_flush)
-        parts.context.checkpoint = checkpoint
         return checkpoint
 
     def _on_sink_flush(self, sink: "BaseSink", topic: str, partition: int, seconds: float) -> None:
@@ -154,6 +155,10 @@ class Runner:
         """Drop the current checkpoint (nothing committed) and start a new one."""
         self._current().close()
         self._checkpoint = self._new_checkpoint()
+
+    def store_offset(self, topic: str, partition: int, offset: int) -> None:
+        """Record a processed offset in the current checkpoint."""
+        self._current().store_offset(topic, partition, offset)
 
     # -- rebalancing ----------------------------------------------------------------------------
     def _on_assign(self, consumer: object, partitions: List[TopicPartition]) -> None:
@@ -223,6 +228,7 @@ class Runner:
         parts = self._parts
         previous_signals = self._install_signals()
         error: Optional[BaseException] = None
+        cursor_token = activate(parts.context.cursor)  # message_context() reads this run's cursor
         try:
             parts.setup_topics()
             if parts.sources is not None:
@@ -235,6 +241,7 @@ class Runner:
             error = exc
             raise
         finally:
+            deactivate(cursor_token)
             for sig, handler in previous_signals:
                 signal.signal(sig, handler)
             if parts.sources is not None:
@@ -269,13 +276,11 @@ class Runner:
 
         if parts.sink_manager is not None:
             parts.sink_manager.start_sinks()
-        ctx.pausing_manager = self._pausing
         if cfg.exactly_once:
             parts.producer.init_transactions(cfg.request_timeout)
         consumer.subscribe(list(topics.values()), on_assign=self._on_assign, on_revoke=self._on_revoke,
                            on_lost=self._on_lost)
         self._checkpoint = self._new_checkpoint()
-        ctx.checkpoint_driver = self
         self._last_activity = time.monotonic()
         logger.info("processing topics %s (consumer group '%s', %s)", sorted(topics), cfg.consumer_group,
                     cfg.processing_guarantee)
@@ -286,8 +291,6 @@ class Runner:
             self._failed = True
             self._shutdown(commit=False)
             raise
-        finally:
-            ctx.checkpoint_driver = None
         self._shutdown(commit=not self._failed)
         return collector.items if collector is not None else []
 

@@ -6,10 +6,10 @@
 
 ``module:function`` receives an Application configured from the settings (environment < config
 file < flags, see ``stream_edge.service.settings``) and defines its dataframes and sinks; the
-command then runs it until SIGTERM/SIGINT (a final checkpoint is committed). A script gets the
-settings through the environment variables Quix programs read (``Quix__Broker__Address``,
-``Quix__Consumer_Group``, ``Quix__State__Dir``). With ``--metrics-port`` the process serves
-``/metrics`` (Prometheus), ``/healthz`` and ``/readyz``.
+command then runs it until SIGTERM/SIGINT (a final checkpoint is committed). A script's own
+Application takes the broker, consumer group and state directory from the settings where it
+passes none (the command installs them as ``ProcessHooks``; the environment is left alone). With
+``--metrics-port`` the process serves ``/metrics`` (Prometheus), ``/healthz`` and ``/readyz``.
 
 Exit codes: 0 done (or checked), 2 bad settings or pipeline (the message names the setting and
 its source), 1 the pipeline failed while running.
@@ -25,7 +25,7 @@ import runpy
 import sys
 from typing import Any, Callable, Dict, List, Optional
 
-from stream_edge.processing.observer import PipelineDefined, ProcessHooks
+from stream_edge.processing.observer import PipelineDefined, ProcessHooks, RunObserver, installed_hooks
 
 from stream_edge.logging import configure_logging
 
@@ -63,16 +63,8 @@ def _load_function(target: str) -> Callable[[Any], Any]:
 
 
 def _describe(app: Any) -> str:
-    topics = sorted(t.name for t in app._registry.consumer_topics)
-    sinks = [type(s).__name__ for s in app.processing_context.sinks]
-    return f"input topics {topics}, sinks {sinks or 'none'}"
-
-
-def _export_for_scripts(settings: ServiceSettings) -> None:
-    """A script builds its own Application: give it the settings the way Quix programs read them."""
-    os.environ["Quix__Broker__Address"] = settings.broker_address
-    os.environ["Quix__Consumer_Group"] = settings.consumer_group
-    os.environ["Quix__State__Dir"] = settings.state_dir
+    outline = app.outline()
+    return f"input topics {list(outline.input_topics)}, sinks {list(outline.sinks) or 'none'}"
 
 
 def _define(target: str, settings: ServiceSettings) -> Optional[Any]:
@@ -86,7 +78,7 @@ def _define(target: str, settings: ServiceSettings) -> Optional[Any]:
 
     app = Application(**settings.application_kwargs())
     func(app)
-    if not app._registry and app._source_manager is None:
+    if app.outline().empty:
         raise PipelineError(f"pipeline {target!r} defined no dataframe and no source")
     return app
 
@@ -99,11 +91,9 @@ def _run_script(path: str) -> Any:
 
 
 def _check(target: str, settings: ServiceSettings) -> str:
-    ProcessHooks.check_only = True
-    try:
+    with installed_hooks(ProcessHooks(check_only=True, application_defaults=settings.script_defaults())):
         app = _define(target, settings)
         if app is None:
-            _export_for_scripts(settings)
             try:
                 _run_script(target)
             except PipelineDefined as defined:
@@ -111,16 +101,15 @@ def _check(target: str, settings: ServiceSettings) -> str:
             else:
                 raise PipelineError(f"pipeline script {target} finished without calling app.run()")
         return _describe(app)
-    finally:
-        ProcessHooks.check_only = False
 
 
 def _serve(target: str, settings: ServiceSettings) -> None:
     server = None
+    observers: List[RunObserver] = []
     if settings.log_summary_interval:
         from .summary import RunSummaryLog
 
-        ProcessHooks.observers.append(RunSummaryLog(settings.log_summary_interval))
+        observers.append(RunSummaryLog(settings.log_summary_interval))
     if settings.metrics_port:
         from .http import MetricsServer
         from .metrics import EdgeMetrics
@@ -129,17 +118,18 @@ def _serve(target: str, settings: ServiceSettings) -> None:
                               ready_stall_seconds=settings.ready_stall_seconds,
                               ready_paused_seconds=settings.ready_paused_seconds,
                               live_stall_seconds=settings.live_stall_seconds)
-        ProcessHooks.observers.append(metrics)
+        observers.append(metrics)
         server = MetricsServer(metrics, settings.metrics_port, host=settings.metrics_host).start()
         logger.info("metrics on http://%s:%d/metrics (health: /healthz, /readyz)", server.host, server.port)
+    hooks = ProcessHooks(observers=tuple(observers), application_defaults=settings.script_defaults())
     try:
-        app = _define(target, settings)
-        if app is None:
-            _export_for_scripts(settings)
-            _run_script(target)
-        else:
-            logger.info("running %s: %s", target, _describe(app))
-            app.run()
+        with installed_hooks(hooks):
+            app = _define(target, settings)
+            if app is None:
+                _run_script(target)
+            else:
+                logger.info("running %s: %s", target, _describe(app))
+                app.run()
     finally:
         if server is not None:
             server.stop()
@@ -169,8 +159,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             if getattr(args, name) is not None:
                 flags[name] = getattr(args, name)
         settings = ServiceSettings.resolve(os.environ, args.config, flags)
-        os.environ["STREAM_EDGE_LOG_FORMAT"] = settings.log_format  # read by configure_logging()
-        configure_logging(getattr(logging, settings.log_level), name="stream_edge")
+        configure_logging(getattr(logging, settings.log_level), name="stream_edge", log_format=settings.log_format)
         if args.command == "check":
             print(f"stream-edge check: ok ({_check(args.target, settings)}; broker {settings.broker_address} "
                   f"from {settings.source('broker_address')})")

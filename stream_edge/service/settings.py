@@ -6,7 +6,7 @@ it came from so an error names the setting and its source.
 setting                  environment (first found)                             default
 =======================  ====================================================  ==================
 broker_address           ``STREAM_EDGE_BROKER_ADDRESS``, ``Quix__Broker__Address``  required
-consumer_group           ``STREAM_EDGE_CONSUMER_GROUP``, ``Quix__Consumer_Group``   ``stream-edge``
+consumer_group           ``STREAM_EDGE_CONSUMER_GROUP``, ``Quix__Consumer_Group``   ``quixstreams-default``
 state_dir                ``STREAM_EDGE_STATE_DIR``, ``Quix__State__Dir``            ``state``
 auto_offset_reset        ``STREAM_EDGE_AUTO_OFFSET_RESET``                          ``latest``
 commit_interval          ``STREAM_EDGE_COMMIT_INTERVAL`` (seconds)                  ``5``
@@ -39,6 +39,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+
+from stream_edge.app_config import DEFAULT_CONSUMER_GROUP
 
 __all__ = ("ServiceSettings", "SettingsError")
 
@@ -93,7 +95,8 @@ def _topic_name(raw: str) -> str:
 # name -> (environment variables, default, parser)
 _SETTINGS: Dict[str, Tuple[Tuple[str, ...], Optional[str], Callable[[str], Any]]] = {
     "broker_address": (("STREAM_EDGE_BROKER_ADDRESS", "Quix__Broker__Address"), None, str),
-    "consumer_group": (("STREAM_EDGE_CONSUMER_GROUP", "Quix__Consumer_Group"), "stream-edge", str),
+    # the Application's default (one for the package), so a script and a function target agree
+    "consumer_group": (("STREAM_EDGE_CONSUMER_GROUP", "Quix__Consumer_Group"), DEFAULT_CONSUMER_GROUP, str),
     # EDGE_*: the names of the data-lake service's environment file (infra/systemd), still honoured
     "state_dir": (("STREAM_EDGE_STATE_DIR", "Quix__State__Dir", "EDGE_STATE_DIR"), "state", str),
     "auto_offset_reset": (("STREAM_EDGE_AUTO_OFFSET_RESET", "EDGE_AUTO_OFFSET_RESET"), "latest",
@@ -153,6 +156,12 @@ class ServiceSettings:
         if self.dead_letter_topic:
             kwargs["dead_letter_topic"] = self.dead_letter_topic
         return kwargs
+
+    def script_defaults(self) -> Dict[str, Any]:
+        """What an Application a script builds itself takes from these settings where the script
+        passes no argument (``ProcessHooks.application_defaults``): broker, group, state dir."""
+        return {"broker_address": self.broker_address, "consumer_group": self.consumer_group,
+                "state_dir": self.state_dir}
 
     @classmethod
     def resolve(cls, env: Mapping[str, str], config_file: Optional[str] = None,

@@ -82,7 +82,8 @@ class StateStoreManager:
                  use_changelog_topics: bool = True, producer: Any = None, consumer: Any = None,
                  topic_manager: Any = None, default_store_type: StoreTypes = "rocksdb",
                  recovery_timeout: float = 60.0, auto_recover_from_source_offset_out_of_range: bool = True,
-                 state_recovery_offset_reset: str = "earliest", auto_offset_reset: str = "latest") -> None:
+                 state_recovery_offset_reset: str = "earliest", auto_offset_reset: str = "latest",
+                 recovery_consumer_config: Optional[Mapping[str, Any]] = None) -> None:
         if default_store_type not in _STORE_TYPES:
             raise ValueError(f"default_store_type must be one of {_STORE_TYPES}, got {default_store_type!r}")
         self._group_id = group_id
@@ -91,6 +92,8 @@ class StateStoreManager:
         self._use_changelog_topics = use_changelog_topics
         self._producer = producer
         self._consumer = consumer
+        # librdkafka settings of the changelog reader (the application's broker and consumer extras)
+        self._recovery_consumer_config = dict(recovery_consumer_config or {})
         self._topic_manager = topic_manager
         self._default_store_type = default_store_type
         self._recovery_timeout = recovery_timeout
@@ -187,10 +190,10 @@ class StateStoreManager:
     # -- assignment -----------------------------------------------------------------------------
     def _recovery_reader(self) -> ChangelogRecovery:
         if self._recovery is None:
-            config = dict(getattr(self._consumer, "_config", None) or {})
+            config = dict(self._recovery_consumer_config)
             if not config.get("bootstrap.servers"):
-                raise ChangelogTopicError("changelog recovery needs the application's consumer (its broker "
-                                          "configuration) to read changelog topics")
+                raise ChangelogTopicError("changelog recovery needs the application's broker configuration "
+                                          "(recovery_consumer_config) to read changelog topics")
             self._recovery = ChangelogRecovery(config, timeout=self._recovery_timeout)
         return self._recovery
 

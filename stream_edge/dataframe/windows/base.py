@@ -56,7 +56,7 @@ class Window:
 
     def _on_late(self, timestamp: int, start: int, end: int, late_by_ms: int) -> None:
         ctx = getattr(self._dataframe, "processing_context", None)
-        msg = getattr(ctx, "current_message", None)
+        msg = None if ctx is None else ctx.cursor.message
         callback = self._on_late_callback
         if callback is not None:
             value, key = self._late_value
@@ -75,7 +75,7 @@ class Window:
             raise ValueError(f"closing_strategy must be one of {self.closing_strategies} for this window, "
                              f"got {closing_strategy!r}")
         dataframe = self._dataframe
-        ctx = dataframe.processing_context
+        cursor = dataframe.processing_context.cursor  # the loop moves it; read per message
         transaction = dataframe._store(self._name, windowed=True).transaction
         engine = self._engine
         process = engine.process_final if final else engine.process_current
@@ -91,7 +91,7 @@ class Window:
             from stream_edge.state.serialization import message_key_bytes
 
             def partition_window_op(value: Any, key: Any, timestamp: int, headers: Any) -> Any:
-                msg = ctx.current_message
+                msg = cursor.message
                 if key is None:
                     return skip_none_key(msg)
                 tx = transaction(msg.partition())
@@ -109,7 +109,7 @@ class Window:
             return dataframe._add_expanding_op(self._with_late_value(partition_window_op))
 
         def window_op(value: Any, key: Any, timestamp: int, headers: Any) -> Any:
-            msg = ctx.current_message
+            msg = cursor.message
             if key is None:
                 return skip_none_key(msg)
             results = process(transaction(msg.partition()).key_state(key, engine), value, timestamp)

@@ -77,10 +77,10 @@ def _fast_call(obj: Any, topic: str, field: str, consumed: bool = False) -> Opti
 
 def _consumed_headers() -> Any:
     """Headers of the message the running application is processing (None outside processing)."""
-    from stream_edge.context import _bound
+    from stream_edge.processing.cursor import active_cursor
 
-    processing = _bound()
-    msg = None if processing is None else processing.current_message
+    cursor = active_cursor()
+    msg = None if cursor is None else cursor.message
     headers = getattr(msg, "headers", None)
     return headers() if callable(headers) else headers
 

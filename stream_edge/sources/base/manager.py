@@ -14,13 +14,12 @@ __all__ = ("SourceManager", "source_changelog_topic")
 logger = logging.getLogger("stream_edge")
 
 
-def source_changelog_topic(topic_manager: Any, source: Any) -> Topic:
+def source_changelog_topic(topic_manager: Any, source: Any, consumer_group: str) -> Topic:
     """Define the compacted changelog topic of a StatefulSource, named as in Quix Streams:
     ``changelog__<consumer group>--source-<name>``, ``store_partitions_count`` partitions."""
     from stream_edge.models.topics.topic import TopicType
 
-    group = getattr(topic_manager, "_consumer_group", None) or "stream-edge-default"
-    name = f"changelog__{group}--{source.store_name}"
+    name = f"changelog__{consumer_group}--{source.store_name}"
     config = TopicConfig(num_partitions=source.store_partitions_count, replication_factor=1,
                          extra_config={"cleanup.policy": "compact"})
     topic = Topic(name, TopicType.CHANGELOG, config, value_deserializer="bytes", key_deserializer="bytes",
@@ -55,7 +54,7 @@ class SourceManager:
         if isinstance(source, StatefulSource):
             if topic_manager is None:
                 raise ValueError(f"StatefulSource {source!r} needs the application's topic manager")
-            changelog = source_changelog_topic(topic_manager, source).name
+            changelog = source_changelog_topic(topic_manager, source, settings.consumer_group).name
         process = SourceProcess(source, topic, settings, changelog_topic=changelog)
         self.processes.append(process)
         return process

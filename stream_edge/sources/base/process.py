@@ -27,6 +27,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.context import BaseContext
 from typing import Any, Dict, Optional
 
+from stream_edge.app_config import DEFAULT_CONSUMER_GROUP
 from stream_edge.models.topics import Topic
 
 __all__ = ("SourceProcess", "SourceSettings", "source_context")
@@ -50,6 +51,7 @@ class SourceSettings:
     """What a source's process needs from the Application to build its clients."""
 
     broker_address: Any
+    consumer_group: str = DEFAULT_CONSUMER_GROUP  # names a StatefulSource's changelog topic
     producer_extra_config: Dict[str, Any] = field(default_factory=dict)
     consumer_extra_config: Dict[str, Any] = field(default_factory=dict)
     on_producer_error: Any = None

@@ -33,7 +33,7 @@ def test_inline_json_path_and_tombstones():
     batch = [msg(orjson.dumps({"a": 1}), 0), msg(None, 1)]
     assert process(batch) == 2
     assert out == [("t", {"a": 1}, b"k", 1000), ("t", None, b"k", 1001)]
-    assert ctx.current_message is batch[-1]
+    assert ctx.cursor.message is batch[-1]
 
 
 def test_bytes_topic_single_path_and_multi_topic_path():

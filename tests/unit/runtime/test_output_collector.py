@@ -11,7 +11,7 @@ from stream_edge.processing.context import ProcessingContext
 
 
 def test_past_the_bound_outputs_are_counted_not_kept_and_one_warning_says_so(caplog) -> None:
-    collector = OutputCollector(ProcessingContext(), count_limit=0, collect=True, metadata=False, keep=3)
+    collector = OutputCollector(ProcessingContext().cursor, count_limit=0, collect=True, metadata=False, keep=3)
     with caplog.at_level(logging.WARNING, logger="stream_edge"):
         for i in range(7):
             collector.sink({"i": i} if i % 2 else i, None, 0, None)
@@ -22,7 +22,7 @@ def test_past_the_bound_outputs_are_counted_not_kept_and_one_warning_says_so(cap
 
 
 def test_kept_outputs_are_copies() -> None:
-    collector = OutputCollector(ProcessingContext(), count_limit=0, collect=True, metadata=False, keep=2)
+    collector = OutputCollector(ProcessingContext().cursor, count_limit=0, collect=True, metadata=False, keep=2)
     value = {"x": 1}
     collector.sink(value, None, 0, None)
     value["x"] = 2  # a later step changing the value does not change what run() returns
@@ -30,7 +30,7 @@ def test_kept_outputs_are_copies() -> None:
 
 
 def test_collect_false_keeps_nothing() -> None:
-    collector = OutputCollector(ProcessingContext(), count_limit=5, collect=False, metadata=False)
+    collector = OutputCollector(ProcessingContext().cursor, count_limit=5, collect=False, metadata=False)
     for i in range(5):
         collector.sink(i, None, 0, None)
     assert collector.items == [] and collector.count == 5 == collector.limit
