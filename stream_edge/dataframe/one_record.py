@@ -46,7 +46,8 @@ def run_one(sdf: "StreamingDataFrame", value: Any, key: Any, timestamp: int, hea
     executors = sdf._registry.compose_all(
         sink=lambda v, k, t, h: results.append((v, k, t, h))) if sdf._registry else {}
     if topic.name not in executors:
-        executors[topic.name] = sdf._stream.compose(sink=lambda v, k, t, h: results.append((v, k, t, h)))
+        executors[topic.name] = sdf._stream.compose(sink=lambda v, k, t, h: results.append((v, k, t, h)))[
+            sdf._stream.root()]
     from stream_edge.context import _bind, _bound
 
     pctx = sdf._processing_context
