@@ -92,7 +92,7 @@ class Application:
                              "stream_edge; pass broker_address (or set Quix__Broker__Address)")
         broker_address = broker_address or _env("Quix__Broker__Address")
         if not broker_address:
-            raise ValueError("broker_address is required (or set the Quix__Broker__Address environment variable)")
+            raise ValueError('Either "broker_address" or "quix_sdk_token" must be provided')  # 3.28.1's words
         consumer_group = consumer_group or _env("Quix__Consumer__Group", "Quix__Consumer_Group") or "quixstreams-default"
         if processing_guarantee not in _GUARANTEES:
             raise ValueError(f"processing_guarantee must be one of {_GUARANTEES}, got {processing_guarantee!r}")
