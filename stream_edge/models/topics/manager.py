@@ -275,11 +275,12 @@ class TopicManager:
         # Each changelog has one partition per partition of its stream's topics (several for
         # concat/joins: they are co-partitioned, the largest count counts as derive_topic_config's).
         for stream_id, by_store in self._changelog_topics.items():
-            counts = [actual[name].num_partitions for name in self._stream_topic_names(stream_id or "")
-                      if actual.get(name) is not None]
+            sources = [actual.get(name) for name in self._stream_topic_names(stream_id or "")]
+            counts = [c.num_partitions for c in sources if c is not None and c.num_partitions is not None]
             for topic in by_store.values():
                 cfg = actual[topic.name]
-                expected = max(counts) if counts else topic.create_config.num_partitions
+                create_config = topic.create_config
+                expected = max(counts) if counts else (create_config.num_partitions if create_config else None)
                 if cfg is not None:
                     _check_changelog_partitions(topic, expected, cfg.num_partitions)
         for name, topic in topics.items():
