@@ -177,7 +177,7 @@ def resolve_config(arguments: Mapping[str, Any], env: Mapping[str, str],
                          "stream_edge; pass broker_address (or set Quix__Broker__Address)")
     broker_address = broker_address or _first_env(env, "Quix__Broker__Address")
     if not broker_address:
-        raise ValueError("broker_address is required (or set the Quix__Broker__Address environment variable)")
+        raise ValueError('Either "broker_address" or "quix_sdk_token" must be provided')  # 3.28.1's words
     given["broker_address"] = broker_address
     given["consumer_group"] = (given.get("consumer_group") or service.get("consumer_group")
                                or _first_env(env, "Quix__Consumer__Group", "Quix__Consumer_Group")

@@ -479,7 +479,7 @@ class StreamingDataFrame(BaseStreaming):
             return self.apply(lambda value: {col: value[col] for col in cols})
         if isinstance(item, StreamingDataFrame):
             # sdf[sdf.apply(predicate)]: filter by the result of another branch of this dataframe
-            return self.filter(self._stream.diff(item._stream).compose_returning(), metadata=True)
+            return self.filter(self._stream.diff(item._stream).compose_value(), metadata=True)
         raise TypeError(f"unsupported column reference {item!r}")
 
     def __setitem__(self, column: str, item: Any) -> None:
@@ -498,7 +498,7 @@ class StreamingDataFrame(BaseStreaming):
                 self.update(assign_meta, metadata=True)
         elif isinstance(item, StreamingDataFrame):
             # sdf["col"] = sdf.apply(func): the result of the other branch becomes a column
-            returning_sdf = self._stream.diff(item._stream).compose_returning()
+            returning_sdf = self._stream.diff(item._stream).compose_value()
 
             def assign_result(value, key, timestamp, headers):
                 value[column] = returning_sdf(value, key, timestamp, headers)

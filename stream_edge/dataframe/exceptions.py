@@ -1,6 +1,6 @@
 """Errors raised while building a StreamingDataFrame."""
 
-from stream_edge.core.stream.exceptions import InvalidOperation as _StreamInvalidOperation
+from stream_edge.core.stream.exceptions import InvalidOperation
 from stream_edge.exceptions.base import QuixException
 
 __all__ = ("InvalidOperation", "GroupByLimitExceeded", "DataFrameLocked", "InvalidColumnReference",
@@ -12,9 +12,8 @@ class StreamingDataFrameError(QuixException):
     """Base of the dataframe errors."""
 
 
-class InvalidOperation(StreamingDataFrameError, _StreamInvalidOperation):
-    """The operation cannot be applied here (e.g. after a terminal sink()); also caught as
-    ``stream_edge.core.stream.exceptions.InvalidOperation``, the class Quix raises."""
+# InvalidOperation is the stream tree's class (``core.stream.exceptions``), the one Quix Streams
+# raises from both places: ``Stream.diff`` and the dataframe raise the same class.
 
 
 class GroupByLimitExceeded(StreamingDataFrameError):

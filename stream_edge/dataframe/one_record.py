@@ -46,7 +46,8 @@ def run_one(sdf: "StreamingDataFrame", value: Any, key: Any, timestamp: int, hea
     registry = sdf.registry
     executors = registry.compose_all(sink=lambda v, k, t, h: results.append((v, k, t, h))) if registry else {}
     if topic.name not in executors:
-        executors[topic.name] = sdf.stream.compose(sink=lambda v, k, t, h: results.append((v, k, t, h)))
+        executors[topic.name] = sdf.stream.compose(sink=lambda v, k, t, h: results.append((v, k, t, h)))[
+            sdf.stream.root()]
     cursor = sdf.processing_context.cursor
     if ctx is not None:
         stand_in = StandInMessage(ctx.topic, ctx.partition, ctx.offset, key, context=ctx)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 from .exceptions import DuplicateStreamingDataFrame, GroupByDuplicate
 
 if TYPE_CHECKING:  # pragma: no cover
+    from stream_edge.core.stream import Stream
     from stream_edge.models.topics import Topic
 
     from .dataframe import StreamingDataFrame
@@ -19,6 +20,7 @@ class DataframeRegistry:
 
     def __init__(self) -> None:
         self._roots: Dict[str, "StreamingDataFrame"] = {}
+        self._root_streams: Dict[str, "Stream"] = {}  # each topic's root node, as registered
         self._topics: Dict[str, "Topic"] = {}
         self._groupby_names: set = set()
 
@@ -34,6 +36,7 @@ class DataframeRegistry:
                 raise DuplicateStreamingDataFrame(
                     f"topic '{topic.name}' already has a StreamingDataFrame; reuse it or branch from it")
             self._roots[topic.name] = new_sdf
+            self._root_streams[topic.name] = new_sdf.stream
             self._topics[topic.name] = topic
 
     def register_groupby(self, source_sdf: "StreamingDataFrame", new_sdf: "StreamingDataFrame") -> None:
@@ -45,8 +48,18 @@ class DataframeRegistry:
         self.register_root(new_sdf)
 
     def compose_all(self, sink: Optional[Callable[[Any, Any, int, Any], None]] = None) -> Dict[str, Callable]:
-        """Compose every topic's tree into one executor: ``{topic_name: executor}``."""
-        return {name: sdf.stream.compose(sink=sink) for name, sdf in self._roots.items()}
+        """Compose every topic's tree into one executor: ``{topic_name: executor}``.
+
+        Topics joined by ``concat`` or a join share a tree: it is composed once, and each topic
+        takes the executor of its own root.
+        """
+        composed: Dict["Stream", Callable] = {}
+        executors: Dict[str, Callable] = {}
+        for name, root in self._root_streams.items():
+            if root not in composed:
+                composed.update(root.compose(sink=sink))
+            executors[name] = composed[root]
+        return executors
 
     def __bool__(self) -> bool:
         return bool(self._roots)

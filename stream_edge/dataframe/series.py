@@ -11,7 +11,7 @@ import operator
 from typing import Any, Callable, Optional, Tuple
 
 from stream_edge.context import run_with_message_context
-from stream_edge.core.stream import ApplyFunction, Stream
+from stream_edge.core.stream import ApplyFunction, Stream, is_identity
 
 from .base import BaseStreaming
 from .columns import column_getter, column_of, column_operation
@@ -57,7 +57,7 @@ class StreamingSeries(BaseStreaming):
     # -- composition ------------------------------------------------------------------------
     def _compose_simple(self) -> Optional[Callable[[Any], Any]]:
         """``f(value)`` if no step needs metadata, else None."""
-        funcs = [n.func for n in self._stream.root_path() if n.func is not None]
+        funcs = [n.func for n in reversed(self._stream.root_path()) if not is_identity(n.func)]
         if all(type(f) is ApplyFunction and not f.expand for f in funcs):
             return _chain([f.func for f in funcs])
         return None
@@ -67,7 +67,7 @@ class StreamingSeries(BaseStreaming):
         simple = self._compose_simple()
         if simple is not None:
             return lambda value, key, timestamp, headers: simple(value)
-        return self._stream.compose_returning()
+        return self._stream.compose_value()
 
     def compose_returning(self) -> Callable[[Any, Any, int, Any], Tuple[Any, Any, int, Any]]:
         """``f(value, key, timestamp, headers) -> (result, key, timestamp, headers)``, as in Quix."""
@@ -149,7 +149,7 @@ class StreamingSeries(BaseStreaming):
     def _column(self) -> Optional[str]:
         """The column name if this series is exactly ``sdf[name]``."""
         node = self._stream
-        if node.parent is not None and node.parent.func is None and type(node.func) is ApplyFunction:
+        if node.parent is not None and node.parent.is_root() and type(node.func) is ApplyFunction:
             return column_of(node.func.func)
         return None
 

@@ -92,6 +92,9 @@ class BaseConsumer(AvailabilityChecks):
         self._consumer.unsubscribe()
 
     def store_offsets(self, message: Any = None, offsets: Optional[List[TopicPartition]] = None) -> None:
+        """Store a message's offset + 1, or the given offsets, for the next (auto) commit; exactly
+        one of ``message`` and ``offsets`` (``ValueError`` worded as 3.28.1 otherwise)."""
+        _one_of(message, offsets, required=True)
         if message is not None:
             self._consumer.store_offsets(message=message)
         else:
@@ -99,6 +102,8 @@ class BaseConsumer(AvailabilityChecks):
 
     def commit(self, message: Any = None, offsets: Optional[List[TopicPartition]] = None,
                asynchronous: bool = True) -> Optional[List[TopicPartition]]:
+        """Commit a message's offset + 1, the given offsets, or (neither) the assignment's positions."""
+        _one_of(message, offsets, required=False)
         kwargs: Dict[str, Any] = {"asynchronous": asynchronous}
         if message is not None:
             kwargs["message"] = message
@@ -170,3 +175,11 @@ class BaseConsumer(AvailabilityChecks):
 
 
 Consumer = BaseConsumer
+
+
+def _one_of(message: Any, offsets: Any, required: bool) -> None:
+    """The argument check of ``store_offsets`` / ``commit``, with 3.28.1's messages."""
+    if message is not None and offsets is not None:
+        raise ValueError('Parameters "message" and "offsets" are mutually exclusive')
+    if required and message is None and offsets is None:
+        raise ValueError('One of "message" or "offsets" must be passed')

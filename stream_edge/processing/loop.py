@@ -130,12 +130,23 @@ class BatchProcessor:
             timestamp = msg.timestamp()[1]
             headers = msg.headers()
             try:
-                if extractor is not None:
-                    timestamp = extractor(value, headers, timestamp, TimestampType(msg.timestamp()[0]))
-                if split:
-                    for item in value:
-                        executor(item, key, timestamp, headers)
+                if split and value is not None:
+                    if extractor is None:
+                        for item in value:
+                            executor(item, key, timestamp, headers)
+                    else:
+                        # as Topic.row_deserialize and 3.28.1: the extractor sees each item and the
+                        # timestamp it gave the previous one, every item's before any is processed
+                        ts_type = TimestampType(msg.timestamp()[0])
+                        stamped = []
+                        for item in value:
+                            timestamp = extractor(item, headers, timestamp, ts_type)
+                            stamped.append((item, timestamp))
+                        for item, timestamp in stamped:
+                            executor(item, key, timestamp, headers)
                 else:
+                    if extractor is not None:
+                        timestamp = extractor(value, headers, timestamp, TimestampType(msg.timestamp()[0]))
                     executor(value, key, timestamp, headers)
             except Exception as exc:  # noqa: BLE001 - the callback decides
                 self._processing_failed(exc, value, key, timestamp, headers, msg)

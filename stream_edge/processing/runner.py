@@ -310,6 +310,9 @@ class Runner:
         poll_timeout, producer_poll_timeout = cfg.consumer_poll_timeout, cfg.producer_poll_timeout
         monotonic = time.monotonic
         timeout, count, collector = self._limits.timeout, self._limits.count, self._collector
+        if timeout or count:  # 3.28.1's wording of the stop conditions (and of reaching one, below)
+            logger.info("APP STOP CONDITIONS SET: %s", " OR ".join(
+                ([f"timeout={timeout} seconds"] if timeout else []) + ([f"count={count} records"] if count else [])))
         batch_size = FIRST_BATCH
         while not self._stopping:
             checkpoint = self._current()
@@ -348,11 +351,11 @@ class Runner:
                 consumer.raise_if_broker_unavailable(broker_timeout)
                 producer.raise_if_broker_unavailable(broker_timeout)
             if count and collector is not None and collector.count >= count:
-                logger.info("run(count=%s): count reached, stopping", count)
+                logger.info("Count of %s records reached.", count)
                 break
             # The idle timeout counts only while partitions are assigned ("after the rebalance").
             if timeout and self._assigned and monotonic() - self._last_activity >= timeout:
-                logger.info("run(timeout=%s): no new message for %ss, stopping", timeout, timeout)
+                logger.info("Timeout of %ss reached.", timeout)
                 break
 
     def _position_map(self) -> Optional[Dict[Tuple[str, int], int]]:

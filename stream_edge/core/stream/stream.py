@@ -1,32 +1,39 @@
-"""Stream: a tree of stream functions, composed ahead of time into one closure.
+"""Stream: a tree of stream functions, composed ahead of time into one closure per root.
 
 Each :class:`Stream` node holds one function and its parents; adding a function returns a new
-child node. Two children of the same node are two branches; a node made by :meth:`Stream.merge`
+child node. A root (``Stream()``) holds the identity, as in Quix Streams, which costs nothing when
+composed. Two children of the same node are two branches; a node made by :meth:`Stream.merge`
 (``concat``, joins) has two parents and receives what both emit. :meth:`Stream.compose` walks
-the tree from a root once and returns a single executor for it.
+the whole tree once and returns ``{root: executor}``, one executor per root.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .codegen import GeneratedFunction
-from .exceptions import InvalidOperation
+from .exceptions import InvalidOperation, InvalidTopology
 from .functions import (
     compile_steps,
     fan_out,
     ApplyFunction,
     ApplyWithMetadataFunction,
+    AssignFunction,
     FilterFunction,
     FilterWithMetadataFunction,
     StreamFunction,
+    ToTopicFunction,
     TransformFunction,
     UpdateFunction,
     UpdateWithMetadataFunction,
     VoidExecutor,
+    identity,
+    is_identity,
 )
 
 __all__ = ("Stream",)
+
+Record = Tuple[Any, Any, int, Any]
 
 
 class Stream:
@@ -34,17 +41,25 @@ class Stream:
 
     >>> s = Stream().add_apply(lambda v: v + 1).add_filter(lambda v: v > 1)
     >>> out = []
-    >>> s.compose(sink=lambda v, k, t, h: out.append(v))(1, None, 0, None); out
+    >>> s.compose_single(sink=lambda v, k, t, h: out.append(v))(1, None, 0, None); out
     [2]
     """
 
-    def __init__(self, func: Optional[StreamFunction] = None, parent: Optional["Stream"] = None,
-                 parents: Sequence["Stream"] = ()) -> None:
-        self.func = func
-        self.parents: List[Stream] = list(parents) if parent is None else [parent, *parents]
+    def __init__(self, func: Optional[StreamFunction] = None, parents: Optional[Sequence["Stream"]] = None,
+                 *, parent: Optional["Stream"] = None) -> None:
+        if func is not None and not isinstance(func, StreamFunction):
+            raise ValueError("Provided function must be a subclass of StreamFunction")
+        self.func: StreamFunction = func if func is not None else ApplyFunction(identity)
+        self.parents: List[Stream] = list(parents or ()) if parent is None else [parent, *(parents or ())]
         self.children: List[Stream] = []
+        self.pruned = False  # True once diff() cut this node out of its tree
         for node in self.parents:
             node.children.append(self)
+
+    def __repr__(self) -> str:
+        inner = getattr(self.func.func, "__qualname__", type(self.func.func).__name__)
+        return (f"<{type(self).__name__} (parents={len(self.parents)} children={len(self.children)}): "
+                f"<{type(self.func).__name__}: {inner}>>")
 
     @property
     def parent(self) -> Optional["Stream"]:
@@ -52,9 +67,17 @@ class Stream:
         parents = self.parents
         return parents[0] if len(parents) == 1 else None
 
+    def is_root(self) -> bool:
+        """True for a node without parents whose function is the identity (``Stream()``)."""
+        return not self.parents and is_identity(self.func)
+
     def is_merged(self) -> bool:
         """True for a node with several parents (:meth:`merge`)."""
         return len(self.parents) > 1
+
+    def is_branched(self) -> bool:
+        """True for a node with several children (branches)."""
+        return len(self.children) > 1
 
     def merge(self, other: "Stream") -> "Stream":
         """A new node, child of this node and of ``other``: it receives what both emit."""
@@ -67,6 +90,10 @@ class Stream:
     # -- building ---------------------------------------------------------------------------
     def _add(self, func: StreamFunction) -> "Stream":
         return Stream(func, parent=self)
+
+    def add_function(self, func: StreamFunction) -> "Stream":
+        """Add an operator already wrapped in a :class:`StreamFunction`."""
+        return self._add(func)
 
     def add_apply(self, func: Callable[..., Any], *, expand: bool = False, metadata: bool = False) -> "Stream":
         """Add a function whose result becomes the value downstream."""
@@ -86,21 +113,18 @@ class Stream:
         return self._add(TransformFunction(func, expand=expand))
 
     # -- navigation -------------------------------------------------------------------------
-    def root_path(self, allow_splits: bool = True) -> List["Stream"]:
-        """This node and its ancestors (every parent's of a merged node), ordered root first."""
-        path: List[Stream] = []
-        seen = set()
-        pending: List[Stream] = [self]
-        while pending:
-            node = pending.pop()
-            if id(node) in seen:
-                continue
-            seen.add(id(node))
-            path.append(node)
-            if not allow_splits and any(len(p.children) > 1 for p in node.parents):
-                continue
-            pending.extend(reversed(node.parents))
-        path.reverse()
+    def root_path(self) -> List["Stream"]:
+        """This node, then its ancestors nearest first (breadth first through every parent of a
+        merged node, each node once), as Quix Streams orders them: the root comes last."""
+        path: List[Stream] = [self]
+        seen = {id(self)}
+        i = 0
+        while i < len(path):
+            for parent in path[i].parents:
+                if id(parent) not in seen:
+                    seen.add(id(parent))
+                    path.append(parent)
+            i += 1
         return path
 
     def root(self) -> "Stream":
@@ -138,31 +162,39 @@ class Stream:
         return order
 
     def diff(self, other: "Stream") -> "Stream":
-        """A new, parentless stream with the nodes of ``other`` after its last node shared with self.
-
-        The diff's nodes are pruned from the shared tree (so ``sdf["col"] = sdf.apply(f)`` does not
-        also run ``f`` as a branch of its own).
+        """The nodes of ``other`` after this node (and any added after ``other``), cut out of the
+        tree and returned as a new, parentless stream (its first node has no parent): what
+        ``sdf["col"] = sdf.apply(f)`` and ``sdf[sdf.apply(f)]`` run. Raises :class:`InvalidOperation` with Quix Streams' messages when
+        ``other`` does not continue this node in a straight line, or was used already.
         """
-        mine = set(map(id, self.root_path()))
-        theirs = other.root_path()
-        start = None
-        for i, node in enumerate(theirs):
-            if id(node) in mine:
-                start = i
-        if start is None:
-            raise ValueError("the streams have no common parent")
-        rest = theirs[start + 1:]
-        if not rest:
-            raise ValueError("the diff is empty")
-        if any(len(node.children) > 1 for node in rest) or rest[-1].children:
-            raise ValueError("pruning failed: the other stream has operations of its own after the diff "
-                             "(branches or further steps); assign or filter with it before adding more")
-        theirs[start].children.remove(rest[0])
-        new = Stream()
-        for node in rest:
-            if node.func is not None:
-                new = new._add(node.func)
-        return new
+        path: List[Stream] = []  # other's nodes up to (not including) self, nearest first
+        found = False
+        for node in other.root_path():
+            if node is self:
+                found = True
+                break
+            # the checks Quix Streams makes, in its order
+            if node.is_branched():
+                raise InvalidOperation("Cannot assign or filter using a branched SDF")
+            if node.is_merged():
+                raise InvalidOperation("Cannot assign or filter using the SDF merged with another SDF")
+            path.append(node)
+        if not path:
+            raise InvalidOperation("Cannot assign or filter using the same SDF")
+        path.reverse()
+        head = path[0]
+        if head.pruned:
+            raise InvalidOperation("Cannot use a filtering or column-setter SDF more than once")
+        if not found:
+            raise InvalidOperation(
+                "filtering or column-setter SDF must originate from target SDF; "
+                "ex: `sdf[sdf.apply()]`, NOT `sdf[other_sdf.apply()]` "
+                "OR `sdf['x'] = sdf.apply()`, NOT `sdf['x'] = other_sdf.apply()`")
+        # Cut the diff off the shared tree, so it does not also run as a branch of its own.
+        head.pruned = True
+        self.children.remove(head)
+        head.parents = []
+        return _copy_subtree(head)
 
     # -- composition ------------------------------------------------------------------------
     def compose(
@@ -171,44 +203,102 @@ class Stream:
         allow_expands: bool = True,
         allow_updates: bool = True,
         allow_transforms: bool = True,
-        sink: Optional[Callable[[Any, Any, int, Any], None]] = None,
-    ) -> VoidExecutor:
-        """Compose the whole tree of this stream into one executor ``(value, key, timestamp, headers)``.
+        sink: Optional[VoidExecutor] = None,
+    ) -> Dict["Stream", VoidExecutor]:
+        """Compose the whole tree of this node into executors ``(value, key, timestamp, headers)``:
+        ``{root: executor}``, one per root of the tree (several after a merge of two trees).
 
         ``sink`` is called with every record that reaches a leaf of the tree.
         """
-        for node in reversed(self.full_tree()):  # leaves first, as Quix Streams checks them
-            func = node.func
-            if func is None:
-                continue
-            # checked in Quix Streams' order, with its messages
-            if not allow_updates and isinstance(func, (UpdateFunction, UpdateWithMetadataFunction)):
-                raise ValueError("Update functions are not allowed")
-            if not allow_filters and isinstance(func, (FilterFunction, FilterWithMetadataFunction)):
-                raise ValueError("Filter functions are not allowed")
-            if not allow_transforms and isinstance(func, TransformFunction):
-                raise ValueError("Transform functions are not allowed")
-            if not allow_expands and func.expand:
-                raise ValueError("Expand functions are not allowed")
-        executor = _build(self.root(), sink)
-        if executor is None:
-            return _noop
-        return executor
+        tree = self.full_tree()
+        _check_allowed(reversed(tree), allow_filters, allow_expands, allow_updates, allow_transforms)
+        executors: Dict[Stream, VoidExecutor] = {}
+        for node in tree:
+            if not node.parents:
+                executor = _build(node, sink)
+                executors[node] = executor if executor is not None else _noop
+        return executors
 
-    def compose_returning(self) -> Callable[[Any, Any, int, Any], Any]:
-        """Compose this node's path (apply/transform only) into a function returning the result.
+    def compose_single(
+        self,
+        allow_filters: bool = True,
+        allow_expands: bool = True,
+        allow_updates: bool = True,
+        allow_transforms: bool = True,
+        sink: Optional[VoidExecutor] = None,
+    ) -> VoidExecutor:
+        """:meth:`compose` for a tree with one root: its executor (:class:`InvalidTopology` otherwise)."""
+        composed = self.compose(allow_filters, allow_expands, allow_updates, allow_transforms, sink)
+        if len(composed) > 1:
+            raise InvalidTopology(f"Expected a single root Stream, got {len(composed)}")
+        return next(iter(composed.values()))
 
-        Used by column expressions, which must produce exactly one value per input.
+    def compose_returning(self) -> Callable[[Any, Any, int, Any], Record]:
+        """Compose this stream (apply functions only) into a function returning the record
+        ``(value, key, timestamp, headers)`` it produces, as Quix Streams does.
+
+        The chain composed is the path from the root to this node; for a root (e.g. what
+        :meth:`diff` returns) it is the chain from this node down to its leaf.
         """
-        funcs = [n.func for n in self.root_path() if n.func is not None]
-        for func in funcs:
-            if func.expand or not isinstance(func, ApplyWithMetadataFunction):
-                raise ValueError(f"only plain apply functions can be composed into a returning function: {func}")
-        gen = GeneratedFunction(" -> ".join(f.label for f in funcs) + " (returning)")
+        return self._compose_chain("return value, key, timestamp, headers", "returning")
+
+    def compose_value(self) -> Callable[[Any, Any, int, Any], Any]:
+        """Like :meth:`compose_returning`, returning only the value (column expressions, filters)."""
+        return self._compose_chain("return value", "returning value")
+
+    def _compose_chain(self, result_line: str, title: str) -> Callable[..., Any]:
+        if self.parents:
+            nodes = self.root_path()
+            nodes.reverse()
+            roots = [node for node in nodes if not node.parents]
+            if len(roots) > 1:
+                raise InvalidTopology(f"Expected a single root Stream, got {len(roots)}")
+        else:
+            nodes = [self]
+            while nodes[-1].children:
+                if nodes[-1].is_branched():
+                    raise InvalidTopology("A returning function composes one chain; this stream branches")
+                nodes.append(nodes[-1].children[0])
+        _check_allowed(reversed(nodes), False, False, False, False)
+        funcs = [node.func for node in nodes]
+        gen = GeneratedFunction(" -> ".join(f.label for f in funcs if f.label) + f" ({title})")
         for func in funcs:
             gen.add(*func.code(gen.ref))
-        gen.add("return value")
-        return gen.compile("returning")
+        gen.add(result_line)
+        return gen.compile(title.replace(" ", "_"))
+
+
+# Column assignment and to_topic() are update functions in Quix Streams: refused as updates.
+_UPDATES = (UpdateFunction, UpdateWithMetadataFunction, AssignFunction, ToTopicFunction)
+
+
+def _check_allowed(nodes: Any, allow_filters: bool, allow_expands: bool, allow_updates: bool,
+                   allow_transforms: bool) -> None:
+    """Refuse the operators not allowed, with Quix Streams' messages and in its order (per node:
+    updates, filters, transforms, expands; the caller passes the nodes leaves first)."""
+    for node in nodes:
+        func = node.func
+        if not allow_updates and isinstance(func, _UPDATES):
+            raise ValueError("Update functions are not allowed")
+        if not allow_filters and isinstance(func, (FilterFunction, FilterWithMetadataFunction)):
+            raise ValueError("Filter functions are not allowed")
+        if not allow_transforms and isinstance(func, TransformFunction):
+            raise ValueError("Transform functions are not allowed")
+        if not allow_expands and func.expand:
+            raise ValueError("Expand functions are not allowed")
+
+
+def _copy_subtree(node: Stream) -> Stream:
+    """A parentless copy of ``node`` and everything after it (the functions are shared): the diff
+    carries the steps added after ``other`` too, as Quix Streams' copy of the diff does."""
+    copy = Stream(node.func)
+    pending = [(node, copy)]
+    while pending:
+        original, copied = pending.pop()
+        for child in original.children:
+            child_copy = Stream(child.func, parent=copied)
+            pending.append((child, child_copy))
+    return copy
 
 
 def _noop(value: Any, key: Any, timestamp: int, headers: Any) -> None:
@@ -219,7 +309,7 @@ def _after(node: Stream, sink: Optional[VoidExecutor]) -> Optional[VoidExecutor]
     """The executor that receives what ``node`` emits: its children (fanned out) or the sink."""
     if node.children:
         return fan_out([c for c in (_build(c, sink) for c in node.children) if c is not None])
-    if node.func is not None and node.func.internal:
+    if node.func.internal:
         return None  # e.g. group_by's write to its repartition topic: not an output of the pipeline
     return sink
 
@@ -231,12 +321,12 @@ def _build(node: Stream, sink: Optional[VoidExecutor]) -> Optional[VoidExecutor]
     operators' lines (``StreamFunction.code``). A branch point or an expanding operator ends the
     chain by handing over to the executor(s) of what follows, built the same way, recursively.
     """
-    if node.func is None:
-        return _after(node, sink)
     chain: List[StreamFunction] = [node.func]
     current = node
-    while (not current.func.expand and len(current.children) == 1  # type: ignore[union-attr]
-           and current.children[0].func is not None):
+    while not current.func.expand and len(current.children) == 1:
         current = current.children[0]
-        chain.append(current.func)  # type: ignore[arg-type]
+        chain.append(current.func)
+    chain = [func for func in chain if not is_identity(func)]  # roots and merge points: no lines
+    if not chain:
+        return _after(current, sink)  # e.g. a root that branches: straight to the branches
     return compile_steps(chain, _after(current, sink))

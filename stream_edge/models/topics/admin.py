@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import pprint
 import time
 from typing import Any, Dict, List, Mapping, Optional, Union
 
@@ -77,24 +78,48 @@ class TopicAdmin:
         for topic in todo:
             logger.info("creating topic '%s' (%s)", topic.name, topic.config)
         futures = self.admin_client.create_topics([t.as_newtopic() for t in todo], request_timeout=timeout)
-        failures = {}
-        for name, future in futures.items():
-            try:
-                future.result(timeout=timeout)
-            except KafkaException as exc:
-                error = exc.args[0]
-                if isinstance(error, KafkaError) and error.code() == KafkaError.TOPIC_ALREADY_EXISTS:
-                    continue
-                failures[name] = str(error)
-        if failures:
-            raise CreateTopicFailure(f"failed to create topics: {failures}")
+        self._confirm_created(futures, finalize_timeout, timeout)
+
+    def _confirm_created(self, futures: Dict[str, Any], finalize_timeout: float, timeout: float) -> None:
+        """Wait up to ``finalize_timeout`` seconds for the creation results, then for the broker to
+        list the new topics; raise as 3.28.1 does: ``CreateTopicFailure`` naming each refused topic
+        and the broker's reason, ``CreateTopicTimeout`` naming those still unconfirmed (so
+        ``finalize_timeout=0`` never waits)."""
         deadline = time.monotonic() + finalize_timeout
-        pending = {t.name for t in todo}
-        while pending:
+        waiting = dict(futures)
+        failures: Dict[str, str] = {}
+        while waiting and time.monotonic() < deadline:
+            for name, future in list(waiting.items()):
+                if not future.done():
+                    continue
+                del waiting[name]
+                try:
+                    future.result()
+                    logger.info('Topic "%s" has been created', name)
+                except KafkaException as exc:
+                    error = exc.args[0]
+                    code = error.code() if isinstance(error, KafkaError) else None
+                    if code == KafkaError.TOPIC_ALREADY_EXISTS:  # e.g. created meanwhile by another instance
+                        logger.info('Topic "%s" already exists', name)
+                    elif code == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+                        failures[name] = (f'Failed to create topic "{name}"; verify if "Create" and "Read" '
+                                          f"operations are allowed for your credentials")
+                    else:
+                        failures[name] = error.str() if isinstance(error, KafkaError) else str(error)
+                except (TypeError, ValueError) as exc:
+                    failures[name] = str(exc)
+            if waiting:
+                time.sleep(0.05)
+        if failures:
+            raise CreateTopicFailure(f"Failed to create topics: {failures}")
+        # created: wait until the broker lists them with their partitions (metadata propagation)
+        pending = set(futures) - set(waiting)
+        while pending and time.monotonic() < deadline:
             listed = self.list_topics(timeout=timeout)
             pending = {n for n in pending if n not in listed or listed[n].error or not listed[n].partitions}
-            if not pending:
-                break
-            if time.monotonic() > deadline:
-                raise CreateTopicTimeout(f"topics not ready after {finalize_timeout}s: {sorted(pending)}")
-            time.sleep(0.2)
+            if pending:
+                time.sleep(0.2)
+        unconfirmed = sorted(set(waiting) | pending)
+        if unconfirmed:
+            raise CreateTopicTimeout("Timed out waiting for creation status for topics:\n"
+                                     + pprint.pformat(unconfirmed))

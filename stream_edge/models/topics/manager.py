@@ -174,8 +174,8 @@ class TopicManager:
             names: List[str] = []
         elif stream_id in self.non_changelog_topics or "--" not in stream_id:
             names = [stream_id]
-        else:  # concatenated topics: "<a>--<b>"
-            names = stream_id.split("--")
+        else:
+            names = self._stream_topic_names(stream_id)
         sources = [self._source_config(name, timeout) for name in names] or [self.topic_config()]
         extra: Dict[str, str] = {}
         if all("retention.ms" in c.extra_config for c in sources):
@@ -183,6 +183,12 @@ class TopicManager:
             extra = dict(derived.extra_config)
         return TopicConfig(num_partitions=max(c.num_partitions or 1 for c in sources),
                            replication_factor=max(c.replication_factor or 1 for c in sources), extra_config=extra)
+
+    def _stream_topic_names(self, stream_id: str) -> List[str]:
+        """The topics a stream id names: itself, or those of concatenated topics ``<a>--<b>``."""
+        if stream_id in self.non_changelog_topics or "--" not in stream_id:
+            return [stream_id]
+        return stream_id.split("--")
 
     def _source_config(self, topic_name: str, timeout: Optional[float]) -> TopicConfig:
         """The broker's config of a source topic, or its definition's when it does not exist yet."""
@@ -225,6 +231,9 @@ class TopicManager:
                       value_deserializer="bytes", key_deserializer="bytes", value_serializer="bytes",
                       key_serializer="bytes")
         topic.broker_config_loader = lambda: self._broker_config(topic)
+        # As 3.28.1: the changelog is created (when allowed) and inspected now; one that exists with
+        # another partition count is refused before it is registered.
+        _check_changelog_partitions(topic, config.num_partitions, topic.broker_config.num_partitions)
         self._changelog_topics.setdefault(stream_id, {})[store_name] = topic
         return topic
 
@@ -263,20 +272,29 @@ class TopicManager:
         missing = sorted(name for name, config in actual.items() if config is None)
         if missing:
             raise TopicNotFoundError(f"topics do not exist (auto_create_topics is off or creation failed): {missing}")
-        problems = []
-        for source, by_store in self._changelog_topics.items():
-            source_cfg = actual.get(source) if source else None
+        # Each changelog has one partition per partition of its stream's topics (several for
+        # concat/joins: they are co-partitioned, the largest count counts as derive_topic_config's).
+        for stream_id, by_store in self._changelog_topics.items():
+            sources = [actual.get(name) for name in self._stream_topic_names(stream_id or "")]
+            counts = [c.num_partitions for c in sources if c is not None and c.num_partitions is not None]
             for topic in by_store.values():
                 cfg = actual[topic.name]
-                if cfg is not None and source_cfg is not None and cfg.num_partitions != source_cfg.num_partitions:
-                    problems.append(f"changelog '{topic.name}' has {cfg.num_partitions} partitions, "
-                                    f"its source '{source}' has {source_cfg.num_partitions}")
-        if problems:
-            raise TopicConfigurationMismatch("; ".join(problems))
+                create_config = topic.create_config
+                expected = max(counts) if counts else (create_config.num_partitions if create_config else None)
+                if cfg is not None:
+                    _check_changelog_partitions(topic, expected, cfg.num_partitions)
         for name, topic in topics.items():
             reported = actual[name]
             if reported is not None:
                 topic.broker_config = self._imported(reported)
+
+
+def _check_changelog_partitions(topic: Topic, expected: Optional[int], actual: Optional[int]) -> None:
+    """Raise ``TopicConfigurationMismatch`` (3.28.1's message, closing quote included) when a
+    changelog has another partition count than its stream needs."""
+    if expected is not None and actual != expected:
+        raise TopicConfigurationMismatch(f'Invalid partition count for the changelog topic "{topic.name}": '
+                                         f'expected {expected}, got {actual}"')
 
 
 class _Configured:

@@ -1,7 +1,8 @@
 """``TopicManager`` as quixstreams 3.28.1 has it: ``derive_topic_config``, ``stream_id_from_topics``,
 ``changelog_topic(stream_id=...)``, ``repartition_topic(stream_id=...)`` with their names and
 configs (``cleanup.policy=compact`` on changelogs), ``TopicNotFoundError`` for a missing topic
-with ``auto_create_topics=False``, ``ensure_topics_copartitioned``; and the topic-level settings of
+with ``auto_create_topics=False``, ``ensure_topics_copartitioned``; ``TopicConfigurationMismatch`` for a changelog defined again with
+another partition count, ``CreateTopicTimeout`` / ``CreateTopicFailure`` from ``TopicAdmin``; and the topic-level settings of
 the changelog and repartition topics an application creates (real broker). One shared run per
 package; one test per printed section."""
 
@@ -19,6 +20,7 @@ import uuid
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from quixstreams import Application
+from quixstreams.models import Topic
 from quixstreams.models.topics import TopicAdmin, TopicConfig, TopicManager
 from quixstreams.models.topics.exceptions import TopicNotFoundError, TopicPartitionsMismatch
 
@@ -97,6 +99,22 @@ print("existing", S(strict.topic(a_name).name), cfg(strict.topic(a_name).broker_
 show("copartitioned", lambda: TopicManager.ensure_topics_copartitioned(a, b))
 show("copartitioned same", lambda: TopicManager.ensure_topics_copartitioned(a, a))
 
+print("== changelog partitions and creation")
+show("changelog again, same count", lambda: S(manager.changelog_topic(stream_id=a.name, store_name="default",
+                                                                      config=manager.derive_topic_config([a])).name))
+show("changelog again, other count", lambda: manager.changelog_topic(
+    stream_id=a.name, store_name="default", config=TopicConfig(num_partitions=3, replication_factor=1)))
+show("changelog of two topics, other count", lambda: manager.changelog_topic(
+    stream_id=manager.stream_id_from_topics([a, b]), store_name="default",
+    config=TopicConfig(num_partitions=1, replication_factor=1)))
+topic_admin = TopicAdmin(BROKER)
+show("finalize timeout 0", lambda: topic_admin.create_topics(
+    [Topic("tm-late-" + suffix, create_config=manager.topic_config())], finalize_timeout=0))
+show("invalid config", lambda: topic_admin.create_topics(
+    [Topic("tm-bad-" + suffix, create_config=manager.topic_config(extra_config={"bad_option": "x"}))]))
+show("created", lambda: topic_admin.create_topics([Topic("tm-ok-" + suffix, create_config=manager.topic_config())]))
+print("listed", ("tm-ok-" + suffix) in topic_admin.list_topics(timeout=30))
+
 print("== application topics")
 input_name = "tm-in-" + suffix
 admin.create_topics([NewTopic(input_name, 2, 1, config={"retention.ms": "7200000"})])[input_name].result()
@@ -123,7 +141,7 @@ for name in names:
         print(S(name), S(overrides(name)))
 '''
 
-SECTIONS = ["configs", "stream ids and names", "errors", "application topics"]
+SECTIONS = ["configs", "stream ids and names", "errors", "changelog partitions and creation", "application topics"]
 
 
 @pytest.fixture(scope="module")
@@ -142,3 +160,9 @@ def test_changelogs_are_compacted_and_missing_topics_raise(outputs):
     assert "('cleanup.policy', 'compact')" in names
     errors = compare_section(outputs, "errors")
     assert 'missing TopicNotFoundError Topic "tm-missing-S" not found on the broker' in errors
+
+
+def test_changelog_partition_mismatch_and_creation_errors(outputs):
+    shown = compare_section(outputs, "changelog partitions and creation")
+    assert "changelog again, other count TopicConfigurationMismatch Invalid partition count" in shown
+    assert "finalize timeout 0 CreateTopicTimeout Timed out waiting for creation status" in shown

@@ -11,6 +11,7 @@ import pytest
 from stream_edge import Application
 from stream_edge.models import TopicConfig
 from stream_edge.models.topics import TopicNotFoundError
+from stream_edge.models.topics.exceptions import TopicConfigurationMismatch
 
 pytestmark = pytest.mark.integration
 
@@ -96,6 +97,19 @@ def test_setup_topics_creates_with_config_and_validates(new_app, kafka_admin):
     strict, _ = new_app(auto_create_topics=False)
     with pytest.raises(TopicNotFoundError, match="missing-"):  # at definition, as in Quix Streams 3.28
         strict.topic(f"missing-{uuid.uuid4().hex[:8]}")
+
+
+def test_validate_all_topics_checks_a_changelog_against_every_topic_of_its_stream(new_app, make_topic):
+    # a changelog of two concatenated 2-partition topics, defined (and created) with 1 partition: the
+    # definition matches the broker, the stream's topics do not
+    app, _ = new_app()
+    manager = app.topic_manager
+    left, right = manager.topic(make_topic(partitions=2)), manager.topic(make_topic(partitions=2))
+    stream_id = manager.stream_id_from_topics([left, right])
+    changelog = manager.changelog_topic(stream_id=stream_id, store_name="s",
+                                        config=TopicConfig(num_partitions=1, replication_factor=1))
+    with pytest.raises(TopicConfigurationMismatch, match=f'changelog topic "{changelog.name}": expected 2, got 1'):
+        manager.validate_all_topics()
 
 
 def test_environment_variables(monkeypatch, kafka_bootstrap, make_topic, produce):

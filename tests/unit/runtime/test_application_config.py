@@ -9,7 +9,7 @@ from stream_edge.kafka import ConnectionConfig
 def test_arguments_are_validated_with_clear_errors(monkeypatch):
     monkeypatch.delenv("Quix__Broker__Address", raising=False)
     monkeypatch.delenv("Quix__Sdk__Token", raising=False)
-    with pytest.raises(ValueError, match="broker_address is required"):
+    with pytest.raises(ValueError, match='Either "broker_address" or "quix_sdk_token" must be provided'):
         Application(loglevel=None)
     with pytest.raises(ValueError, match="processing_guarantee"):
         Application("b:9092", processing_guarantee="at-most-once", loglevel=None)

@@ -37,7 +37,7 @@ def test_an_argument_beats_the_service_which_beats_the_environment_which_beats_t
     assert picked(unset, env, service) == ("svc:9092", "svc-group", "/svc")
     assert picked(unset, env, {}) == ("env:9092", "env-group", "/env")
     assert picked({"broker_address": "b:1"}, {}, None) == ("b:1", DEFAULT_CONSUMER_GROUP, "state")
-    with pytest.raises(ValueError, match="broker_address is required"):
+    with pytest.raises(ValueError, match=r"Either \"broker_address\" or \"quix_sdk_token\" must be provided"):
         resolve_config(unset, {}, {})
     with pytest.raises(ValueError, match="max_partition_buffer_size must be > 0, got 0"):
         resolve_config({"broker_address": "b:1", "max_partition_buffer_size": 0}, {}, {})

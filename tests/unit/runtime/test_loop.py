@@ -72,3 +72,48 @@ def test_last_offsets_scan():
     batch = [msg(b"1", 3, partition=0), msg(b"1", 7, partition=1), msg(b"1", 4, partition=0)]
     assert last_offsets(batch, 3, 2) == {("t", 0): 4, ("t", 1): 7}
     assert last_offsets(batch, 2, 2) == {("t", 0): 3, ("t", 1): 7}
+
+
+class Lines:
+    """A value deserializer splitting a message into one JSON value per line."""
+
+    split_values = True
+
+    def __call__(self, value, ctx):
+        return [orjson.loads(line) for line in value.splitlines()]
+
+
+def test_split_values_get_a_timestamp_each_as_topic_row_deserialize_gives_them():
+    seen = []
+
+    def extractor(value, headers, timestamp, timestamp_type):
+        seen.append((value, timestamp, int(timestamp_type)))
+        return timestamp + value["dt"] if value is not None else timestamp
+
+    topic = Topic("t", value_deserializer=Lines(), timestamp_extractor=extractor)
+    out = []
+    process = BatchProcessor({"t": TopicRoute.of(topic, lambda v, k, t, h: out.append((v, k, t, h)))},
+                             ProcessingContext(), default_on_consumer_error, default_on_processing_error)
+    message = msg(b'{"dt": 5}\n{"dt": 7}', 0)
+    process([message])
+    # each item sees the timestamp the extractor gave the item before it (1000, then 1005)
+    assert [t for _, _, t, _ in out] == [1005, 1012]
+    assert seen == [({"dt": 5}, 1000, 1), ({"dt": 7}, 1005, 1)]
+    rows = topic.row_deserialize(message)
+    assert [(r.value, r.key, r.timestamp, r.headers) for r in rows] == out
+    process([msg(None, 1)])  # a tombstone of a split topic is one record, as in row_deserialize
+    assert out[-1] == (None, b"k", 1001, None) and seen[-1] == (None, 1001, 1)
+
+
+def test_split_values_all_stamped_before_any_is_processed():
+    def extractor(value, headers, timestamp, timestamp_type):
+        if value["dt"] < 0:
+            raise ValueError("negative dt")
+        return timestamp
+
+    failures, out = [], []
+    topic = Topic("t", value_deserializer=Lines(), timestamp_extractor=extractor)
+    process = BatchProcessor({"t": TopicRoute.of(topic, lambda v, k, t, h: out.append(v))}, ProcessingContext(),
+                             default_on_consumer_error, lambda exc, row, logger: failures.append(str(exc)) or True)
+    process([msg(b'{"dt": 1}\n{"dt": -1}', 0)])
+    assert out == [] and failures == ["negative dt"]

@@ -3,12 +3,12 @@
 import pytest
 
 from stream_edge.core.stream import Stream
-from stream_edge.core.stream.exceptions import InvalidOperation
+from stream_edge.core.stream.exceptions import InvalidOperation, InvalidTopology
 
 
 def run(stream: Stream, value, key=b"k", ts=0, headers=None):
     out = []
-    stream.compose(sink=lambda v, k, t, h: out.append((v, k, t, h)))(value, key, ts, headers)
+    stream.compose_single(sink=lambda v, k, t, h: out.append((v, k, t, h)))(value, key, ts, headers)
     return out
 
 
@@ -48,8 +48,8 @@ def test_branches_get_independent_copies():
 
 def test_leaf_filter_and_update_still_run_side_effects():
     seen = []
-    Stream().add_filter(lambda v: seen.append(v) or True).compose()(1, None, 0, None)
-    Stream().add_update(lambda v: seen.append(v * 2)).compose()(1, None, 0, None)
+    Stream().add_filter(lambda v: seen.append(v) or True).compose_single()(1, None, 0, None)
+    Stream().add_update(lambda v: seen.append(v * 2)).compose_single()(1, None, 0, None)
     assert seen == [1, 2]
 
 
@@ -58,17 +58,47 @@ def test_compose_restrictions_and_returning():
     with pytest.raises(ValueError, match="Filter functions are not allowed"):
         s.compose(allow_filters=False)
     r = Stream().add_apply(lambda v: v + 1).add_apply(lambda v: v * 2).compose_returning()
-    assert r(1, None, 0, None) == 4
-    with pytest.raises(ValueError):
+    assert r(1, b"k", 7, None) == (4, b"k", 7, None)
+    with pytest.raises(ValueError, match="Filter functions are not allowed"):
         s.compose_returning()
 
 
 def test_diff_and_root_path():
     base = Stream().add_apply(lambda v: v)
     longer = base.add_apply(lambda v: v + 1).add_apply(lambda v: v * 3)
+    path = longer.root_path()  # nearest first, the root (the identity) last
+    assert path[0] is longer and path[-1].is_root() and len(path) == 4
     diff = base.diff(longer)  # prunes the diff from the shared tree
-    assert diff.compose_returning()(1, None, 0, None) == 6
-    assert len(longer.root_path()) == 4
+    assert diff.parents == [] and len(diff.full_tree()) == 2
+    assert diff.compose_returning()(1, None, 0, None) == (6, None, 0, None)
+    assert base.children == []
+    with pytest.raises(InvalidOperation, match="more than once"):
+        base.diff(longer)
+
+
+def test_diff_refusals():
+    root = Stream()
+    with pytest.raises(InvalidOperation, match="the same SDF"):
+        root.diff(root)
+    with pytest.raises(InvalidOperation, match="must originate from target SDF"):
+        root.diff(Stream().add_apply(lambda v: v))
+    split = root.add_apply(lambda v: v)
+    split.add_apply(lambda v: v)
+    with pytest.raises(InvalidOperation, match="branched SDF"):
+        root.diff(split.add_apply(lambda v: v))
+
+
+def test_compose_returns_an_executor_per_root():
+    left, right = Stream(), Stream()
+    merged = left.add_apply(lambda v: v + 1).merge(right.add_apply(lambda v: v + 2))
+    out = []
+    executors = merged.compose(sink=lambda v, k, t, h: out.append(v))
+    assert set(executors) == {left, right}
+    executors[left](1, None, 0, None)
+    executors[right](1, None, 0, None)
+    assert out == [2, 3]
+    with pytest.raises(InvalidTopology, match="Expected a single root Stream, got 2"):
+        merged.compose_single()
 
 
 def test_a_linear_chain_is_fused_into_one_generated_function():
@@ -76,7 +106,7 @@ def test_a_linear_chain_is_fused_into_one_generated_function():
     s = (Stream().add_apply(lambda v: v + 1).add_filter(lambda v: v > 1).add_update(calls.append)
          .add_transform(lambda v, k, t, h: (v, k, t + 1, h)))
     out = []
-    executor = s.compose(sink=lambda v, k, t, h: out.append((v, t)))
+    executor = s.compose_single(sink=lambda v, k, t, h: out.append((v, t)))
     assert executor.source.count("\n") == 7  # def line + 6 step lines + the sink call, one function
     executor(1, None, 0, None)
     executor(0, None, 0, None)
@@ -88,7 +118,7 @@ def test_branch_points_and_expansions_end_a_fused_chain():
     root.add_apply(lambda v: [v, v], expand=True).add_apply(lambda v: v + 1)
     root.add_filter(lambda v: False)
     out = []
-    root.root().compose(sink=lambda v, k, t, h: out.append(v))(1, None, 0, None)
+    root.root().compose_single(sink=lambda v, k, t, h: out.append(v))(1, None, 0, None)
     assert out == [3, 3]
 
 
@@ -98,7 +128,7 @@ def test_a_traceback_through_a_chain_shows_the_generated_line():
     def explode(value):
         raise ValueError("bad reading")
 
-    executor = Stream().add_apply(lambda v: v + 1).add_apply(explode).compose()
+    executor = Stream().add_apply(lambda v: v + 1).add_apply(explode).compose_single()
     with pytest.raises(ValueError) as info:
         executor(1, None, 0, None)
     text = "".join(traceback.format_exception(info.value))
@@ -126,8 +156,9 @@ def test_merge_records_both_parents_and_composes_from_either_root():
     out = []
     tail = merged.add_apply(lambda v: -v)
     assert tail.parent is merged and left in tail.root_path() and right in tail.root_path()
-    left.compose(sink=lambda v, k, t, h: out.append(v))(1, None, 0, None)
-    right.compose(sink=lambda v, k, t, h: out.append(v))(1, None, 0, None)
+    executors = left.compose(sink=lambda v, k, t, h: out.append(v))
+    executors[left](1, None, 0, None)
+    executors[right](1, None, 0, None)
     assert out == [-2, -10]
     with pytest.raises(InvalidOperation, match="already present"):
         tail.merge(a)

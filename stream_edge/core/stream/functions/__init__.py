@@ -1,6 +1,6 @@
 """Stream operators (apply, update, filter, transform, to_topic, column assignment)."""
 
-from .apply import ApplyFunction, ApplyWithMetadataFunction
+from .apply import ApplyFunction, ApplyWithMetadataFunction, identity, is_identity
 from .assign import AssignFunction
 from .base import StreamFunction, VoidExecutor, compile_steps, fan_out, pickle_copier
 from .filter import FilterFunction, FilterWithMetadataFunction
@@ -12,5 +12,5 @@ __all__ = (
     "ApplyFunction", "ApplyWithMetadataFunction", "AssignFunction", "FilterFunction",
     "FilterWithMetadataFunction", "StreamFunction", "ToTopicFunction", "TransformFunction",
     "UpdateFunction", "UpdateWithMetadataFunction", "VoidExecutor", "compile_steps", "fan_out",
-    "pickle_copier",
+    "pickle_copier", "identity", "is_identity",
 )

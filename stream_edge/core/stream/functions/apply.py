@@ -6,7 +6,7 @@ from typing import Any, Callable, Iterable, List
 
 from .base import Ref, StreamFunction
 
-__all__ = ("ApplyFunction", "ApplyWithMetadataFunction", "expanded_items")
+__all__ = ("ApplyFunction", "ApplyWithMetadataFunction", "expanded_items", "identity", "is_identity")
 
 
 def expanded_items(result: Any) -> Iterable[Any]:
@@ -15,6 +15,16 @@ def expanded_items(result: Any) -> Iterable[Any]:
         return iter(result)
     except TypeError:
         raise TypeError(f"apply(expand=True) expects an iterable result, got {type(result).__name__}") from None
+
+
+def identity(value: Any) -> Any:
+    """The function of a root node (``Stream()``), an apply of the identity as in Quix Streams."""
+    return value
+
+
+def is_identity(func: StreamFunction) -> bool:
+    """True for a root's identity apply, which adds no line to a chain (a root costs nothing)."""
+    return type(func) is ApplyFunction and func.func is identity and not func.expand
 
 
 class ApplyWithMetadataFunction(StreamFunction):
@@ -37,3 +47,13 @@ class ApplyFunction(ApplyWithMetadataFunction):
     """Wrap ``func(value) -> new_value``; with ``expand=True`` each item goes downstream."""
 
     arguments = "value"
+
+    def code(self, ref: Ref) -> List[str]:
+        if self.func is identity and not self.expand:
+            return []  # a root's identity: nothing to do
+        return super().code(ref)
+
+    @property
+    def label(self) -> str:
+        return "" if self.func is identity else super().label
+

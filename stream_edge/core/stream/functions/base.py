@@ -110,6 +110,6 @@ def compile_steps(steps: Sequence[StreamFunction], child: Optional[VoidExecutor]
     """One generated function doing ``steps`` in order, then ``child`` (if any)."""
     from stream_edge.core.stream.codegen import GeneratedFunction
 
-    gen = GeneratedFunction(" -> ".join(s.label for s in steps) or "passthrough")
+    gen = GeneratedFunction(" -> ".join(s.label for s in steps if s.label) or "passthrough")
     emit_steps(gen, steps, child)
     return gen.compile()
