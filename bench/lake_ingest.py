@@ -265,7 +265,8 @@ def report(env, runs: List[Run], n: int) -> None:
     print(f"{'contender':<23} {'rows/s':>9} {'seconds':>8} {'CPU s/M rows':>12} {'peak RSS MB':>11} "
           f"{'broker CPU s':>12} {'to Parquet rows/s':>17}  notes")
     for run in runs:
-        notes, parquet = f"first rows visible after {run['first_visible_s'] or 0:.1f} s, {run['snapshots']} snapshots", "-"
+        parquet = "-"
+        notes = f"first rows visible after {run['first_visible_s'] or 0:.1f} s, {run['snapshots']} snapshots"
         if run["name"] == "edge-datalake":
             parquet = f"{n / run['seconds_parquet']:,.0f}"
             notes += (f"; to Parquet (a run without registration): {run['seconds_parquet']:.1f} s, "

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import sys
 import time
 from pathlib import Path
 from typing import Any, Dict, Optional
@@ -44,10 +45,17 @@ def commit_interval(name: str, args: Any) -> float:
 
 
 def restart_worker() -> KafkaConnect:
-    """A fresh worker JVM (its RSS and CPU counted from its start)."""
+    """A fresh worker JVM (its RSS and CPU counted from its start) running no connector.
+
+    Connector configs outlive the worker (they are kept in its config topic): one left by an
+    interrupted run or test would run next to the contender, so every one is deleted, by name."""
     services.down(["kafka-connect"])
     services.up(["kafka-connect"])
-    return KafkaConnect()
+    worker = KafkaConnect()
+    for stale in rest(f"{worker.url}/connectors") or []:
+        print(f"kafka-connect: deleting connector {stale!r} left on the worker", file=sys.stderr)
+        rest(f"{worker.url}/connectors/{stale}", "DELETE")
+    return worker
 
 
 def ensure_control_topic(bootstrap: str, topic: str) -> None:
@@ -101,14 +109,23 @@ class ConnectRun:
         rest(f"{self.worker.url}/connectors/{self.connector}/config", "PUT", self.config)
         return submitted
 
-    def kill_worker(self) -> None:
-        """kill -9 the worker JVM, then start a new one (its tasks resume from the committed state)."""
+    def kill_worker(self, running_timeout: float = 300.0) -> float:
+        """kill -9 the worker JVM, then start a new one (its tasks resume from the committed state);
+        returns when the connector's tasks run again (or ``running_timeout`` passed): the wall time
+        from which a stall is counted."""
         os.kill(self._pid(), signal.SIGKILL)
         self.kills += 1
         self.worker.stop()
         services.up(["kafka-connect"])
         self.worker = KafkaConnect()
         self.meter.pid = self._pid()
+        deadline = time.time() + running_timeout
+        while time.time() < deadline:
+            tasks = self.status().get("tasks") or []
+            if tasks and all(task.get("state") == "RUNNING" for task in tasks):
+                break
+            time.sleep(1.0)
+        return time.time()
 
     def status(self) -> Dict[str, Any]:
         try:

@@ -10,8 +10,9 @@ SIGKILL ``--kill-after`` seconds after its start (the edge process; the Spark dr
 Kafka Connect worker JVM), starts it again and lets it catch up. Then:
 
 - **on time**: the rows visible once the table holds every row, or once its row count has not
-  changed for ``settle`` seconds after the restart (``max(60 s, 3 commit intervals)``: for Kafka
-  Connect several coordinator commits, which is when a healthy connector has committed again);
+  changed for ``settle`` seconds after the restart (Connect: after its tasks run again): three
+  commit rounds, at least 120 s (a Connect round can last its interval plus the 30 s commit
+  timeout: ``kafka-connect-defaults`` 990 s, ``kafka-connect-hardened`` 120 s);
 - **late**: rows that became visible after that stall, within ``--late-wait`` more seconds;
 - **lost**: ids still missing at the end; **duplicates**: ids seen more than once.
 
@@ -32,6 +33,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List
 
+from infra.local.kafka_connect_service import HARDENED_COMMIT_TIMEOUT_MS
 from lake_ingest_connect import ConnectRun, commit_interval
 from lake_ingest_data import ensure_topic
 from lake_ingest_meter import tree
@@ -46,14 +48,15 @@ def kill_after(args: Any, name: str) -> float:
 
 
 def settle_seconds(name: str, args: Any) -> float:
-    """How long an unchanged row count after the restart counts as a stall."""
+    """How long an unchanged row count after the restart counts as a stall: three commit rounds,
+    at least two minutes. A Connect round can last its interval plus the commit timeout."""
     if name.startswith("kafka-connect"):
-        interval = commit_interval(name, args)
+        interval = commit_interval(name, args) + HARDENED_COMMIT_TIMEOUT_MS / 1000
     elif name == "spark":
         interval = 10.0  # availableNow: one micro-batch after another, no interval of its own
     else:
         interval = args.commit_interval
-    return max(60.0, 3 * interval)
+    return max(120.0, 3 * interval)
 
 
 def _is_java(pid: int) -> bool:
@@ -137,10 +140,10 @@ def run_connect(li: Any, name: str, env: Dict[str, str], topic: str, n: int, run
     try:
         clock.started = connect.submit()
         time.sleep(kill_after(args, name))
-        killed = clock.all_visible is None  # a kill after every row is visible proves nothing
-        if killed:
-            connect.kill_worker()
-        result = settle(clock, time.time(), settle_seconds(name, args), args.late_wait)
+        restarted = time.time()
+        if clock.all_visible is None:  # a kill after every row is visible proves nothing
+            restarted = connect.kill_worker()
+        result = settle(clock, restarted, settle_seconds(name, args), args.late_wait)
         result.update(status=connect.status())
     finally:
         clock.stop()
