@@ -105,3 +105,15 @@ def test_connect_hardened_as_icebergs_own_tests_run_it():
         "year", "month", "day", "hour"}
     with pytest.raises(ValueError, match="control topic"):
         iceberg_sink_config("t", "ns.tbl", "http://cat")
+
+
+def test_partition_values_are_checked_against_each_rows_event_time():
+    import pyarrow as pa
+    from lake_ingest import partitions_right
+    from lake_ingest_data import BASE_MS
+
+    ts = [BASE_MS, BASE_MS + 3_600_000 * 5 + 59_999]
+    right = pa.table({"ts_ms": ts, "year": [2026, 2026], "month": [1, 1], "day": [5, 5], "hour": [0, 5]})
+    assert partitions_right(right)
+    wrong_hour = right.set_column(4, "hour", pa.array([0, 4]))
+    assert not partitions_right(wrong_hour)
