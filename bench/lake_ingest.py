@@ -319,6 +319,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     kill.add_argument("--kill-runs", type=int, default=3, help="runs per contender")
     kill.add_argument("--kill-after", type=float, default=0.0,
                       help="seconds after the start to kill -9 (default: per contender, about mid-run of 2M)")
+    kill.add_argument("--kill-at", choices=("time", "commit"), default="time",
+                      help="Kafka Connect: kill after --kill-after s (time) or in its first commit round (commit)")
     kill.add_argument("--late-wait", type=float, default=900.0,
                       help="after a stall, how long more to wait for late rows before counting the rest lost (s)")
     scale = parser.add_argument_group("scaling (bench/lake_ingest_scale.py)")

@@ -127,6 +127,33 @@ class ConnectRun:
             time.sleep(1.0)
         return time.time()
 
+    @property
+    def control_topic(self) -> str:
+        return self.config.get("iceberg.control.topic", DEFAULT_CONTROL_TOPIC)
+
+    def control_end(self) -> int:
+        """The control topic's end offset (partition 0: the bench's control topics have one)."""
+        from confluent_kafka import Consumer, TopicPartition
+
+        probe = Consumer({"bootstrap.servers": self.env["KAFKA_BOOTSTRAP"], "group.id": "bench-lake-control-probe"})
+        try:
+            return probe.get_watermark_offsets(TopicPartition(self.control_topic, 0), timeout=10)[1]
+        finally:
+            probe.close()
+
+    def wait_for_commit_round(self, since: int, timeout: float) -> bool:
+        """Block until a commit round is under way: the coordinator's ``START_COMMIT`` and a task's
+        answer (``DataWritten``, ``DataComplete``), each a transaction (its records and a commit
+        marker), are on the control topic after offset ``since``: 5 offsets. Killing the worker
+        then replaces the coordinator between the tasks' answers (their source offsets committed
+        with them) and its table commit, the window of apache/iceberg PR 18006. False on timeout."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.control_end() >= since + 5:
+                return True
+            time.sleep(0.05)
+        return False
+
     def status(self) -> Dict[str, Any]:
         try:
             return rest(f"{self.worker.url}/connectors/{self.connector}/status")

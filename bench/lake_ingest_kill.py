@@ -3,6 +3,7 @@
     ./dev bench lake_ingest --kill                                   # 2M readings, 3 runs per contender
     ./dev bench lake_ingest --kill --kill-runs 5 --only kafka-connect-hardened,edge-datalake
     ./dev bench lake_ingest --kill --records 200000 --kill-after 4 --kill-runs 1 --late-wait 60   # a quick check
+    ./dev bench lake_ingest --kill --kill-at commit --only kafka-connect-defaults,kafka-connect-hardened
 
 Each run lands the topic in a fresh common table (fresh consumer group, lake folder, checkpoint)
 under :class:`~lake_ingest_visible.VisibleClock`, kills the contender's processing process with
@@ -105,6 +106,7 @@ def run_process(li: Any, name: str, env: Dict[str, str], topic: str, n: int, run
                                 env=cmd_env)
         if attempt == 0:
             time.sleep(kill_after(args, name))
+            killed_at = time.time() - clock.started
             if proc.poll() is None:
                 # The edge process, or the Spark driver JVM (pyspark's Python front then exits).
                 victim = next((p for p in tree(proc.pid) if _is_java(p)), proc.pid) if name == "spark" else proc.pid
@@ -128,7 +130,7 @@ def run_process(li: Any, name: str, env: Dict[str, str], topic: str, n: int, run
             print(f"  {name}: the restarted process failed ({proc.returncode}); log {logs[-1]}", file=sys.stderr)
     result = settle(clock, restarted, settle_seconds(name, args), args.late_wait)
     clock.stop()
-    return dict(result, kills=kills, table=table, logs=logs)
+    return dict(result, kills=kills, table=table, logs=logs, killed_at=killed_at)
 
 
 def run_connect(li: Any, name: str, env: Dict[str, str], topic: str, n: int, run_tag: str, work: Path,
@@ -138,8 +140,13 @@ def run_connect(li: Any, name: str, env: Dict[str, str], topic: str, n: int, run
     connect = ConnectRun(name, env, topic, table, run_tag, args)
     clock = clock_of(table)
     try:
+        control_start = connect.control_end()
         clock.started = connect.submit()
-        time.sleep(kill_after(args, name))
+        if args.kill_at == "commit":
+            connect.wait_for_commit_round(control_start, args.timeout)
+        else:
+            time.sleep(kill_after(args, name))
+        killed_at = time.time() - clock.started
         restarted = time.time()
         if clock.all_visible is None:  # a kill after every row is visible proves nothing
             restarted = connect.kill_worker()
@@ -148,7 +155,7 @@ def run_connect(li: Any, name: str, env: Dict[str, str], topic: str, n: int, run
     finally:
         clock.stop()
         connect.finish()
-    return dict(result, kills=connect.kills, table=table, logs=[], connect=connect)
+    return dict(result, kills=connect.kills, table=table, logs=[], connect=connect, killed_at=killed_at)
 
 
 def run_kills(li: Any, env: Dict[str, str], names: List[str], tag: str, work: Path, args: Any) -> Dict[str, list]:
@@ -167,8 +174,9 @@ def run_kills(li: Any, env: Dict[str, str], names: List[str], tag: str, work: Pa
         results[name] = []
         for i in range(args.kill_runs):
             run_tag = f"{tag}k{i}{name.split('-')[-1][:3]}"
-            print(f"{name}: kill -9 run {i + 1}/{args.kill_runs} after {kill_after(args, name):g} s ...",
-                  file=sys.stderr, flush=True)
+            when = ("in its first commit round" if args.kill_at == "commit" and name.startswith("kafka-connect")
+                    else f"after {kill_after(args, name):g} s")
+            print(f"{name}: kill -9 run {i + 1}/{args.kill_runs} {when} ...", file=sys.stderr, flush=True)
             runner = run_connect if name.startswith("kafka-connect") else run_process
             result = runner(li, name, env, topic, n, run_tag, work, args, clock_of)
             result.update(li.check_ids(env, result["table"], n))
@@ -200,5 +208,5 @@ def print_kills(results: Dict[str, list], n: int, args: Any) -> None:
                 notes += f"; tasks {[t.get('state') for t in r['status'].get('tasks', [])]}"
             if r["logs"] and (r["missing"] or r["late"]):
                 notes += f"; logs {', '.join(str(p) for p in r['logs'])}"
-            print(f"{name:<23} {i:>3} {r['kills']:>5} {kill_after(args, name):>11g} {r['seconds']:>13.1f} "
+            print(f"{name:<23} {i:>3} {r['kills']:>5} {r['killed_at']:>11.1f} {r['seconds']:>13.1f} "
                   f"{r['on_time']:>10,} {r['late']:>8,} {r['missing']:>8,} {r['duplicates']:>6,}  {notes}")
