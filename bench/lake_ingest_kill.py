@@ -72,10 +72,11 @@ def settle(clock: VisibleClock, restarted: float, stall: float, late_wait: float
     while clock.all_visible is None and time.time() - max(clock.last_change(), restarted) < stall:
         time.sleep(0.5)
     on_time, stalled = clock.rows, clock.all_visible is None
+    stalled_after = time.time() - (clock.started or time.time())
     if stalled:
         clock.wait(late_wait)
     return {"on_time": on_time, "late": clock.rows - on_time, "stalled": stalled,
-            "seconds": clock.seconds, "stalled_after_s": (time.time() - clock.started) if stalled else None}
+            "seconds": clock.seconds, "stalled_after_s": stalled_after if stalled else None}
 
 
 def process_cmd(li: Any, name: str, env: Dict[str, str], topic: str, table: str, run_tag: str,
@@ -203,7 +204,8 @@ def print_kills(results: Dict[str, list], n: int, args: Any) -> None:
         for i, r in enumerate(runs, 1):
             notes = "" if r["kills"] else "finished before the kill: no kill"
             if r["stalled"]:
-                notes += f"stalled (no change for {settle_seconds(name, args):g} s) at {r['stalled_after_s']:.0f} s"
+                notes += (f"stalled: no change for {settle_seconds(name, args):g} s, declared at "
+                          f"{r['stalled_after_s']:.0f} s, then {args.late_wait:g} s more")
             if r.get("status") and any(t.get("state") != "RUNNING" for t in r["status"].get("tasks", [])):
                 notes += f"; tasks {[t.get('state') for t in r['status'].get('tasks', [])]}"
             if r["logs"] and (r["missing"] or r["late"]):
