@@ -13,6 +13,9 @@ committed), ``processed`` (counted per batch by a ``RunObserver``, which also de
 ``--follow`` keeps consuming until SIGTERM/SIGINT instead (the freshness runs of
 ``bench/lake_ingest_freshness.py``); ``--register-namespace NS`` makes the data-lake sink add each
 commit's files to the Iceberg table ``NS.<table>`` itself (``register_in_catalog``).
+``--hive-fields`` adds ``year/month/day/hour`` (UTC, of ``ts_ms``) to each record before the sink:
+``IcebergSink`` then writes the bench's common table (partitioned by those four columns), as the
+data-lake sink does from its Hive folders.
 """
 
 from __future__ import annotations
@@ -50,6 +53,13 @@ def remaining(bootstrap: str, topic: str, group: str) -> Dict[int, int]:
         return todo
     finally:
         probe.close()
+
+
+def with_hive_fields(value: dict) -> dict:
+    """The reading with ``year, month, day, hour`` of its ``ts_ms`` (UTC) added."""
+    moment = time.gmtime(value["ts_ms"] // 1000)
+    value.update(year=moment.tm_year, month=moment.tm_mon, day=moment.tm_mday, hour=moment.tm_hour)
+    return value
 
 
 def build_sink(args: argparse.Namespace):
@@ -97,6 +107,8 @@ def main() -> int:
                         help="datalake sink: register each commit in the Iceberg table NS.<table> (--catalog-uri)")
     parser.add_argument("--shared-group", action="store_true",
                         help="other instances share the group: also stop once the group has committed the rest")
+    parser.add_argument("--hive-fields", action="store_true",
+                        help="add year/month/day/hour (UTC, of ts_ms) to each record before the sink")
     parser.add_argument("--consumer", action="append", default=[], metavar="KEY=VALUE",
                         help="a librdkafka consumer setting (repeatable)")
     args = parser.parse_args()
@@ -152,6 +164,8 @@ def main() -> int:
 
     app.add_run_observer(EndOfTopic())
     sdf = app.dataframe(app.topic(args.topic, value_deserializer="json"))
+    if args.hive_fields:
+        sdf = sdf.apply(with_hive_fields)
     sdf.sink(build_sink(args))
     if todo or args.follow:
         if args.shared_group:

@@ -289,12 +289,14 @@ def start(name: str, li: Any, env: Dict[str, str], topic: str, tag: str, work: P
                          f"lakehouse register every {args.register_every:g} s (back to back if longer)", halt)
     if name == "edge-iceberg":
         table = f"{ns}.fresh_iceberg_{tag}"
+        li.create_lake_table(li.catalog(env), table)
         cmd = li.edge_cmd(env, topic, f"fresh-ice-{tag}", "iceberg", table,
                           commit_interval=args.commit_interval) + ["--follow"]
         return Contender(name, table, [_spawn(cmd, env, root, log)],
                          f"edge checkpoint {args.commit_interval:g} s (one append for all partitions)")
     if name == "spark":
         table = f"{ns}.fresh_spark_{tag}"
+        li.create_lake_table(li.catalog(env), table)
         cmd = li.spark_cmd(topic, table, work / "fresh-spark-checkpoint") + ["--trigger", args.spark_trigger]
         proc = _spawn(cmd, dict(env, LAKEHOUSE_LOCAL_DIR=str(work / "lakehouse")), root, log)
         return Contender(name, table, [proc], f"processing-time trigger {args.spark_trigger}")
@@ -302,7 +304,7 @@ def start(name: str, li: Any, env: Dict[str, str], topic: str, tag: str, work: P
         from confluent_kafka.admin import AdminClient, NewTopic
 
         table = f"{ns}.fresh_connect_{tag}"
-        li.create_connect_table(env, table)
+        li.create_lake_table(li.catalog(env), table)
         control = f"fresh-control-{tag}"
         admin = AdminClient({"bootstrap.servers": env["KAFKA_BOOTSTRAP"]})  # kept until the result is in
         admin.create_topics([NewTopic(control, 1, 1)])[control].result(timeout=30)
@@ -310,9 +312,10 @@ def start(name: str, li: Any, env: Dict[str, str], topic: str, tag: str, work: P
         worker = li.KafkaConnect()
         connector = f"fresh-{tag}"
         li.rest(f"{worker.url}/connectors/{connector}/config", "PUT",
-                li.iceberg_sink_config(topic, table, env["ICEBERG_REST_URI"], control, tasks=2,
+                li.iceberg_sink_config(topic, table, env["ICEBERG_REST_URI"], control, tasks=2, hive_columns=True,
                                        commit_interval_ms=int(args.commit_interval * 1000)))
-        return Contender(name, table, [], f"connector commit interval {args.commit_interval:g} s, 2 tasks",
+        return Contender(name, table, [], f"connector commit interval {args.commit_interval:g} s, 2 tasks, "
+                         "hardened (both offset resets earliest, own control topic)",
                          lambda: li.rest(f"{worker.url}/connectors/{connector}", "DELETE"))
     raise ValueError(f"unknown contender {name!r}; one of {FRESH_CONTENDERS}")
 

@@ -1,6 +1,7 @@
 """Process-tree meter for ``bench/lake_ingest.py``: peak RSS and CPU seconds from /proc (Linux).
 
-``Meter(pid)`` samples the process and all its descendants every ``interval`` seconds in a
+``Meter(pid)`` (or ``Meter([pid, ...])``: several processes of one contender, such as two edge
+instances) samples the processes and all their descendants every ``interval`` seconds in a
 thread: peak RSS is the largest *sum* of the tree's resident sets seen at one sample (a JVM
 and its Python driver count together), and each process's own ``VmHWM`` (kernel-kept peak) is
 taken as a floor for single processes. CPU seconds are user + system time of every process seen,
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence, Union
 
 _TICK = os.sysconf("SC_CLK_TCK")
 
@@ -67,16 +68,26 @@ def _cpu_seconds(pid: int) -> Optional[float]:
 class Meter:
     """Samples a process tree until stopped; see the module docstring."""
 
-    def __init__(self, pid: int, interval: float = 0.1) -> None:
-        self.pid, self.interval = pid, interval
+    def __init__(self, pid: Union[int, Sequence[int]], interval: float = 0.1) -> None:
+        self.pids: List[int] = [pid] if isinstance(pid, int) else list(pid)
+        self.interval = interval
         self.peak_rss_kb = 0
         self._cpu: Dict[int, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
+    @property
+    def pid(self) -> int:
+        return self.pids[0]
+
+    @pid.setter
+    def pid(self, value: int) -> None:
+        """Follow a restarted process (a killed worker's CPU seconds are kept)."""
+        self.pids = [value]
+
     def sample(self) -> None:
         total = 0
-        for pid in tree(self.pid):
+        for pid in {p for root in self.pids for p in tree(root)}:
             rss = _status_kb(pid, "VmRSS:")
             total += rss
             self.peak_rss_kb = max(self.peak_rss_kb, _status_kb(pid, "VmHWM:"))
@@ -105,3 +116,9 @@ class Meter:
     @property
     def cpu_seconds(self) -> float:
         return sum(self._cpu.values())
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of ``pid`` and its descendants so far: read before and after a
+    run, the difference is what a long-running process (the broker) spent during it."""
+    return sum(_cpu_seconds(p) or 0.0 for p in tree(pid))

@@ -10,7 +10,9 @@ its REST API on a free loopback port, written to the env file as ``KAFKA_CONNECT
 
 Connectors are submitted through the REST API; :func:`iceberg_sink_config` builds the Iceberg
 sink's configuration for a topic and a table of an Iceberg REST catalog (the connector's
-coordinator commits through transactional producers on its control topic: exactly once).
+coordinator commits through transactional producers on its control topic: exactly once), either
+as shipped (defaults) or hardened as Apache Iceberg's own tests run it, optionally with
+:func:`hive_transforms` (``year/month/day/hour`` of the message timestamp, Kafka's own transforms).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any, Dict, Optional
 
 from infra.local.service_base import REPO_ROOT, Service, ServiceError, _http_ok, _java, jar_cache, service_jvm_opts
 
-__all__ = ("KafkaConnect", "ensure_jar_set", "iceberg_sink_config", "rest")
+__all__ = ("KafkaConnect", "ensure_jar_set", "hive_transforms", "iceberg_sink_config", "rest")
 
 JAR_SET = "kafka-connect"
 GROUP = "streamlake-connect"
@@ -52,26 +54,74 @@ def rest(url: str, method: str = "GET", body: Optional[Dict[str, Any]] = None, t
     return json.loads(text) if text else None
 
 
-def iceberg_sink_config(topic: str, table: str, catalog_uri: str, control_topic: str, *,
-                        tasks: int = 2, commit_interval_ms: int = 5000) -> Dict[str, str]:
+HARDENED_COMMIT_INTERVAL_MS = 10_000
+HARDENED_COMMIT_TIMEOUT_MS = 30_000
+HIVE_FORMATS = (("year", "yyyy"), ("month", "MM"), ("day", "dd"), ("hour", "HH"))
+
+
+def hive_transforms() -> Dict[str, str]:
+    """Kafka Connect's own transforms adding ``year, month, day, hour`` (UTC) of each message's
+    timestamp to its value (strings; the Iceberg sink converts them to the table's ints).
+
+    Two per column: ``InsertField`` copies the message timestamp into the field, then
+    ``TimestampConverter`` formats it (its formats are UTC). The messages' timestamps must be their
+    event times (``bench/lake_ingest_data.py`` produces them so)."""
+    config: Dict[str, str] = {}
+    names = []
+    for column, pattern in HIVE_FORMATS:
+        config[f"transforms.{column}Ts.type"] = "org.apache.kafka.connect.transforms.InsertField$Value"
+        config[f"transforms.{column}Ts.timestamp.field"] = column
+        config[f"transforms.{column}Fmt.type"] = "org.apache.kafka.connect.transforms.TimestampConverter$Value"
+        config[f"transforms.{column}Fmt.field"] = column
+        config[f"transforms.{column}Fmt.target.type"] = "string"
+        config[f"transforms.{column}Fmt.format"] = pattern
+        names += [f"{column}Ts", f"{column}Fmt"]
+    config["transforms"] = ",".join(names)
+    return config
+
+
+def iceberg_sink_config(topic: str, table: str, catalog_uri: str, control_topic: Optional[str] = None, *,
+                        tasks: Optional[int] = None, commit_interval_ms: Optional[int] = None,
+                        hardened: bool = True, hive_columns: bool = False) -> Dict[str, str]:
     """The Iceberg sink connector's configuration: ``topic`` (JSON values without schemas) into
-    ``table`` (``namespace.name``, created beforehand) of the REST catalog at ``catalog_uri``."""
-    return {
+    ``table`` (``namespace.name``, created beforehand) of the REST catalog at ``catalog_uri``.
+
+    ``hardened=False`` is the connector as shipped: only what it cannot run without, every other
+    setting at its default (1 task, the shared control topic ``control-iceberg``, a commit every
+    5 minutes, the coordinator's consumer at ``latest``), unless ``tasks``, ``control_topic`` or
+    ``commit_interval_ms`` are given. ``hardened=True`` is how Apache Iceberg's own integration
+    tests and docs run it: both consumers (the tasks' through ``consumer.override.`` and the
+    coordinator's ``iceberg.kafka.``) start at ``earliest``, a commit every 10 s, a 30 s commit
+    timeout, the connector's own control topic (required). ``hive_columns`` adds
+    :func:`hive_transforms`."""
+    config = {
         "connector.class": "org.apache.iceberg.connect.IcebergSinkConnector",
-        "tasks.max": str(tasks),
         "topics": topic,
         "key.converter": "org.apache.kafka.connect.storage.StringConverter",
         "value.converter": "org.apache.kafka.connect.json.JsonConverter",
         "value.converter.schemas.enable": "false",
-        "consumer.override.auto.offset.reset": "earliest",
         "iceberg.tables": table,
-        "iceberg.tables.auto-create-enabled": "false",
         "iceberg.catalog.type": "rest",
         "iceberg.catalog.uri": catalog_uri,
-        "iceberg.control.topic": control_topic,
-        "iceberg.control.commit.interval-ms": str(commit_interval_ms),
-        "iceberg.control.commit.timeout-ms": str(max(30_000, 2 * commit_interval_ms)),
     }
+    if hardened:
+        if not control_topic:
+            raise ValueError("a hardened Iceberg sink needs its own control topic (control_topic)")
+        config.update({
+            "consumer.override.auto.offset.reset": "earliest",
+            "iceberg.kafka.auto.offset.reset": "earliest",
+            "iceberg.control.commit.interval-ms": str(commit_interval_ms or HARDENED_COMMIT_INTERVAL_MS),
+            "iceberg.control.commit.timeout-ms": str(HARDENED_COMMIT_TIMEOUT_MS),
+        })
+    elif commit_interval_ms:
+        config["iceberg.control.commit.interval-ms"] = str(commit_interval_ms)
+    if control_topic:
+        config["iceberg.control.topic"] = control_topic
+    if tasks:
+        config["tasks.max"] = str(tasks)
+    if hive_columns:
+        config.update(hive_transforms())
+    return config
 
 
 class KafkaConnect(Service):

@@ -1,6 +1,7 @@
 """The peers of bench/lake_ingest.py start from the project's own code and land rows in the
 project's Iceberg REST catalog: Kafka Connect with Apache Iceberg's sink connector, and a Spark
-Structured Streaming job. Small N: each test proves the peer lands every row once, with its values.
+Structured Streaming job. Small N: each test proves the peer lands every row once, with its values,
+in the bench's common table (year/month/day/hour of the event time, identity-partitioned).
 """
 
 from __future__ import annotations
@@ -14,13 +15,12 @@ from pathlib import Path
 
 import pytest
 from pyiceberg.catalog import load_catalog
-from pyiceberg.schema import Schema
-from pyiceberg.types import DoubleType, LongType, NestedField, StringType
 
 REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / "bench"))
 
 from lake_ingest_data import produce, reading  # noqa: E402
+from lake_ingest_visible import create_lake_table  # noqa: E402
 
 from infra.local.kafka_connect_service import KafkaConnect, iceberg_sink_config, rest  # noqa: E402
 
@@ -31,7 +31,11 @@ PARTITIONS = 3
 
 
 def expected_rows() -> list[dict]:
-    return sorted((json.loads(reading(i, N)[2]) for i in range(N)), key=lambda r: r["id"])
+    """The readings with the Hive columns of their event time (2026-01-05, hours 0..5 UTC)."""
+    rows = sorted((json.loads(reading(i, N)[2]) for i in range(N)), key=lambda r: r["id"])
+    for row in rows:
+        row.update(year=2026, month=1, day=5, hour=(row["ts_ms"] - 1_767_571_200_000) // 3_600_000)
+    return rows
 
 
 def fill(bootstrap: str, topic: str) -> None:
@@ -53,19 +57,13 @@ def test_kafka_connect_iceberg_sink_lands_every_row_once(ensure_services, servic
     fill(env["KAFKA_BOOTSTRAP"], topic)
     catalog = load_catalog("peers", type="rest", uri=services_env["ICEBERG_REST_URI"])
     namespace, name = "peers", unique_name("kc")
-    if (namespace,) not in catalog.list_namespaces():
-        try:
-            catalog.create_namespace(namespace)
-        except Exception:  # noqa: BLE001 - created meanwhile by a parallel test
-            pass
-    catalog.create_table(f"{namespace}.{name}", Schema(
-        NestedField(1, "id", LongType()), NestedField(2, "sensor", StringType()), NestedField(3, "ts_ms", LongType()),
-        NestedField(4, "temp", DoubleType()), NestedField(5, "hum", DoubleType())))
+    create_lake_table(catalog, f"{namespace}.{name}")
     connector = f"peer-{name}"
+    # Hardened as the bench runs it; the Hive columns come from the message timestamps (event times).
     rest(f"{url}/connectors/{connector}/config", "PUT",
          iceberg_sink_config(topic, f"{namespace}.{name}", services_env["ICEBERG_REST_URI"], control,
-                             tasks=1, commit_interval_ms=1000))
-    columns = ["id", "sensor", "ts_ms", "temp", "hum"]
+                             tasks=PARTITIONS, commit_interval_ms=1000, hive_columns=True))
+    columns = ["id", "sensor", "ts_ms", "temp", "hum", "year", "month", "day", "hour"]
     try:
         deadline = time.monotonic() + 180  # a safety net, not a speed check
         rows: list[dict] = []
@@ -74,7 +72,9 @@ def test_kafka_connect_iceberg_sink_lands_every_row_once(ensure_services, servic
             rows = table_rows(catalog, f"{namespace}.{name}", columns)
         assert rows == expected_rows()
         status = rest(f"{url}/connectors/{connector}/status")
-        assert [t["state"] for t in status["tasks"]] == ["RUNNING"]
+        assert [t["state"] for t in status["tasks"]] == ["RUNNING"] * PARTITIONS
+        assert {tuple(f.file.partition) for f in catalog.load_table(f"{namespace}.{name}").scan().plan_files()} == {
+            (2026, 1, 5, hour) for hour in range(6)}  # one partition per hour of event time
     finally:
         rest(f"{url}/connectors/{connector}", "DELETE")
 
@@ -92,8 +92,4 @@ def test_spark_structured_streaming_lands_every_row_once(services_env, make_topi
     assert set(json.loads(proc.stdout.strip().splitlines()[-1])) == {"started_ms", "done_ms"}
     catalog = load_catalog("peers", type="rest", uri=services_env["ICEBERG_REST_URI"])
     rows = table_rows(catalog, table, ["id", "sensor", "ts_ms", "temp", "hum", "year", "month", "day", "hour"])
-    expected = expected_rows()
-    for row in expected:  # 2026-01-05, hours 0..5 UTC
-        hour = (row["ts_ms"] - 1_767_571_200_000) // 3_600_000
-        row.update(year=2026, month=1, day=5, hour=hour)
-    assert rows == expected
+    assert rows == expected_rows()
