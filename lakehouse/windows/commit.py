@@ -72,8 +72,7 @@ def commit_output(run: WindowRun, change: OutputChange) -> int:
         _fast_forward(run, branch)
     finally:
         spark.sql(f"ALTER TABLE {name} DROP BRANCH IF EXISTS {quote_column(branch)}")
-    _drop_stale_branches(run)
-    spark.sql(f"REFRESH TABLE {name}")
+    _drop_stale_branches(run)  # fast_forward refreshed Spark's cached table: no REFRESH needed
     return written
 
 
@@ -81,12 +80,9 @@ def _rows(change: OutputChange) -> "DataFrame | None":
     """The change's rows as one DataFrame of the output's columns (None without rows)."""
     if not change.rows:
         return None
-    frames = [df.select(*OUTPUT_COLUMNS, *(["__gh"] if change.mode == "full" and "__gh" in df.columns else []))
-              for df in change.rows]
-    rows = reduce(lambda a, b: a.unionByName(b), frames)
-    if change.mode == "full":  # sorted within each task, by the key's hash first (an 8-byte sort prefix)
-        rows = rows.sortWithinPartitions(*(["__gh"] if "__gh" in rows.columns else []), "key", "window_end")
-    return rows.select(*OUTPUT_COLUMNS)
+    # not sorted: a sort of every window row (every record's, for sliding windows) costs more than
+    # the files' order saves a reader of a table this size
+    return reduce(lambda a, b: a.unionByName(b), [df.select(*OUTPUT_COLUMNS) for df in change.rows])
 
 
 def _observed(rows: "DataFrame") -> tuple["DataFrame", Any]:
@@ -206,8 +202,9 @@ def _fast_forward(run: WindowRun, branch: str) -> None:
 def _drop_stale_branches(run: WindowRun) -> None:
     """Drop the run branches of dead runs (older than :data:`STALE_BRANCH_MS`)."""
     now = int(time.time() * 1000)
-    refs = run.spark.sql(f"SELECT name FROM {run.target.sql_name}.refs WHERE name LIKE '{BRANCH_PREFIX}%'").collect()
-    for (name,) in refs:
+    for name in run.output_refs:  # as the run read them when it planned
+        if not name.startswith(BRANCH_PREFIX):
+            continue
         try:
             started = int(str(name)[len(BRANCH_PREFIX):].split("_", 1)[0])
         except ValueError:

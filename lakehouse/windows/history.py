@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
-__all__ = ("Bookmark", "DEFINITION_PROPERTY", "SOURCE_SNAPSHOT_PROPERTY", "Snapshot", "bookmark_properties",
-           "main_snapshot", "read_bookmark", "snapshot_log", "source_changes")
+__all__ = ("Bookmark", "DEFINITION_PROPERTY", "SOURCE_SNAPSHOT_PROPERTY", "Snapshot", "TableLog", "bookmark_of",
+           "bookmark_properties", "main_snapshot", "read_bookmark", "snapshot_log", "source_changes", "table_log")
 
 SOURCE_SNAPSHOT_PROPERTY = "lakehouse.windows.source-snapshot"
 DEFINITION_PROPERTY = "lakehouse.windows.definition"
@@ -61,6 +61,32 @@ def bookmark_properties(source_snapshot: int | None, fingerprint: str) -> dict[s
     if source_snapshot is None:
         return {}
     return {SOURCE_SNAPSHOT_PROPERTY: str(source_snapshot), DEFINITION_PROPERTY: fingerprint}
+
+
+@dataclass(frozen=True)
+class TableLog:
+    """A table's refs (branch and tag names -> snapshot ids) and snapshot log, read together."""
+
+    refs: dict[str, int]
+    snapshots: dict[int, Snapshot]
+
+    @property
+    def main(self) -> int | None:
+        return self.refs.get("main")
+
+
+def table_log(spark: "SparkSession", sql_name: str) -> TableLog:
+    """The refs and the snapshot log of a table, in one query (each query is a Spark job: an
+    increment's fixed cost is mostly such round trips)."""
+    rows = spark.sql(f"""
+        SELECT name, snapshot_id, CAST(NULL AS BIGINT) AS parent_id, CAST(NULL AS STRING) AS operation,
+               CAST(NULL AS MAP<STRING, STRING>) AS summary FROM {sql_name}.refs
+        UNION ALL
+        SELECT NULL, snapshot_id, parent_id, operation, summary FROM {sql_name}.snapshots""").collect()
+    refs = {str(r[0]): int(r[1]) for r in rows if r[0] is not None}
+    snapshots = {int(r[1]): Snapshot(int(r[1]), None if r[2] is None else int(r[2]), str(r[3]), dict(r[4] or {}))
+                 for r in rows if r[0] is None}
+    return TableLog(refs, snapshots)
 
 
 def main_snapshot(spark: "SparkSession", sql_name: str) -> int | None:
@@ -101,7 +127,8 @@ def bookmark_of(snapshots: dict[int, Snapshot], head: int | None) -> Bookmark | 
 
 def read_bookmark(spark: "SparkSession", sql_name: str) -> Bookmark | None:
     """The output's bookmark as ``main`` sees it (:func:`bookmark_of`)."""
-    return bookmark_of(snapshot_log(spark, sql_name), main_snapshot(spark, sql_name))
+    log = table_log(spark, sql_name)
+    return bookmark_of(log.snapshots, log.main)
 
 
 def source_changes(snapshots: dict[int, Snapshot], since: int, until: int) -> tuple[str | None, int | None]:

@@ -35,7 +35,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lakehouse.windows.history import bookmark_properties, main_snapshot, read_bookmark, snapshot_log, source_changes
+from lakehouse.windows.history import bookmark_of, bookmark_properties, source_changes, table_log
 from lakehouse.windows.plan import COMPLETE, OutputChange, WindowRun, compute_windows
 from lakehouse.windows.state import advance_state, build_state, read_state, write_state
 from lakehouse.windows.tail import tail_records
@@ -78,23 +78,24 @@ def plan_increment(run: WindowRun) -> IncrementPlan | None:
         return None
     if not target.exists():
         return None
-    run.base_snapshot = main_snapshot(run.spark, target.sql_name)
+    output_log = table_log(run.spark, target.sql_name)
+    run.base_snapshot, run.output_refs = output_log.main, output_log.refs
     if options.full:
         say("windows: full recompute (--full)")
         return None
-    bookmark = read_bookmark(run.spark, target.sql_name)
+    bookmark = bookmark_of(output_log.snapshots, output_log.main)
     if bookmark is None:
         say(f"windows: full recompute ({options.output} records no source snapshot)")
         return None
     if bookmark.definition != run.fingerprint:
         say("windows: full recompute (the window definition changed since the last run)")
         return None
-    until = main_snapshot(run.spark, source.sql_name)
+    source_log = table_log(run.spark, source.sql_name)
+    until = source_log.main
     if until is None:
         return None
     since = bookmark.source_snapshot
-    problem, added = (None, 0) if until == since else source_changes(snapshot_log(run.spark, source.sql_name),
-                                                                        since, until)
+    problem, added = (None, 0) if until == since else source_changes(source_log.snapshots, since, until)
     if problem:
         say(f"windows: full recompute ({problem})")
         return None

@@ -98,8 +98,11 @@ def _run_once(spark: "SparkSession", options: WindowRecomputeOptions, say: Calla
         finally:
             if increment.state_write is not None:
                 increment.state_write.exception()  # wait: no job left running
-        if increment.state_write is not None:
-            increment.state_write.result()  # the state write's own error, if any
+        if increment.state_write is not None and increment.state_write.exception() is not None:
+            # the state only saves the next run a scan: one that does not match the output's
+            # bookmark is rebuilt (a concurrent run's overwrite of the same table can conflict)
+            say(f"windows: the window state was not written ({increment.state_write.exception()}); "
+                "the next run rebuilds it from the source")
         pause_point("windows.after-commit")
         report.mode, report.rows_read, report.detail = "incremental", increment.new_rows, increment.detail
         report.seconds = time.monotonic() - started

@@ -205,6 +205,7 @@ class WindowRun:
     order_cols: list[str]
     fingerprint: str
     base_snapshot: int | None = None  # the output's main snapshot when the run read its bookmark
+    output_refs: dict[str, int] = field(default_factory=dict)  # the output's branches and tags then
 
     @classmethod
     def open(cls, spark: "SparkSession", options: WindowRecomputeOptions, say: Callable[[str], None],

@@ -37,7 +37,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Sequence
 
 from lakehouse.windows.definition import WindowRecomputeOptions, quote_column
-from lakehouse.windows.history import main_snapshot, snapshot_log
+from lakehouse.windows.history import table_log
 from lakehouse.windows.plan import offset_column
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -105,23 +105,22 @@ def read_state(spark: "SparkSession", options: WindowRecomputeOptions, since: in
     name = state_sql_name(options)
     if not spark.catalog.tableExists(state_table(options.output)):
         return None
-    head = main_snapshot(spark, name)
-    log = snapshot_log(spark, name)
-    snapshot = log.get(head) if head is not None else None
+    log = table_log(spark, name)
+    snapshot = log.snapshots.get(log.main) if log.main is not None else None
     if snapshot is None or (snapshot.summary.get(STATE_SNAPSHOT_PROPERTY),
                             snapshot.summary.get(STATE_DEFINITION_PROPERTY)) != (str(since), fingerprint):
         return None
     # pinned to the snapshot checked: the run overwrites the table while it still reads this
     # state, and a write makes Spark recompute the cached plans that read the table (an unpinned
     # read would then see the new state)
-    return spark.sql(f"SELECT * FROM {name} VERSION AS OF {int(snapshot.snapshot_id)}"), len(log)
+    return spark.sql(f"SELECT * FROM {name} VERSION AS OF {int(snapshot.snapshot_id)}"), len(log.snapshots)
 
 
 def state_bookmark(spark: "SparkSession", options: WindowRecomputeOptions) -> tuple[str | None, str | None]:
     """(source snapshot, definition) recorded by the state table's current snapshot (Nones without one)."""
     name = state_sql_name(options)
-    head = main_snapshot(spark, name)
-    snapshot = snapshot_log(spark, name).get(head) if head is not None else None
+    log = table_log(spark, name)
+    snapshot = log.snapshots.get(log.main) if log.main is not None else None
     if snapshot is None:
         return None, None
     return snapshot.summary.get(STATE_SNAPSHOT_PROPERTY), snapshot.summary.get(STATE_DEFINITION_PROPERTY)
