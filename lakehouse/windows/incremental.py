@@ -32,7 +32,7 @@ Example::
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lakehouse.windows.history import bookmark_of, bookmark_properties, source_changes, table_log
@@ -64,6 +64,7 @@ class Increment:
     new_rows: int
     detail: str = ""
     state_write: "Future[None] | None" = None
+    cached: list["DataFrame"] = field(default_factory=list)  # unpersisted once the change is committed
 
 
 def plan_increment(run: WindowRun) -> IncrementPlan | None:
@@ -163,26 +164,30 @@ def _save_state(run: WindowRun, state: "DataFrame", new: "DataFrame", until: int
 def _tail_increment(run: WindowRun, plan: IncrementPlan, state: "DataFrame", arrived: "DataFrame",
                     bookmark: dict[str, str]) -> Increment | None:
     """Native tumbling and hopping windows: the tail
-    groups' new windows, computed and kept (``localCheckpoint``) so that the observation tells
-    whether a group got records between old ones before anything is committed; such a group's
-    key is recomputed whole (per partition: a full run)."""
+    groups' new windows, computed and cached by a ``count()`` that also fills the observation
+    (whether a group got records between old ones) before anything is committed; such a group's
+    key is recomputed whole (per partition: a full run). Not ``localCheckpoint``: over Spark
+    Connect a checkpoint is a command that returns no observed metrics."""
     spec, group_cols, order_cols = run.spec, run.group_cols, run.order_cols
     records, seen = tail_records(state, arrived, COMPLETE, group_cols, order_cols, spec.bound_ms)
     value_type = run.value_type(arrived)
     rows, _ = compute_windows(records, spec, order_cols, group_cols, value_type, run.engine, observe=False)
-    tail = rows.select("key", "window_start", "window_end", "value").localCheckpoint(eager=True)
+    tail = rows.select("key", "window_start", "window_end", "value").cache()
+    tail.count()
     counts = seen.get
     new_rows, reordered = int(counts["new_rows"] or 0), int(counts["reordered"] or 0)
     if not reordered:
-        return Increment(OutputChange("incremental", [tail], None, bookmark), new_rows)
+        return Increment(OutputChange("incremental", [tail], None, bookmark), new_rows, cached=[tail])
     if "key" not in group_cols:
+        tail.unpersist()
         run.say("windows: full recompute (a partition got records between its old ones)")
         return None
     replaced = reordered_keys(state, arrived, group_cols, order_cols)
     recomputed = _recompute_keys(run, plan, replaced, value_type)
     kept_tail = tail.join(replaced, on="key", how="left_anti")  # a replaced key's windows all come anew
     change = OutputChange("incremental", [kept_tail, recomputed], replaced, bookmark)
-    return Increment(change, new_rows, f"{reordered} groups got records between old ones: their keys recomputed")
+    return Increment(change, new_rows, f"{reordered} groups got records between old ones: their keys recomputed",
+                     cached=[tail])
 
 
 def reordered_keys(state: "DataFrame", arrived: "DataFrame", group_cols: list[str],

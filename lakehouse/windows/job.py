@@ -40,12 +40,11 @@ import uuid
 from typing import TYPE_CHECKING, Callable
 
 from lakehouse.fault_injection import pause_point
-from lakehouse.tables import open_table, resolve_format
 from lakehouse.windows.commit import ConcurrentRunError, commit_output
 from lakehouse.windows.definition import WindowRecomputeOptions, WindowReport
 from lakehouse.windows.history import bookmark_properties, main_snapshot
 from lakehouse.windows.incremental import plan_increment, run_increment
-from lakehouse.windows.plan import COMPLETE, OutputChange, WindowRun, compute_windows
+from lakehouse.windows.plan import COMPLETE, OutputChange, WindowRun, compute_windows, open_window_table
 from lakehouse.windows.state import save_full_state
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -77,11 +76,10 @@ def run_window_recompute(spark: "SparkSession", options: WindowRecomputeOptions,
 
 
 def _open_run(spark: "SparkSession", options: WindowRecomputeOptions, say: Callable[[str], None]) -> WindowRun:
-    source = open_table(spark, options.table, options.table_format, options.default_catalog)
+    source = open_window_table(spark, options.table, options.table_format, options.default_catalog)
     if not source.exists():
         raise ValueError(f"table {options.table} does not exist")
-    target = open_table(spark, options.output, resolve_format(options.output, options.output_format),
-                        options.default_catalog)
+    target = open_window_table(spark, options.output, options.output_format, options.default_catalog)
     columns = spark.table(source.sql_name).columns
     return WindowRun.open(spark, options, say, source, target, columns)
 
@@ -96,6 +94,8 @@ def _run_once(spark: "SparkSession", options: WindowRecomputeOptions, say: Calla
         try:
             report.windows = commit_output(run, increment.change)
         finally:
+            for cached in increment.cached:
+                cached.unpersist()
             if increment.state_write is not None:
                 increment.state_write.exception()  # wait: no job left running
         if increment.state_write is not None and increment.state_write.exception() is not None:
@@ -127,7 +127,9 @@ def _full_run(run: WindowRun, report: WindowReport, started: float) -> WindowRep
     complete = F.expr(COMPLETE)
     data = data.observe(read, F.count(F.lit(1)).alias("rows"),
                         F.sum(F.when(complete, 0).otherwise(1)).alias("skipped")).where(complete)
-    rows, note = compute_windows(data, run.spec, run.order_cols, run.group_cols, value_type, run.engine)
+    plain = run.prepare(raw).where(complete)  # the same rows, unobserved (compute_windows says why)
+    rows, note = compute_windows(data, run.spec, run.order_cols, run.group_cols, value_type, run.engine,
+                                 plain=plain)
     change = OutputChange("full", [rows], None, bookmark_properties(until, run.fingerprint))
     report.windows = commit_output(run, change)
     say(f"windows: wrote {report.windows} window rows to {options.output} ({run.target.table_format})")

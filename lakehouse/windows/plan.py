@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from lakehouse.windows.definition import (OUTPUT_COLUMNS, WindowRecomputeOptions, WindowSpec, definition_fingerprint,
-                                          result_type)
+                                          quote_column, result_type)
 from lakehouse.windows.engine import engine_windows
 from lakehouse.windows.native import (group_hash, native_fixed_windows, native_sliding_windows,
                                       native_unsupported_reason, sliding_key_flags)
@@ -34,13 +34,47 @@ from lakehouse.windows.native import (group_hash, native_fixed_windows, native_s
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ("COMPLETE", "ENGINES", "OutputChange", "PlanNote", "WindowRun", "choose_engine", "compute_windows", "extra_columns", "group_columns",
+__all__ = ("COMPLETE", "ENGINES", "IcebergName", "OutputChange", "PlanNote", "WindowRun", "open_window_table", "choose_engine", "compute_windows", "extra_columns", "group_columns",
            "offset_column", "output_schema", "prepare_input")
 
 #: what ``WindowRecomputeOptions.engine`` may say: auto (native when expressible), native, python
 ENGINES = ("auto", "native", "python")
 #: a prepared row the windows use (the others are counted and skipped), as SQL text
 COMPLETE = "ts IS NOT NULL AND value IS NOT NULL"
+
+
+@dataclass(frozen=True)
+class IcebergName:
+    """An Iceberg table as the windows job addresses it: by name, through SQL only (so over Spark
+    Connect too). ``identifier`` is ``catalog.namespace.table``; ``sql_name`` its quoted parts."""
+
+    spark: "SparkSession"
+    identifier: str
+    table_format: str = "iceberg"
+
+    @property
+    def sql_name(self) -> str:
+        return ".".join(quote_column(part.strip("`")) for part in self.identifier.split("."))
+
+    def exists(self) -> bool:
+        return bool(self.spark.catalog.tableExists(self.identifier))
+
+
+def open_window_table(spark: "SparkSession", name: str, table_format: str | None,
+                      default_catalog: str | None) -> Any:
+    """The job's handle of a source or output: :class:`IcebergName` (``db.t`` gets
+    ``default_catalog``), or a Delta table (``lakehouse.delta_tables``)."""
+    from lakehouse.tables import resolve_format
+
+    if resolve_format(name, table_format) == "delta":
+        from lakehouse.delta_tables import DeltaTable
+
+        return DeltaTable(spark, name)
+    if name.count(".") == 1 and default_catalog:
+        name = f"{default_catalog}.{name}"
+    if len(name.split(".")) < 3:
+        raise ValueError(f"Iceberg table {name!r} must be catalog.namespace.table")
+    return IcebergName(spark, name)
 
 
 def choose_engine(spec: WindowSpec, engine: str = "auto") -> str:
@@ -159,12 +193,16 @@ class PlanNote:
 
 
 def compute_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str], group_cols: Sequence[str],
-                    value_type: Any, engine: str, observe: bool = True) -> tuple["DataFrame", PlanNote]:
+                    value_type: Any, engine: str, observe: bool = True,
+                    plain: "DataFrame | None" = None) -> tuple["DataFrame", PlanNote]:
     """The window rows of ``data`` (prepared, complete rows) on ``engine`` and the plan's note.
 
-    The rows have the output's columns and ``__gh`` (the key's hash, to sort the output by).
+    The rows have the output's columns and ``__gh`` (the key's hash).
     ``observe``: the native plan observes what the full run's report and window state need (an
-    increment skips it: two more frames for figures it never reads)."""
+    increment skips it: two more frames for figures it never reads). ``plain``: the same rows as
+    ``data`` without any observation (``DataFrame.observe``) on them, for the plan's second branch
+    (the sliding keys replayed by the engines): over Spark Connect an observation may appear only
+    once in a plan, and a union of two branches of one observed frame holds it twice."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
@@ -179,7 +217,11 @@ def compute_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[st
         return rows.withColumn("value", F.col("value").cast(value_type)), note
     flagged = sliding_key_flags(data, spec, order_cols, group_cols, note.observation)
     rows = native_sliding_windows(flagged, spec, group_cols).withColumn("value", F.col("value").cast(value_type))
-    rest = flagged.where(~F.col("__native")).select(*data.columns)
+    if plain is None and note.observation is None:
+        plain = data
+    if plain is None:
+        raise ValueError("the native sliding plan with observations needs the rows without them (plain)")
+    rest = sliding_key_flags(plain, spec, order_cols, group_cols).where(~F.col("__native")).select(*data.columns)
     replayed = engine_windows(rest, spec, order_cols, group_cols, schema)
     return rows.unionByName(replayed.withColumn("__gh", group_hash(["key"]))), note
 

@@ -92,7 +92,7 @@ def spark_rows(spark, rows: list[tuple], spec: WindowSpec, engine: str, floats: 
                                            "__order_1 bigint")
     group = ["__order_0"] if spec.closing == "partition" else ["__order_0", "key"]
     out_type = {"count": "bigint", "mean": "double"}.get(spec.aggregation, value_type)
-    windows, note = compute_windows(data, spec, ORDER, group, T._parse_datatype_string(out_type), engine)
+    windows, note = compute_windows(data, spec, ORDER, group, T._parse_datatype_string(out_type), engine, plain=data)
     got = sorted(((r.key, r.window_start, r.window_end, r.value) for r in windows.collect()), key=order)
     return got, note.engine + (f" ({note.detail()})" if note.detail() else "")
 
