@@ -179,10 +179,12 @@ def _merge(run: WindowRun, branch_name: str, rows: "DataFrame | None", change: O
 
 
 def _procedure_table(run: WindowRun) -> tuple[str, str]:
-    """(catalog, table within it as a quoted SQL string literal) for Iceberg's procedures."""
-    catalog, *rest = [part.strip("`") for part in run.target.identifier.split(".")]
-    table = ".".join(quote_column(part) for part in rest).replace("\\", "\\\\").replace("'", "\\'")
-    return quote_column(catalog), table
+    """(catalog, the table as a quoted SQL string literal) for Iceberg's procedures: the whole
+    identifier, catalog included (a name without it makes Iceberg try its first part as a catalog
+    first, and log the failure)."""
+    parts = [part.strip("`") for part in run.target.identifier.split(".")]
+    table = ".".join(quote_column(part) for part in parts).replace("\\", "\\\\").replace("'", "\\'")
+    return quote_column(parts[0]), table
 
 
 def _fast_forward(run: WindowRun, branch: str) -> None:

@@ -156,8 +156,8 @@ def write_state(state: "DataFrame", options: WindowRecomputeOptions, until: int,
 def expire_old_states(spark: "SparkSession", options: WindowRecomputeOptions) -> None:
     """Expire the state table's snapshots but the last :data:`STATE_SNAPSHOTS_KEPT` (and the files
     only they held): the state is rewritten by every run, its history is of no use."""
-    catalog, *rest = [part.strip("`") for part in state_table(options.output).split(".")]
-    table = ".".join(quote_column(part) for part in rest).replace("'", "\\'")
+    parts = [part.strip("`") for part in state_table(options.output).split(".")]
+    catalog, table = parts[0], ".".join(quote_column(part) for part in parts).replace("'", "\\'")
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")  # retain_last keeps the newest whatever the zone
     spark.sql(f"CALL {quote_column(catalog)}.system.expire_snapshots(table => '{table}', "
               f"older_than => TIMESTAMP '{now}', retain_last => {STATE_SNAPSHOTS_KEPT})").collect()

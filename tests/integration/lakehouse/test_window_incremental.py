@@ -17,6 +17,7 @@ from lh_testkit import run_job
 from lakehouse.windows import ConcurrentRunError, WindowRecomputeOptions, WindowSpec, run_window_recompute
 from lakehouse.windows import commit as window_commit
 from lakehouse.windows import job as window_job
+from lakehouse.windows import state as window_state
 from lakehouse.windows.history import SOURCE_SNAPSHOT_PROPERTY, main_snapshot, read_bookmark, snapshot_log
 from lakehouse.windows.state import state_bookmark, state_table
 from stream_edge.dataframe.windows.replay import replay
@@ -106,7 +107,7 @@ def test_incremental_runs_equal_a_full_recompute(spark, raw, batches, kind, in_o
             spark.sql(f"DROP TABLE IF EXISTS {table}")
 
 
-def test_only_new_windows_are_added_and_nothing_is_read_twice(spark):
+def test_only_new_windows_are_added_and_nothing_is_read_twice(spark, monkeypatch):
     """In-order appends: the run adds the windows that closed, keeps the emitted ones, records the
     new snapshot and the window state beside it; a state that does not match the bookmark is
     rebuilt; a run with no new snapshot changes nothing; --full recomputes, and the next increment
@@ -157,7 +158,9 @@ def test_only_new_windows_are_added_and_nothing_is_read_twice(spark):
     options.full = False
     spark.createDataFrame(rows[400:], SCHEMA).writeTo(source).append()
     said.clear()
+    monkeypatch.setattr(window_state, "STATE_SNAPSHOTS_KEPT", 1)  # past 2 snapshots, the older expire
     last = run_window_recompute(spark, options, progress=said.append)
+    assert len(snapshot_log(spark, state)) == 1
     assert (last.rows_read, last.path) == (50, "incremental, native")
     assert not [line for line in said if "rebuilding" in line]  # the full run's state is trusted
     assert table_rows(spark, output) == edge_windows(rows, spec)
