@@ -158,7 +158,8 @@ def build_parser() -> argparse.ArgumentParser:
     win.add_argument("--table", required=True, help="source table: [catalog.]db.table (Iceberg) or Delta")
     win.add_argument("--format", dest="table_format", choices=("iceberg", "delta"),
                      help="source table format (default: delta for delta.`path`, else iceberg)")
-    win.add_argument("--output", required=True, help="result table (replaced on every run)")
+    win.add_argument("--output", required=True,
+                     help="result table (created by the first run, then brought up to date by each run in one commit)")
     win.add_argument("--output-format", choices=("iceberg", "delta"),
                      help="result table format (default: delta for delta.`path`, else iceberg)")
     win.add_argument("--kind", choices=("tumbling", "hopping", "sliding"), default="tumbling",
