@@ -18,7 +18,7 @@ from lakehouse.register_ledger import LedgerError
 from lakehouse.schema_evolution import IncompatibleSchemaError
 from lakehouse.session import SparkSettings, SparkSetupError, build_spark
 from lakehouse.sql_query import run_sql
-from lakehouse.window_recompute import WindowRecomputeOptions, WindowSpec, run_window_recompute
+from lakehouse.windows import WindowRecomputeOptions, WindowSpec, run_window_recompute
 
 __all__ = (
     "CompactOptions", "CompactionVerificationError", "EdgeFile", "IncompatibleSchemaError", "JobReport",

@@ -17,8 +17,7 @@ Catalogs:
 * ``spark_catalog``: Delta's catalog, so ``delta.`/path``` and Delta tables work.
 
 The jars (Iceberg and Delta runtimes, S3A) come from the local jar cache filled once by
-``infra/jars/fetch.sh``; nothing is downloaded when a session starts. The windows job's loop jar,
-compiled by ``./dev bootstrap`` (:mod:`lakehouse.window_jar`), goes wherever they go.
+``infra/jars/fetch.sh``; nothing is downloaded when a session starts.
 """
 
 from __future__ import annotations
@@ -81,25 +80,13 @@ JOB_DEFAULTS = {
 }
 
 
-def _window_loop_jar() -> list[str]:
-    """The windows job's loop jar (:mod:`lakehouse.window_jar`) when ``./dev bootstrap`` built it
-    for these sources, last on the class path; else nothing (the job uses Spark's operators)."""
-    from lakehouse.window_jar import built_jar
-
-    jar = built_jar()
-    return [str(jar)] if jar is not None else []
-
-
 def cached_spark_jars() -> list[str]:
-    """Local paths of the cached Iceberg, Delta and S3A jars (empty when never fetched), and the
-    window loop's jar when built."""
-    jars = sorted(str(p) for p in (jar_cache() / SPARK_JAR_SET).glob("*.jar"))
-    return jars + _window_loop_jar() if jars else jars
+    """Local paths of the cached Iceberg, Delta and S3A jars (empty when never fetched)."""
+    return sorted(str(p) for p in (jar_cache() / SPARK_JAR_SET).glob("*.jar"))
 
 
 def spark_jars() -> list[str]:
-    """Local paths of the Iceberg, Delta and S3A jars (and the window loop's jar when built); a
-    clear error if they were never fetched."""
+    """Local paths of the Iceberg, Delta and S3A jars; a clear error if they were never fetched."""
     folder = jar_cache() / SPARK_JAR_SET
     jars = sorted(str(p) for p in folder.glob("*.jar"))
     if not jars:
@@ -107,7 +94,7 @@ def spark_jars() -> list[str]:
             f"no Spark runtime jars in {folder}; fetch them once with "
             f"'infra/jars/fetch.sh {SPARK_JAR_SET}' (or './dev bootstrap')"
         )
-    return jars + _window_loop_jar()
+    return jars
 
 
 @dataclass

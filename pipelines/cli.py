@@ -154,13 +154,14 @@ def build_parser() -> argparse.ArgumentParser:
     win = sub.add_parser(
         "windows", parents=[common], help="recompute the edge's time windows from a lake table",
         description="Recompute tumbling/hopping/sliding window results with the edge's exact semantics "
-                    "(records in Kafka offset order; one JVM loop per sorted task, or the edge's engines for custom "
-                    "aggregations) into --output: incrementally from the source snapshot it records, "
+                    "(records in Kafka offset order; Spark's operators, or the edge's engines in applyInArrow for "
+                    "custom aggregations) into --output: incrementally from the source snapshot it records, "
                     "else (first run, --full) created or replaced.")
     win.add_argument("--table", required=True, help="source table: [catalog.]db.table (Iceberg) or Delta")
     win.add_argument("--format", dest="table_format", choices=("iceberg", "delta"),
                      help="source table format (default: delta for delta.`path`, else iceberg)")
-    win.add_argument("--output", required=True, help="result table (replaced on every run)")
+    win.add_argument("--output", required=True,
+                     help="result table (created by the first run, then brought up to date by each run in one commit)")
     win.add_argument("--output-format", choices=("iceberg", "delta"),
                      help="result table format (default: delta for delta.`path`, else iceberg)")
     win.add_argument("--kind", choices=("tumbling", "hopping", "sliding"), default="tumbling",
@@ -183,13 +184,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="Kafka partition column, for --closing partition (default _kafka_partition)")
     win.add_argument("--where", help="SQL filter on the source rows, e.g. \"_kafka_partition = 0\"")
     win.add_argument("--engine", choices=("auto", "native", "python"), default="auto",
-                     help="native: no Python per row (the JVM loop, or Spark's window functions); python: the "
-                          "edge's engines per group; "
+                     help="native: no Python per row (Spark's DataFrame/SQL operators); python: the "
+                          "edge's engines per group (applyInArrow); "
                           "auto (default): native whenever the aggregation has a native form")
-    win.add_argument("--jvm-loop", choices=("auto", "on", "off"), default="auto",
-                     help="the native path's JVM loop (lakehouse/window_loop.py): auto (default) when its jar "
-                          "(built by ./dev bootstrap) is on the class path, on (an error without it), off "
-                          "(Spark's window operators; the same rows)")
     win.add_argument("--full", action="store_true",
                      help="recompute every window; by default a run reads only the records added since the "
                           "source snapshot the output records (Iceberg source and output)")
@@ -296,7 +293,7 @@ def run_command(spark, args: argparse.Namespace, default_catalog: str | None = N
             default_catalog=default_catalog))
         return report.summary_line()
     if args.command == "windows":
-        from lakehouse.window_recompute import WindowRecomputeOptions, WindowSpec, run_window_recompute
+        from lakehouse.windows import WindowRecomputeOptions, WindowSpec, run_window_recompute
 
         spec = WindowSpec.parse(args.kind, args.duration, grace=args.grace, step=args.step,
                                 aggregation=args.aggregation, closing=args.closing)
@@ -306,7 +303,7 @@ def run_command(spark, args: argparse.Namespace, default_catalog: str | None = N
             order_by=tuple(c.strip() for c in args.order_by.split(",") if c.strip()),
             partition_column=args.partition_column, table_format=args.table_format,
             output_format=args.output_format, where=args.where, default_catalog=default_catalog,
-            engine=args.engine, full=args.full, loop=args.jvm_loop))
+            engine=args.engine, full=args.full))
         return report.summary_line()
     if args.command == "validate":
         from lakehouse.quality import ValidateOptions, run_validate
@@ -373,7 +370,7 @@ def _table_problem(table: str, table_format: str | None) -> str | None:
 
 def _window_problem(args: argparse.Namespace) -> str | None:
     """Why the window options are invalid (None if they are fine), checked before Spark starts."""
-    from lakehouse.window_recompute import WindowSpec
+    from lakehouse.windows import WindowSpec
 
     try:
         WindowSpec.parse(args.kind, args.duration, grace=args.grace, step=args.step,

@@ -124,20 +124,7 @@ def _jars() -> str:
         return env
     cache = os.environ.get("STREAMLAKE_JAR_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "streaming-lakehouse", "jars")
-    # the fetched runtime jars, then this checkout's windows loop jar, whose path the bootstrap
-    # recorded (lakehouse/window_jar.py: the cache holds one per source digest, shared by every
-    # checkout on the machine); without it the job computes windows with Spark's operators
-    return ",".join(sorted(glob.glob(os.path.join(cache, "spark", "*.jar"))) + _loop_jar(_home()))
-
-
-def _loop_jar(home: Path) -> list[str]:
-    """The windows loop jar ``./dev bootstrap`` built for the checkout at ``home`` (its path is in
-    ``.local/window-loop-jar``), or nothing when there is none."""
-    try:
-        jar = (home / ".local" / "window-loop-jar").read_text().strip()
-    except OSError:
-        return []
-    return [jar] if jar and os.path.isfile(jar) else []
+    return ",".join(sorted(glob.glob(os.path.join(cache, "spark", "*.jar"))))
 
 
 #: the packages the jobs import on executors (the python-engine window path runs edge code there)
@@ -330,7 +317,7 @@ def build_maintenance_dag() -> DAG:
     expire_snapshots -> remove_orphan_files``, Delta ``vacuum``; then, with
     ``LAKEHOUSE_WINDOWS_OUTPUT`` set, the same clean-up steps for the windows job's output (each
     hourly run commits to it: ``*_windows`` tasks). The windows' state table expires its own old
-    snapshots as it is written (lakehouse/window_state.py)."""
+    snapshots as it is written (lakehouse/windows/state.py)."""
     home = _home()
     table = os.environ.get("LAKEHOUSE_TABLE", "lake.db.sensor_readings")
     table_format = os.environ.get("LAKEHOUSE_FORMAT", "iceberg")

@@ -113,7 +113,7 @@ def test_dag_parses_into_register_then_windows_and_a_daily_maintenance_dag(tmp_p
     assert zips == {str(REPO / ".local" / "dist" / "lakehouse-jobs.zip")}
     with zipfile.ZipFile(zips.pop()) as archive:
         names = set(archive.namelist())
-    assert {"lakehouse/window_native.py", "pipelines/jobs/windows.py", "stream_edge/dataframe/windows/replay.py",
+    assert {"lakehouse/windows/native.py", "pipelines/jobs/windows.py", "stream_edge/dataframe/windows/replay.py",
             "pipelines/quality/sensor_readings.json"} <= names
     assert no_py_files["py_files"] == {"register": None}
     # the runtime jars: --jars for a cluster's executors; on a local master, the driver's class path

@@ -23,7 +23,7 @@ import time
 from lakehouse.register import RegisterOptions, run_register
 from lakehouse.session import SparkSettings, build_spark
 from lakehouse.sql_query import run_sql
-from lakehouse.window_recompute import WindowRecomputeOptions, WindowSpec, run_window_recompute
+from lakehouse.windows import WindowRecomputeOptions, WindowSpec, run_window_recompute
 
 SPECS = {
     "tumbling": WindowSpec.parse("tumbling", "1s", grace="200ms", aggregation="mean"),

@@ -70,7 +70,7 @@ def test_register_windows_sql_on_the_cluster_equal_local_spark(services_env, spa
     assert on_cluster["master"] == spark_cluster and on_local["master"] == "local[2]"
     assert on_cluster["raw_rows"] == len(rows)
     for name, expected in expected_windows(rows).items():
-        assert on_cluster["windows"][name]["path"] == "native"
+        assert on_cluster["windows"][name]["path"] == "full, native"
         assert len(expected) > 50
         assert same_rows(on_cluster["windows"][name]["rows"], expected)
         assert same_rows(on_cluster["windows"][name]["rows"], on_local["windows"][name]["rows"])

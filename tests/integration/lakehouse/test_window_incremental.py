@@ -1,6 +1,8 @@
 """Incremental window recompute on real Spark and Iceberg: after any sequence of appends and
 incremental runs the output equals a full recompute (and the edge), row for row; a driver killed
-around the output commit leaves a table that the rerun brings to the same result."""
+around the output commit leaves a table that the rerun brings to the same result; two runs at once
+never add a window twice; maintenance of the output or the source never turns the next run into a
+full one."""
 
 from __future__ import annotations
 
@@ -12,11 +14,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lh_testkit import run_job
 
-from lakehouse import window_loop, window_tail
-from lakehouse.window_incremental import SOURCE_SNAPSHOT_PROPERTY, read_bookmark
-from lakehouse.window_state import state_bookmark, state_input_rows, state_table
-from lakehouse.tables import open_table
-from lakehouse.window_recompute import WindowRecomputeOptions, WindowSpec, run_window_recompute
+from lakehouse.windows import ConcurrentRunError, WindowRecomputeOptions, WindowSpec, run_window_recompute
+from lakehouse.windows import commit as window_commit
+from lakehouse.windows import job as window_job
+from lakehouse.windows import state as window_state
+from lakehouse.windows.history import SOURCE_SNAPSHOT_PROPERTY, main_snapshot, read_bookmark, snapshot_log
+from lakehouse.windows.state import state_bookmark, state_table
 from stream_edge.dataframe.windows.replay import replay
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -67,16 +70,12 @@ RAW = st.lists(st.tuples(st.integers(0, 3), st.integers(0, 12), st.sampled_from(
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture])
 @given(raw=RAW, batches=st.lists(st.integers(0, 2), min_size=50, max_size=50), kind=st.sampled_from(list(SPECS)),
-       in_order=st.booleans(), loops=st.lists(st.sampled_from(["auto", "off"]), min_size=3, max_size=3),
-       driver=st.lists(st.booleans(), min_size=3, max_size=3))
-def test_incremental_runs_equal_a_full_recompute(spark, raw, batches, kind, in_order, loops, driver):
+       in_order=st.booleans())
+def test_incremental_runs_equal_a_full_recompute(spark, raw, batches, kind, in_order):
     """Records arrive in up to three appends; with ``in_order`` each append holds later offsets
     (the sink's normal order), else a batch can hold offsets older than an earlier one's (a file
     registered late). An incremental run follows each append; the output then equals a full
-    recompute and what the edge emits. Each run takes the JVM loop or Spark's operators
-    (``loops``), so a state written by one path is read by the other; on the loop, an increment
-    writes its windows and state from the driver or, as a large one would, through Spark
-    (``driver``)."""
+    recompute and what the edge emits."""
     rows = stream(raw)
     assignment = sorted(batches[:len(rows)]) if in_order else batches[:len(rows)]
     spec = SPECS[kind]
@@ -84,7 +83,6 @@ def test_incremental_runs_equal_a_full_recompute(spark, raw, batches, kind, in_o
     source, output, full = f"{namespace}.src", f"{namespace}.out", f"{namespace}.full"
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
     options = WindowRecomputeOptions(table=source, output=output, value_column="temp", window=spec)
-    limit = window_tail.DRIVER_WRITE_MAX_ROWS
     try:
         paths = []
         for number in range(3):
@@ -96,27 +94,24 @@ def test_incremental_runs_equal_a_full_recompute(spark, raw, batches, kind, in_o
                 df.writeTo(source).append()
             else:
                 df.writeTo(source).using("iceberg").create()
-            options.loop = loops[number]
-            window_tail.DRIVER_WRITE_MAX_ROWS = limit if driver[number] else -1
             paths.append(run_window_recompute(spark, options, progress=lambda _l: None).path)
-        assert not paths[0].startswith("incremental")  # the first run has no bookmark
-        assert all(p.startswith("incremental") for p in paths[1:])
+        assert paths[0].startswith("full, native")  # the first run has no bookmark
+        assert all(p.startswith("incremental, native") for p in paths[1:])
         run_window_recompute(spark, WindowRecomputeOptions(table=source, output=full, value_column="temp",
                                                            window=spec, full=True), progress=lambda _l: None)
         expected = edge_windows(rows, spec)
         assert table_rows(spark, full) == expected
         assert table_rows(spark, output) == expected
     finally:
-        window_tail.DRIVER_WRITE_MAX_ROWS = limit
-        for table in (source, output, full):
+        for table in (source, output, full, state_table(output)):
             spark.sql(f"DROP TABLE IF EXISTS {table}")
 
 
 def test_only_new_windows_are_added_and_nothing_is_read_twice(spark, monkeypatch):
     """In-order appends: the run adds the windows that closed, keeps the emitted ones, records the
-    new snapshot; a run with no new snapshot changes nothing; --full recomputes, and overwrites the
-    existing state table from the driver (expiring its older snapshots), which the next increment
-    starts from, in one task."""
+    new snapshot and the window state beside it; a state that does not match the bookmark is
+    rebuilt; a run with no new snapshot changes nothing; --full recomputes, and the next increment
+    starts from the state it wrote."""
     rng = random.Random(5)
     rows = stream([(rng.randrange(4), rng.randrange(12), rng.choice([0, 0, 3, 15]), rng.randrange(10))
                    for _ in range(450)])
@@ -126,71 +121,134 @@ def test_only_new_windows_are_added_and_nothing_is_read_twice(spark, monkeypatch
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
     options = WindowRecomputeOptions(table=source, output=output, value_column="temp", window=spec)
     spark.createDataFrame(rows[:300], SCHEMA).writeTo(source).using("iceberg").create()
-    said: list[str] = []
-    first = run_window_recompute(spark, options, progress=said.append)
-    assert "windows: the window state gathered by the loop" in said  # no scan of its own
-    # a new state table, created through Spark, records the state's open records too: an increment
-    # reads them and one row per group at most
-    state_rows = f"SELECT sum(size(records)) + count(*) FROM {state_table(output)}"
-    assert state_input_rows(spark, options) == spark.sql(state_rows).first()[0] > 0
+    first = run_window_recompute(spark, options, progress=lambda _l: None)
+    assert first.path == "full, native"
     before = table_rows(spark, output)
     spark.createDataFrame(rows[300:350], SCHEMA).writeTo(source).append()
-    said.clear()
+    said: list[str] = []
     second = run_window_recompute(spark, options, progress=said.append)
     after = table_rows(spark, output)
     assert (first.rows_read, second.rows_read) == (300, 50)
-    # the windows and the state from one loop, in one task (a few new rows and open records)
-    assert second.path == "incremental, native (JVM loop, one task)"
+    assert second.path == "incremental, native"
     assert set(before) <= set(after) and second.windows == len(after) - len(before) > 0
     assert after == edge_windows(rows[:350], spec)
     # the old records' per-group state came from the state table, not from a scan of the old snapshot
     assert not [line for line in said if "rebuilding" in line]
-    snapshot = open_table(spark, source).java_table().currentSnapshot().snapshotId()
-    assert read_bookmark(open_table(spark, output))[0] == snapshot
-    state = open_table(spark, state_table(output))
-    assert state_bookmark(state)[0] == str(snapshot)
+    snapshot = main_snapshot(spark, source)
+    assert read_bookmark(spark, output).source_snapshot == snapshot
+    state = state_table(output)
+    assert state_bookmark(spark, options)[0] == str(snapshot)
     # the state's rows were overwritten in place (one plain commit), not the table replaced
-    assert str(state.java_table().currentSnapshot().operation()) == "overwrite"
+    assert snapshot_log(spark, state)[main_snapshot(spark, state)].operation == "overwrite"
     # a state that does not match the output's bookmark is not trusted: rebuilt, same result
-    spark.sql(f"DROP TABLE {state_table(output)}")
+    spark.sql(f"DROP TABLE {state}")
     spark.createDataFrame(rows[350:400], SCHEMA).writeTo(source).append()
     said.clear()
     assert run_window_recompute(spark, options, progress=said.append).rows_read == 50
     assert [line for line in said if "rebuilding" in line]
     after = table_rows(spark, output)
     assert after == edge_windows(rows[:400], spec)
-    snapshot = open_table(spark, source).java_table().currentSnapshot().snapshotId()
+    output_head = main_snapshot(spark, output)
     idle = run_window_recompute(spark, options, progress=lambda _l: None)
-    assert (idle.rows_read, idle.windows, idle.path) == (0, 0, "incremental (no new source snapshot)")
+    assert (idle.rows_read, idle.windows, idle.path) == (0, 0, "incremental, native (no new source snapshot)")
+    assert main_snapshot(spark, output) == output_head  # no commit at all
     options.full = True
-    said.clear()
-    snapshots = f"SELECT count(*) FROM {state_table(output)}.snapshots"
-    assert spark.sql(snapshots).first()[0] == 1  # the rebuilt state's table, created anew
-    monkeypatch.setattr(window_loop, "STATE_SNAPSHOTS_KEPT", 1)
-    assert run_window_recompute(spark, options, progress=said.append).rows_read == 400
+    assert run_window_recompute(spark, options, progress=lambda _l: None).rows_read == 400
     assert table_rows(spark, output) == after
-    assert "windows: the window state gathered by the loop (written from the driver)" in said
-    assert spark.sql(snapshots).first()[0] == 2  # not past twice the snapshots kept
     options.full = False
     spark.createDataFrame(rows[400:], SCHEMA).writeTo(source).append()
     said.clear()
-    # the driver's write recorded the state's open records: few, so the increment is one task
-    assert state_input_rows(spark, options) == spark.sql(state_rows).first()[0] > 0
+    monkeypatch.setattr(window_state, "STATE_SNAPSHOTS_KEPT", 1)  # past 2 snapshots, the older expire
     last = run_window_recompute(spark, options, progress=said.append)
-    assert (last.rows_read, last.path) == (50, "incremental, native (JVM loop, one task)")
+    assert len(snapshot_log(spark, state)) == 1
+    assert (last.rows_read, last.path) == (50, "incremental, native")
     assert not [line for line in said if "rebuilding" in line]  # the full run's state is trusted
     assert table_rows(spark, output) == edge_windows(rows, spec)
-    # the driver's state write expired the state's older snapshots and the files only they held
-    assert spark.sql(snapshots).first()[0] == 1
-    assert spark.sql(f"SELECT count(*) FROM {state_table(output)}.all_data_files").first()[0] == 1
+    # every run branch is gone: each was fast-forwarded into main and dropped
+    assert [r.name for r in spark.sql(f"SELECT name FROM {output}.refs").collect()] == ["main"]
+    for table in (source, output, state):
+        spark.sql(f"DROP TABLE IF EXISTS {table}")
+
+
+def test_two_runs_at_once_never_add_a_window_twice(spark, monkeypatch):
+    """Run A computes its increment and, right before its commit, run B (a manual run beside the
+    DAG's) runs and commits the same increment. A's commit notices that the output moved since it
+    read its bookmark: nothing of A is published, A plans again from B's bookmark and finds nothing
+    new. With no retry left, A refuses with a clear error instead."""
+    rng = random.Random(11)
+    rows = stream([(rng.randrange(4), rng.randrange(12), rng.choice([0, 0, 3, 15]), rng.randrange(10))
+                   for _ in range(300)])
+    namespace = f"embedded.inc_{uuid.uuid4().hex[:8]}"
+    source, output = f"{namespace}.src", f"{namespace}.out"
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
+    options = WindowRecomputeOptions(table=source, output=output, value_column="temp", window=SPECS["hopping"])
+    spark.createDataFrame(rows[:150], SCHEMA).writeTo(source).using("iceberg").create()
+    run_window_recompute(spark, options, progress=lambda _l: None)
+    interleaved: list[object] = []
+    started: list[bool] = []
+
+    def other_run_first(point: str) -> None:  # B runs whole while A waits at its commit
+        if point == "windows.before-commit" and not started:
+            started.append(True)
+            interleaved.append(run_window_recompute(spark, options, progress=lambda _l: None))
+
+    monkeypatch.setattr(window_commit, "pause_point", other_run_first)
+    spark.createDataFrame(rows[150:220], SCHEMA).writeTo(source).append()
+    said: list[str] = []
+    report = run_window_recompute(spark, options, progress=said.append)
+    assert interleaved and interleaved[0].path == "incremental, native" and interleaved[0].windows > 0
+    assert [line for line in said if "another commit reached" in line and "planning again" in line]
+    assert (report.windows, report.path) == (0, "incremental, native (no new source snapshot)")
+    assert table_rows(spark, output) == edge_windows(rows[:220], SPECS["hopping"])  # no window twice
+
+    interleaved.clear()
+    started.clear()
+    monkeypatch.setattr(window_job, "CONCURRENT_RETRIES", 0)
+    spark.createDataFrame(rows[220:], SCHEMA).writeTo(source).append()
+    with pytest.raises(ConcurrentRunError, match="another commit reached .* nothing of this run was published"):
+        run_window_recompute(spark, options, progress=lambda _l: None)
+    assert table_rows(spark, output) == edge_windows(rows, SPECS["hopping"])  # B's rows, once
+    assert [r.name for r in spark.sql(f"SELECT name FROM {output}.refs").collect()] == ["main"]
+    for table in (source, output, state_table(output)):
+        spark.sql(f"DROP TABLE IF EXISTS {table}")
+
+
+@pytest.mark.parametrize("kind", ["tumbling", "sliding"])
+def test_maintenance_never_makes_the_next_run_a_full_one(spark, kind):
+    """The maintenance DAG rewrites the output's manifests and compacts its files (``replace``
+    snapshots without a bookmark), and compacts the source: the next run is still an increment,
+    and equals the edge."""
+    rng = random.Random(3)
+    rows = stream([(rng.randrange(4), rng.randrange(12), rng.choice([0, 0, 3, 15]), rng.randrange(10))
+                   for _ in range(240)])
+    namespace = f"inc_{uuid.uuid4().hex[:8]}"
+    source, output = f"embedded.{namespace}.src", f"embedded.{namespace}.out"
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS embedded.{namespace}")
+    options = WindowRecomputeOptions(table=source, output=output, value_column="temp", window=SPECS[kind])
+    spark.createDataFrame(rows[:120], SCHEMA).writeTo(source).using("iceberg").create()
+    spark.createDataFrame(rows[120:160], SCHEMA).writeTo(source).append()
+    run_window_recompute(spark, options, progress=lambda _l: None)
+    spark.createDataFrame(rows[160:200], SCHEMA).writeTo(source).append()
+    run_window_recompute(spark, options, progress=lambda _l: None)  # two output files at least
+    for table in (f"{namespace}.out", f"{namespace}.src"):
+        spark.sql(f"CALL embedded.system.rewrite_data_files(table => '{table}', "
+                  "options => map('rewrite-all', 'true'))").collect()
+        spark.sql(f"CALL embedded.system.rewrite_manifests(table => '{table}')").collect()
+    assert snapshot_log(spark, output)[main_snapshot(spark, output)].operation == "replace"
+    spark.createDataFrame(rows[200:], SCHEMA).writeTo(source).append()
+    said: list[str] = []
+    report = run_window_recompute(spark, options, progress=said.append)
+    assert report.path.startswith("incremental, native"), said
+    assert report.rows_read == len(rows) - 200
+    assert table_rows(spark, output) == edge_windows(rows, SPECS[kind])
     for table in (source, output, state_table(output)):
         spark.sql(f"DROP TABLE IF EXISTS {table}")
 
 
 @pytest.mark.parametrize("point", ["windows.before-commit", "windows.after-commit"])
 def test_driver_killed_around_the_output_commit_then_rerun(spark, make_target, point):
-    """The windows job's driver (Python and JVM) is SIGKILLed just before or just after the MERGE
-    that commits the new windows with their bookmark; the rerun gives the full recompute's table."""
+    """The windows job's driver (Python and JVM) is SIGKILLed just before or just after the commit
+    that publishes the new windows with their bookmark; the rerun gives the full recompute's table."""
     target = make_target("embedded")
     source = target.name
     output = source.rsplit(".", 1)[0] + ".temp_windows"
@@ -205,13 +263,14 @@ def test_driver_killed_around_the_output_commit_then_rerun(spark, make_target, p
     assert code == 0, err[-3000:]
     spark.createDataFrame(rows[200:], SCHEMA).writeTo(source).append()
     run_job(args, target.env, pause_at=point)
-    bookmark = read_bookmark(open_table(spark, output))
-    current = open_table(spark, source).java_table().currentSnapshot().snapshotId()
-    assert (bookmark[0] == current) == (point == "windows.after-commit")
+    spark.sql(f"REFRESH TABLE {output}")
+    bookmark = read_bookmark(spark, output)
+    current = main_snapshot(spark, source)
+    assert (bookmark.source_snapshot == current) == (point == "windows.after-commit")
     code, out, err = run_job(args, target.env)
     assert code == 0, err[-3000:]
     assert ("no new source snapshot" in out) == (point == "windows.after-commit")
     assert table_rows(spark, output) == edge_windows(rows, spec)
-    assert open_table(spark, output).java_table().currentSnapshot().summary().get(SOURCE_SNAPSHOT_PROPERTY) \
-        == str(current)
+    head = snapshot_log(spark, output)[main_snapshot(spark, output)]
+    assert head.summary.get(SOURCE_SNAPSHOT_PROPERTY) == str(current)
     spark.sql(f"DROP TABLE IF EXISTS {output}")

@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 from lakehouse.register import RegisterOptions, run_register
 from lh_testkit import REPO
 from pipelines.cli import main
-from lakehouse.window_recompute import WindowRecomputeOptions, WindowSpec, run_window_recompute
+from lakehouse.windows import WindowRecomputeOptions, WindowSpec, run_window_recompute
 from stream_edge.dataframe.windows.replay import replay
 
 pytestmark = pytest.mark.integration

@@ -1,5 +1,5 @@
 """Each DataFrame -> DataFrame step of the lakehouse jobs on a few rows, compared with chispa
-(schema and rows): input preparation, the incremental run's group split, the fixed windows'
+(schema and rows): input preparation, the incremental run's reordered keys, the fixed windows'
 partial rows and windows, and the audit's row-level violations."""
 
 from __future__ import annotations
@@ -9,9 +9,11 @@ from chispa import assert_df_equality
 
 from lakehouse.audit import violation
 from lakehouse.quality_spec import ExpectationSpec
-from lakehouse.window_incremental import split_groups
-from lakehouse.window_native import fixed_event_times, fixed_window_parts, native_fixed_windows
-from lakehouse.window_recompute import WindowRecomputeOptions, WindowSpec, prepare_input
+from lakehouse.windows.definition import WindowRecomputeOptions, WindowSpec
+from lakehouse.windows.incremental import reordered_keys
+from lakehouse.windows.native import fixed_event_times, fixed_window_parts, native_fixed_windows
+from lakehouse.windows.plan import prepare_input
+from lakehouse.windows.state import build_state
 
 pytestmark = pytest.mark.spark
 
@@ -32,14 +34,11 @@ def test_prepare_input_renames_converts_event_time_and_drops_null_keys(spark):
     assert_df_equality(prepare_input(raw, options), expected, ignore_nullable=True)
 
 
-def test_split_groups_tells_tail_groups_from_reordered_ones(spark):
+def test_reordered_keys_are_the_keys_of_groups_with_records_between_old_ones(spark):
     old = spark.createDataFrame([("a", 1000, 1, 0, 0), ("a", 3000, 1, 0, 2), ("b", 500, 1, 1, 0)], RECORDS)
     new = spark.createDataFrame([("a", 2500, 1, 0, 1), ("b", 4000, 1, 1, 5), ("c", 100, 1, 1, 6)], RECORDS)
-    got = split_groups(old, new, GROUP, ORDER, bound_below=1200)
-    expected = spark.createDataFrame(
-        [(0, "a", False, 1800), (1, "b", True, -700), (1, "c", True, None)],
-        "__order_0 int, key string, __tail boolean, __closed_floor bigint")
-    assert_df_equality(got, expected, ignore_row_order=True, ignore_nullable=True)
+    got = reordered_keys(build_state(old, GROUP, ORDER, 1200), new, GROUP, ORDER)
+    assert_df_equality(got, spark.createDataFrame([("a",)], "key string"), ignore_nullable=True)
 
 
 def test_fixed_window_parts_and_windows(spark):

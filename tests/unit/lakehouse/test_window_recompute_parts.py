@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-import pandas as pd
+import math
+
+import pyarrow as pa
 import pytest
 
-from lakehouse.window_recompute import WindowSpec, parse_duration_ms, windows_of_group
+from lakehouse.windows.definition import WindowSpec, parse_duration_ms
+from lakehouse.windows.engine import windows_of_group
 from stream_edge.dataframe.windows.replay import replay
 
 
@@ -37,7 +40,9 @@ def test_invalid_windows_are_refused(kwargs, message):
 
 
 def records_frame(rows):
-    return pd.DataFrame(rows, columns=["key", "ts", "value", "__order_0", "__order_1"])
+    columns = list(zip(*rows))
+    return pa.table({name: list(values) for name, values in zip(["key", "ts", "value", "__order_0", "__order_1"],
+                                                                  columns)})
 
 
 def test_group_is_replayed_in_offset_order_not_row_order():
@@ -47,7 +52,7 @@ def test_group_is_replayed_in_offset_order_not_row_order():
                (b"k", 100, 100.0, 0, 3), (b"k", 3100, 7.0, 0, 4)]
     shuffled = [ordered[i] for i in (4, 2, 0, 3, 1)]
     result = windows_of_group(records_frame(shuffled), WindowSpec.parse("tumbling", "1s"), ["__order_0", "__order_1"])
-    assert result.to_dict("records") == [
+    assert result.to_pylist() == [
         {"key": b"k", "window_start": 0, "window_end": 1000, "value": 2.0},
         {"key": b"k", "window_start": 2000, "window_end": 3000, "value": 5.0},
     ]
@@ -66,5 +71,17 @@ def test_group_result_is_the_edge_replay(spec):
                       grace_ms=spec.grace_ms, step_ms=spec.step_ms, aggregation=spec.aggregation,
                       closing_strategy=spec.closing)
     assert len(expected) > 0
-    assert result.to_dict("records") == [
+    assert result.to_pylist() == [
         {"key": r["key"], "window_start": r["start"], "window_end": r["end"], "value": r["value"]} for r in expected]
+
+
+def test_group_keeps_the_edges_nan_rule_and_the_declared_types():
+    rows = [("k", 1000, math.nan, 0, 0), ("k", 1200, 2.0, 0, 1), ("k", 2500, 4.0, 0, 2), ("k", 2600, math.nan, 0, 3),
+            ("k", 4000, 0.0, 0, 4)]
+    schema = pa.schema([("key", pa.string()), ("window_start", pa.int64()), ("window_end", pa.int64()),
+                        ("value", pa.float64())])
+    result = windows_of_group(records_frame(rows), WindowSpec.parse("tumbling", "1s", aggregation="min"),
+                              ["__order_0", "__order_1"], schema)
+    assert result.schema == schema
+    values = result.column("value").to_pylist()
+    assert math.isnan(values[0]) and values[1] == 4.0  # a first NaN stays, a later one is ignored

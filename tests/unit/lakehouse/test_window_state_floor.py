@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lakehouse.window_native import native_fixed_windows
-from lakehouse.window_recompute import WindowSpec
-from lakehouse.window_state import build_state, full_state
+from lakehouse.windows.native import native_fixed_windows
+from lakehouse.windows.definition import WindowSpec
+from lakehouse.windows.state import build_state, full_state
 from tests.unit.lakehouse.test_window_native_parity import ORDER, RAW, build_rows
 
 pytestmark = pytest.mark.spark
@@ -82,74 +82,3 @@ def test_a_late_last_record_makes_its_group_stale(spark):
     data = spark.createDataFrame(rows, SCHEMA)
     native_fixed_windows(data, spec, ORDER, GROUP, observed).write.format("noop").mode("overwrite").save()
     assert (observed.get["groups"], observed.get["state_floor"], observed.get["stale_groups"]) == (2, 1075, 1)
-
-
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(raw=RAW, duration=st.integers(2, 30), hop=st.booleans(), grace=st.integers(0, 20),
-       origin=st.sampled_from([0, 5, 1000]), nulls=st.lists(st.integers(0, 59), max_size=3))
-def test_the_loops_figures_equal_a_record_by_record_count(spark, raw, duration, hop, grace, origin, nulls):
-    """What the JVM loop counts into its accumulator (:class:`lakehouse.window_loop.LoopFigures`):
-    groups, the state's floor and stale groups as computed record by record, every row read, the
-    rows without a value as skipped, and as many windows as rows came out."""
-    from lakehouse.window_loop import loop_figures, loop_windows
-
-    spec = WindowSpec("hopping" if hop else "tumbling", duration, grace, max(1, duration // 3) if hop else None,
-                      "sum")
-    rows = build_rows(raw, origin, floats=False)
-    skipped = sorted({i for i in nulls if i < len(rows)})
-    with_nulls = [(k, ts, None if i in skipped else v, p, o) for i, (k, ts, v, p, o) in enumerate(rows)]
-    complete = [r for i, r in enumerate(rows) if i not in skipped]
-    figures = loop_figures(spark)
-    windows = loop_windows(spark.createDataFrame(with_nulls, SCHEMA), spec, ORDER, GROUP, figures).collect()
-    counted = figures.get
-    assert (counted["rows"], counted["skipped"], counted["windows"]) == (len(rows), len(skipped), len(windows))
-    if complete:
-        groups, floor, stale = expected_observations(complete, grace + duration)
-        assert (counted["groups"], counted["state_floor"], counted["stale_groups"]) == (groups, floor, stale)
-    else:
-        assert (counted["groups"], counted["state_floor"], counted["stale_groups"]) == (0, None, 0)
-
-
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(raw=RAW, duration=st.integers(2, 30), hop=st.booleans(), grace=st.integers(0, 20),
-       origin=st.sampled_from([0, 5, 1000]), closing=st.sampled_from(["key", "partition"]), floats=st.booleans(),
-       shared_hash=st.booleans())
-def test_state_gathered_by_the_loop_equals_the_state_of_every_record(spark, raw, duration, hop, grace, origin,
-                                                                      closing, floats, shared_hash):
-    """The JVM loop's window state (gathered while it computes the windows, per key or per
-    partition, groups sharing a hash too) holds the rows ``build_state`` gives."""
-    from pyspark.sql import types as T
-
-    from lakehouse.window_recompute import compute_windows
-
-    spec = WindowSpec("hopping" if hop else "tumbling", duration, grace, max(1, duration // 3) if hop else None,
-                      "sum", closing)
-    rows = build_rows(raw, origin, floats=floats)
-    data = spark.createDataFrame(rows, SCHEMA.replace("value bigint", "value double") if floats else SCHEMA)
-    group = ["__order_0"] if closing == "partition" else GROUP
-    hashed = data.selectExpr("*", "CAST(0 AS BIGINT) AS __gh") if shared_hash else data
-    bound = grace + duration
-    windows, note = compute_windows(hashed, spec, ORDER, group, T.DoubleType() if floats else T.LongType(), "native",
-                                    "on", state_bound=bound)
-    windows.write.format("noop").mode("overwrite").save()
-    assert note.loop_state is not None
-    gathered = note.loop_state.frame(spark)
-    assert gathered is not None
-    assert gathered.columns == build_state(data, group, ORDER, bound).columns
-    assert state_rows(gathered, group) == state_rows(build_state(data, group, ORDER, bound), group)
-
-
-def test_a_state_too_large_to_gather_is_left_to_the_table_scan(spark):
-    """More records than the task may gather: no rows (the job then reads the state from the table)."""
-    from lakehouse.window_loop import loop_state, loop_windows
-
-    rows = [("a", 1000 + i, i, 0, i) for i in range(20)]
-    data = spark.createDataFrame(rows, SCHEMA)
-    spec = WindowSpec("tumbling", 100, 5)
-    state = loop_state(data, GROUP, ORDER, 105, task_cap=10)
-    assert state is not None
-    loop_windows(data, spec, ORDER, GROUP, state=state).write.format("noop").mode("overwrite").save()
-    assert state.frame(spark) is None
-    fits = loop_state(data, GROUP, ORDER, 105, task_cap=20)
-    loop_windows(data, spec, ORDER, GROUP, state=fits).write.format("noop").mode("overwrite").save()
-    assert fits is not None and fits.frame(spark).count() == 1

@@ -1,13 +1,13 @@
 """The tail groups' records of an incremental run, from one pass over the state and the new
-records (``lakehouse.window_tail``): the same groups and closed floors as the join-based split
+records (``lakehouse.windows.tail``): the same groups and closed floors as the join-based split
 (``split_groups``), and the figures the summary job used to collect, observed instead."""
 
 from __future__ import annotations
 
 import pytest
 
-from lakehouse.window_state import build_state
-from lakehouse.window_tail import tail_records
+from lakehouse.windows.state import build_state
+from lakehouse.windows.tail import tail_records
 
 pytestmark = pytest.mark.spark
 

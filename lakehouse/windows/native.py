@@ -1,9 +1,9 @@
-"""Native window recompute: the edge's ``final()`` rows from DataFrame operations only.
+"""The ``native`` plan: the edge's ``final()`` rows from Spark's DataFrame/SQL operators only.
 
-The Python-engine path (:mod:`lakehouse.window_recompute`) feeds each group's records through the
-edge's engines one by one inside ``applyInPandas``. Here the same rows come from window functions
-and aggregations that Spark runs in the JVM, with no Python per row. The edge's rules
-(``stream_edge/dataframe/windows/math.py``), written as column expressions:
+The ``python-engine`` plan (:mod:`lakehouse.windows.engine`) feeds each group's records through
+the edge's engines one by one. Here the same rows come from window functions and aggregations
+that Spark runs in the JVM, with no Python per row. The edge's rules
+(``stream_edge/dataframe/windows/math.py``), written as SQL expressions:
 
 * **Event time** of a record = the largest timestamp of its closing group (the key within its
   Kafka partition, as the edge keeps state per partition; or the Kafka partition with
@@ -21,7 +21,14 @@ and aggregations that Spark runs in the JVM, with no Python per row. The edge's 
   record of the key in that range (a ``RANGE`` frame over the timestamps), emitted when
   ``t <= final event time - grace - 1``. That closed form equals the edge's incremental algorithm
   for keys whose accepted records never land in an already-closed window and lie away from time 0
-  (``sliding_key_is_native``); other keys are replayed through the edge's engines by the caller.
+  (:func:`sliding_key_flags`); other keys are replayed through the edge's engines by the plan.
+* **NaN** (``min``/``max`` of floating values): the edge keeps a window's first value and replaces
+  it when ``new < kept`` (``>`` for max), so a window whose first record (in offset order) is NaN
+  stays NaN and a later NaN is ignored; Spark's ``min``/``max`` order NaN above every number. The
+  fixed windows' expression follows the edge: NaN when the window's first record is NaN
+  (``min_by`` over the offsets), else the ``min``/``max`` of its other values; a sliding key with
+  a NaN value is replayed through the engines (its windows share values by copying aggregates,
+  an order the closed form does not have).
 
 Floating-point sums and means add the same numbers in a different order than the edge, so they
 may differ in the last bits (the parity tests compare them with a relative tolerance of 1e-9);
@@ -37,19 +44,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
+from lakehouse.windows.definition import WindowSpec, quote_column
+
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame
 
-    from lakehouse.window_recompute import WindowSpec
-
 __all__ = ("NATIVE_AGGREGATIONS", "native_unsupported_reason", "fixed_event_times", "fixed_window_parts",
-           "native_fixed_windows", "native_sliding_windows", "quote_column", "sliding_key_flags")
+           "native_fixed_windows", "native_sliding_windows", "nan_aware", "sliding_key_flags")
 
 #: aggregations the native path computes (the rest go through the edge's engines)
 NATIVE_AGGREGATIONS = ("sum", "count", "mean", "min", "max")
 
 
-def native_unsupported_reason(spec: "WindowSpec") -> str | None:
+def native_unsupported_reason(spec: WindowSpec) -> str | None:
     """None when ``spec`` is expressible natively, else why not (custom aggregations)."""
     aggregation = spec.aggregation
     if not isinstance(aggregation, str):
@@ -109,8 +116,26 @@ def _final_event_time(group_cols: Sequence[str], order_cols: Sequence[str] = ())
     return F.greatest(F.lit(0).cast("long"), F.max("ts").over(_whole_group(group_cols, order_cols)))
 
 
-def _partials(aggregation: str) -> list["Column"]:
-    """Partial aggregates of ``value`` that :data:`_MERGE_SQL` combines (mean: a sum and a count)."""
+def nan_aware(spec: WindowSpec, value_type: Any) -> bool:
+    """Whether the plan follows the edge's NaN rule (``min``/``max`` of floating values)."""
+    from pyspark.sql import types as T
+
+    return spec.aggregation in ("min", "max") and isinstance(value_type, (T.FloatType, T.DoubleType))
+
+
+def _positions(spec: WindowSpec, data: "DataFrame", group_cols: Sequence[str],
+               order_cols: Sequence[str]) -> list[str]:
+    """The order columns a NaN-aware plan carries to tell a window's first record (those not
+    constant within the group); none otherwise."""
+    if not nan_aware(spec, data.schema["value"].dataType):
+        return []
+    return [c for c in order_cols if c not in _kept_columns(group_cols)]
+
+
+def _partials(aggregation: str, order_cols: Sequence[str] = ()) -> list["Column"]:
+    """Partial aggregates of ``value`` that :data:`_MERGE_SQL` combines (mean: a sum and a count).
+    ``order_cols`` (NaN-aware min/max): the extreme of the numbers, whether the partial's first
+    record in offset order is NaN, and that record's position."""
     from pyspark.sql import functions as F
 
     parts = []
@@ -118,10 +143,13 @@ def _partials(aggregation: str) -> list["Column"]:
         parts.append("sum(CAST(value AS DOUBLE)) AS __sum" if aggregation == "mean" else "sum(value) AS __sum")
     if aggregation in ("count", "mean"):
         parts.append("count(value) AS __n")
-    if aggregation == "min":
-        parts.append("min(value) AS __min")
-    if aggregation == "max":
-        parts.append("max(value) AS __max")
+    if aggregation in ("min", "max"):
+        if order_cols:
+            position = f"struct({', '.join(map(quote_column, order_cols))})"
+            parts += [f"{aggregation}(CASE WHEN isnan(value) THEN NULL ELSE value END) AS __{aggregation}",
+                      f"min_by(isnan(value), {position}) AS __nan_first", f"min({position}) AS __position"]
+        else:
+            parts.append(f"{aggregation}(value) AS __{aggregation}")
     return [F.expr(part) for part in parts]
 
 
@@ -130,6 +158,9 @@ def _partials(aggregation: str) -> list["Column"]:
 _MERGE_SQL = {"sum": ("sum(__sum)", "__sum"), "count": ("sum(__n)", "__n"),
               "mean": ("sum(__sum) / sum(__n)", "__sum / __n"), "min": ("min(__min)", "__min"),
               "max": ("max(__max)", "__max")}
+#: NaN-aware min/max: NaN when the window's first record is NaN (the edge keeps it), else the numbers'
+_NAN_MERGE_SQL = {name: (f"CASE WHEN min_by(__nan_first, __position) THEN double('NaN') ELSE {name}(__{name}) END",
+                         f"CASE WHEN __nan_first THEN double('NaN') ELSE __{name} END") for name in ("min", "max")}
 
 
 def _with_group_hash(data: "DataFrame", group_cols: Sequence[str]) -> "DataFrame":
@@ -148,15 +179,6 @@ _RUNNING = " ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
 _WHOLE = " ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING"
 
 
-def quote_column(column: str) -> str:
-    """``column`` quoted for the SQL text of a plan (``selectExpr``, ``expr``).
-
-    >>> quote_column("__order_0"), quote_column("odd`name")
-    ('`__order_0`', '`odd``name`')
-    """
-    return "`" + column.replace("`", "``") + "`"
-
-
 def _over(group_cols: Sequence[str], order_cols: Sequence[str], frame: str = "") -> str:
     """The SQL window of :func:`_group_window` in offset order, with ``frame``."""
     return (f"(PARTITION BY {', '.join(map(quote_column, ['__gh', *group_cols]))} "
@@ -168,7 +190,7 @@ def _step_floor_sql(value: str, step: int) -> str:
     return f"(({value}) - pmod(({value}), CAST({int(step)} AS BIGINT)))"
 
 
-def fixed_event_times(data: "DataFrame", spec: "WindowSpec", order_cols: Sequence[str],
+def fixed_event_times(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str],
                       group_cols: Sequence[str], observation: Any = None) -> "DataFrame":
     """Stage 1 of the fixed windows: each record (``__gh``, the group's columns, ``key``,
     ``value``, ``ts``) with the bound at or below which its group's windows are closed when it
@@ -184,7 +206,9 @@ def fixed_event_times(data: "DataFrame", spec: "WindowSpec", order_cols: Sequenc
     if "__closed_floor" in data.columns:  # an incremental run: windows up to it were emitted before
         closed_upto = f"greatest({closed_upto}, __closed_floor)"
     # every window function here shares the offset order, so one window operator computes them all
-    columns = [*map(quote_column, _kept_columns(group_cols)), "value", "ts", f"{closed_upto} AS __closed_upto",
+    positions = _positions(spec, data, group_cols, order_cols)
+    columns = [*map(quote_column, _kept_columns(group_cols)), *map(quote_column, positions), "value", "ts",
+               f"{closed_upto} AS __closed_upto",
                f"greatest(CAST(0 AS BIGINT), max(ts) OVER {_over(group_cols, order_cols, _WHOLE)}) - {closed_below}"
                " AS __final_closed_upto",
                f"CAST(row_number() OVER {_over(group_cols, order_cols)} = 1 AS INT) AS __first_of_group"]
@@ -226,7 +250,8 @@ def _state_observations() -> list["Column"]:
             F.count(F.when(stale, 1)).alias("stale_groups")]
 
 
-def fixed_window_parts(timed: "DataFrame", spec: "WindowSpec", group_cols: Sequence[str]) -> "DataFrame":
+def fixed_window_parts(timed: "DataFrame", spec: WindowSpec, group_cols: Sequence[str],
+                       order_cols: Sequence[str] = ()) -> "DataFrame":
     """Stage 2 of the fixed windows: rows of the group's columns, ``key``, ``__first``, ``__last``
     and partial aggregates: the records whose kept windows are the starts ``__first``,
     ``__first + step``, ... ``__last``, aggregated together.
@@ -248,13 +273,15 @@ def fixed_window_parts(timed: "DataFrame", spec: "WindowSpec", group_cols: Seque
         first = f"greatest({oldest}, {_step_floor_sql('__closed_upto', step)} + {step})"  # first open at arrival
         last = f"least({newest}, {_step_floor_sql('__final_closed_upto', step)})"  # the last one final() emits
     kept_cols = _kept_columns(group_cols)
-    ranged = timed.selectExpr(*map(quote_column, kept_cols), "value", f"{first} AS __first", f"{last} AS __last",
+    positions = _positions(spec, timed, group_cols, order_cols)
+    ranged = timed.selectExpr(*map(quote_column, kept_cols), *map(quote_column, positions), "value",
+                              f"{first} AS __first", f"{last} AS __last",
                               "__closed_upto", "__final_closed_upto")
     kept = ranged.where("__first > __closed_upto AND __first <= __last AND __last <= __final_closed_upto")
-    return kept.groupBy(*kept_cols, "__first", "__last").agg(*_partials(spec.aggregation))
+    return kept.groupBy(*kept_cols, "__first", "__last").agg(*_partials(spec.aggregation, positions))
 
 
-def native_fixed_windows(data: "DataFrame", spec: "WindowSpec", order_cols: Sequence[str],
+def native_fixed_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str],
                          group_cols: Sequence[str], observation: Any = None) -> "DataFrame":
     """Tumbling or hopping ``final()`` rows of ``data`` (columns ``key``, ``ts``, ``value``, the order
     columns): ``__gh``, ``key``, ``window_start``, ``window_end``, ``value``.
@@ -271,25 +298,26 @@ def native_fixed_windows(data: "DataFrame", spec: "WindowSpec", order_cols: Sequ
     if reason:
         raise ValueError(f"the native path cannot compute {reason}")
     assert isinstance(spec.aggregation, str)
-    parts = fixed_window_parts(fixed_event_times(data, spec, order_cols, group_cols, observation), spec, group_cols)
+    parts = fixed_window_parts(fixed_event_times(data, spec, order_cols, group_cols, observation), spec, group_cols,
+                               order_cols)
+    merge = (_NAN_MERGE_SQL if nan_aware(spec, data.schema["value"].dataType) else _MERGE_SQL)[spec.aggregation]
     if spec.step_ms is None:  # one window per record: the parts are the windows already
-        grouped = parts.selectExpr("__gh", "key", "__first AS window_start",
-                                   f"{_MERGE_SQL[spec.aggregation][1]} AS value")
+        grouped = parts.selectExpr("__gh", "key", "__first AS window_start", f"{merge[1]} AS value")
     else:
         starts = parts.selectExpr("*", f"explode(sequence(__first, __last, CAST({spec.step_ms} AS BIGINT))) "
                                        "AS window_start")
         grouped = (starts.groupBy(*_kept_columns(group_cols), "window_start")
-                   .agg(F.expr(f"{_MERGE_SQL[spec.aggregation][0]} AS value")))
+                   .agg(F.expr(f"{merge[0]} AS value")))
     return grouped.selectExpr("__gh", "key", "window_start", f"window_start + {spec.duration_ms} AS window_end",
                               "value")
 
 
-def sliding_key_flags(data: "DataFrame", spec: "WindowSpec", order_cols: Sequence[str],
+def sliding_key_flags(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str],
                       group_cols: Sequence[str] = ("key",), observation: Any = None) -> "DataFrame":
     """``data`` with ``__gh``, ``__final`` (the group's final event time), ``__accepted`` (the edge
     keeps the record) and ``__native`` (the group's sliding windows have the closed form: no
     accepted record inside an already-closed window, every accepted timestamp above
-    ``2 * duration + grace``). A group is a key (with its Kafka partition when ``group_cols``
+    ``2 * duration + grace``, and for min/max no NaN value). A group is a key (with its Kafka partition when ``group_cols``
     holds it). ``observation`` receives ``groups`` and ``replayed`` (groups not native)."""
     from pyspark.sql import functions as F
 
@@ -298,6 +326,8 @@ def sliding_key_flags(data: "DataFrame", spec: "WindowSpec", order_cols: Sequenc
     accepted = ts > dropped_upto
     awkward = accepted & ((ts <= F.col("__latest") - spec.grace_ms - 1)
                           | (ts <= 2 * spec.duration_ms + spec.grace_ms))
+    if nan_aware(spec, data.schema["value"].dataType):  # the edge's NaN rule: through its engines
+        awkward = awkward | F.isnan("value")
     flagged = (_with_group_hash(data, group_cols)
                .withColumn("__latest", _event_time(group_cols, order_cols))
                .withColumn("__first_of_group", _first_of_group(group_cols, order_cols))
@@ -312,7 +342,7 @@ def sliding_key_flags(data: "DataFrame", spec: "WindowSpec", order_cols: Sequenc
     return flagged.drop("__first_of_group")
 
 
-def native_sliding_windows(flagged: "DataFrame", spec: "WindowSpec",
+def native_sliding_windows(flagged: "DataFrame", spec: WindowSpec,
                            group_cols: Sequence[str] = ("key",)) -> "DataFrame":
     """Sliding ``final()`` rows (``__gh``, ``key``, ``window_start``, ``window_end``, ``value``) of
     the groups :func:`sliding_key_flags` marked native."""

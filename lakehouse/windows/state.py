@@ -1,6 +1,6 @@
-"""Per-group state of incremental window recompute: what a run needs from the records it already saw.
+"""Per-group window state of incremental runs: what a run needs from the records it already saw.
 
-An incremental run (``lakehouse.window_incremental``) needs, per closing group (the key within its
+An incremental run (:mod:`lakehouse.windows.incremental`) needs, per closing group (the key within its
 Kafka partition, or the partition):
 
 * ``latest``: the group's event time at the end of the old data (``E_old``, the edge's window
@@ -33,19 +33,21 @@ Example::
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Sequence
+
+from lakehouse.windows.definition import WindowRecomputeOptions, quote_column
+from lakehouse.windows.history import table_log
+from lakehouse.windows.plan import offset_column
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
-    from lakehouse.window_recompute import WindowRecomputeOptions
-
 STATE_SUFFIX = "__window_state"
 STATE_SNAPSHOT_PROPERTY = "lakehouse.windows.state.source-snapshot"
 STATE_DEFINITION_PROPERTY = "lakehouse.windows.state.definition"
-#: the open records of a state the JVM loop gathered, in its commit's summary: what the next
-#: increment's plan is sized by (:func:`state_input_rows`)
-STATE_RECORDS_PROPERTY = "lakehouse.windows.state.records"
+#: the state table's snapshots kept: each run adds one; older ones are expired past twice this
+STATE_SNAPSHOTS_KEPT = 4
 
 
 def state_table(output: str) -> str:
@@ -80,8 +82,6 @@ def advance_state(prior: "DataFrame", new: "DataFrame", group_cols: Sequence[str
     an increment builds this plan while its windows' plan is built alongside)."""
     from pyspark.sql import functions as F
 
-    from lakehouse.window_native import quote_column
-
     groups = list(map(quote_column, group_cols))
     singles = new.selectExpr(*groups, "greatest(CAST(0 AS BIGINT), ts) AS latest",
                              f"struct({', '.join(map(quote_column, order_cols))}) AS last",
@@ -93,89 +93,74 @@ def advance_state(prior: "DataFrame", new: "DataFrame", group_cols: Sequence[str
                              f"filter(records, r -> r.ts > latest - {int(bound)}) AS records")
 
 
-def read_state(spark: "SparkSession", options: "WindowRecomputeOptions", since: int,
-               fingerprint: str) -> "DataFrame | None":
-    """The state table if it reflects source snapshot ``since`` under this definition, else None."""
-    from lakehouse.iceberg_tables import IcebergTable
+def state_sql_name(options: WindowRecomputeOptions) -> str:
+    """The state table's name as SQL text (quoted parts)."""
+    return ".".join(quote_column(part.strip("`")) for part in state_table(options.output).split("."))
 
-    table = IcebergTable(spark, state_table(options.output))
-    if not table.exists():
+
+def read_state(spark: "SparkSession", options: WindowRecomputeOptions, since: int,
+               fingerprint: str) -> tuple["DataFrame", int] | None:
+    """The state table (and its snapshot count) if it reflects source snapshot ``since`` under
+    this definition, else None."""
+    name = state_sql_name(options)
+    if not spark.catalog.tableExists(state_table(options.output)):
         return None
-    snapshot = table.java_table().currentSnapshot()
-    if snapshot is None or _bookmark_of(snapshot) != (str(since), fingerprint):
+    log = table_log(spark, name)
+    snapshot = log.snapshots.get(log.main) if log.main is not None else None
+    if snapshot is None or (snapshot.summary.get(STATE_SNAPSHOT_PROPERTY),
+                            snapshot.summary.get(STATE_DEFINITION_PROPERTY)) != (str(since), fingerprint):
         return None
     # pinned to the snapshot checked: the run overwrites the table while it still reads this
     # state, and a write makes Spark recompute the cached plans that read the table (an unpinned
     # read would then see the new state)
-    return spark.sql(f"SELECT * FROM {table.sql_name} VERSION AS OF {int(snapshot.snapshotId())}")
+    return spark.sql(f"SELECT * FROM {name} VERSION AS OF {int(snapshot.snapshot_id)}"), len(log.snapshots)
 
 
-def state_input_rows(spark: "SparkSession", options: "WindowRecomputeOptions") -> int | None:
-    """The most rows the state table's current state adds to an increment's loop input
-    (:func:`lakehouse.window_tail.loop_tail_rows`): its open records, as its commit recorded them,
-    plus one per group (a group without open records still sends one row), the commit's
-    ``total-records``. None when Spark's operators built the state (they do not count its records)
-    or there is none."""
-    from lakehouse.iceberg_tables import IcebergTable
-
-    snapshot = IcebergTable(spark, state_table(options.output)).java_table().currentSnapshot()
-    summary = None if snapshot is None else snapshot.summary()
-    if summary is None or summary.get(STATE_RECORDS_PROPERTY) is None or summary.get("total-records") is None:
-        return None
-    return int(summary.get(STATE_RECORDS_PROPERTY)) + int(summary.get("total-records"))
-
-
-def state_bookmark(table: Any) -> tuple[str | None, str | None]:
+def state_bookmark(spark: "SparkSession", options: WindowRecomputeOptions) -> tuple[str | None, str | None]:
     """(source snapshot, definition) recorded by the state table's current snapshot (Nones without one)."""
-    snapshot = table.java_table().currentSnapshot()
-    return (None, None) if snapshot is None else _bookmark_of(snapshot)
+    name = state_sql_name(options)
+    log = table_log(spark, name)
+    snapshot = log.snapshots.get(log.main) if log.main is not None else None
+    if snapshot is None:
+        return None, None
+    return snapshot.summary.get(STATE_SNAPSHOT_PROPERTY), snapshot.summary.get(STATE_DEFINITION_PROPERTY)
 
 
-def _bookmark_of(snapshot: Any) -> tuple[str | None, str | None]:
-    summary = snapshot.summary()
-    return summary.get(STATE_SNAPSHOT_PROPERTY), summary.get(STATE_DEFINITION_PROPERTY)
+def state_properties(until: int, fingerprint: str) -> dict[str, str]:
+    """The snapshot summary entries of a state write: the source snapshot and the definition it reflects."""
+    return {STATE_SNAPSHOT_PROPERTY: str(until), STATE_DEFINITION_PROPERTY: fingerprint}
 
 
-def state_properties(until: int, fingerprint: str, open_records: int | None = None) -> dict[str, str]:
-    """The snapshot summary entries of a state write: the source snapshot and the definition it
-    reflects, and its open records when known (:func:`state_input_rows`)."""
-    properties = {STATE_SNAPSHOT_PROPERTY: str(until), STATE_DEFINITION_PROPERTY: fingerprint}
-    if open_records is not None:
-        properties[STATE_RECORDS_PROPERTY] = str(open_records)
-    return properties
-
-
-def write_state(state: "DataFrame", options: "WindowRecomputeOptions", until: int, fingerprint: str,
-                overwrite: bool = False, open_records: int | None = None) -> None:
+def write_state(state: "DataFrame", options: WindowRecomputeOptions, until: int, fingerprint: str,
+                overwrite: bool = False, snapshots: int = 0) -> None:
     """Write ``state`` as the state table's rows, recording ``until`` and the definition in the
-    summary of the same commit (and ``open_records``, when known: :func:`state_input_rows`).
-    ``overwrite``: the table exists with ``state``'s columns (the state an incremental run read),
-    so its rows are overwritten in one plain commit; otherwise (full runs: the definition, hence
-    the columns, may have changed) the table is created or replaced. Then the table's older
-    snapshots are expired past a bound (:func:`_expire_old_states`)."""
+    summary of the same commit. ``overwrite``: the table exists with ``state``'s columns (the state
+    an incremental run read), so its rows are overwritten in one plain commit; otherwise (full
+    runs: the definition, hence the columns, may have changed) the table is created or replaced.
+    ``snapshots``: the table's snapshots before the write; past twice :data:`STATE_SNAPSHOTS_KEPT`
+    the older ones are expired (Iceberg's ``expire_snapshots`` procedure)."""
     from pyspark.sql import functions as F
 
-    from lakehouse.iceberg_tables import quote_ident
-
-    writer = state.writeTo(quote_ident(state_table(options.output)))
-    for key, value in state_properties(until, fingerprint, open_records).items():
+    name = state_sql_name(options)
+    writer = state.writeTo(name)
+    for key, value in state_properties(until, fingerprint).items():
         writer = writer.option(f"snapshot-property.{key}", value)
     if overwrite:
         writer.overwrite(F.lit(True))
     else:
         writer.using("iceberg").createOrReplace()
-    _expire_old_states(state.sparkSession, state_table(options.output))
+    if snapshots + 1 > 2 * STATE_SNAPSHOTS_KEPT:
+        expire_old_states(state.sparkSession, options)
 
 
-def _expire_old_states(spark: "SparkSession", identifier: str) -> None:
-    """The older snapshots of the state table expired as its writes from the driver do
-    (:data:`lakehouse.window_loop.STATE_SNAPSHOTS_KEPT`; no Spark job), when the driver can."""
-    from lakehouse import window_loop
-
-    if window_loop.driver_writes_available(spark):
-        jvm: Any = spark.sparkContext._jvm
-        getattr(jvm, window_loop.DRIVER_WRITE_CLASS).expireOldStates(spark._jsparkSession, identifier,
-                                                                     window_loop.STATE_SNAPSHOTS_KEPT)
+def expire_old_states(spark: "SparkSession", options: WindowRecomputeOptions) -> None:
+    """Expire the state table's snapshots but the last :data:`STATE_SNAPSHOTS_KEPT` (and the files
+    only they held): the state is rewritten by every run, its history is of no use."""
+    parts = [part.strip("`") for part in state_table(options.output).split(".")]
+    catalog, table = parts[0], ".".join(quote_column(part) for part in parts).replace("'", "\\'")
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")  # retain_last keeps the newest whatever the zone
+    spark.sql(f"CALL {quote_column(catalog)}.system.expire_snapshots(table => '{table}', "
+              f"older_than => TIMESTAMP '{now}', retain_last => {STATE_SNAPSHOTS_KEPT})").collect()
 
 
 def full_state(data: "DataFrame", group_cols: Sequence[str], order_cols: Sequence[str], bound: int,
@@ -191,8 +176,6 @@ def full_state(data: "DataFrame", group_cols: Sequence[str], order_cols: Sequenc
     per-group stats come from the records above it too, read once (kept in memory, spilled to disk
     if large), and the whole table is never scanned."""
     from pyspark.sql import functions as F
-
-    from lakehouse.window_presorted import offset_column
 
     offset = offset_column(order_cols, group_cols)
     if offset is None:
@@ -223,7 +206,7 @@ def _ddl(df: "DataFrame") -> str:
     return ", ".join(f"`{f.name}`: {f.dataType.simpleString()}" for f in df.schema.fields)
 
 
-def save_full_state(data: "DataFrame", options: "WindowRecomputeOptions", group_cols: Sequence[str],
+def save_full_state(data: "DataFrame", options: WindowRecomputeOptions, group_cols: Sequence[str],
                     order_cols: Sequence[str], until: Any, fingerprint: str, floor: int | None = None) -> None:
     """After a full recompute at source snapshot ``until``: the state from all (prepared, complete)
     records (``floor``: :func:`full_state`)."""

@@ -1,0 +1,161 @@
+"""What the source's and the output's snapshot histories say, read through Iceberg's metadata
+tables (``<table>.snapshots``, ``<table>.refs``): plain SQL, so it runs over Spark Connect too.
+
+Two questions:
+
+* **Where did the last run stop?** (:func:`read_bookmark`). Every output commit of a run carries,
+  in its snapshot summary, the source snapshot the rows reflect and the definition's fingerprint
+  (:func:`bookmark_properties`). Maintenance commits to the output in between (compaction's
+  ``rewrite_data_files``, ``rewrite_manifests``: operation ``replace``) carry no bookmark but change
+  no row, so the walk back from ``main`` passes over them to the last run's commit: maintenance
+  never turns the next run into a full one. Any other commit without a bookmark (someone else
+  wrote rows) means no usable bookmark.
+* **What happened to the source since?** (:func:`source_changes`): only appends (and ``replace``
+  rewrites, which keep every record) allow an increment; a delete or overwrite, or a bookmark
+  snapshot that is no ancestor of the current one (expired, rolled back), needs a full run.
+
+Example::
+
+    bookmark = read_bookmark(spark, "`lake`.`db`.`temp_1m`")   # None: a full run
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import SparkSession
+
+__all__ = ("Bookmark", "DEFINITION_PROPERTY", "SOURCE_SNAPSHOT_PROPERTY", "Snapshot", "TableLog", "bookmark_of",
+           "bookmark_properties", "main_snapshot", "read_bookmark", "snapshot_log", "source_changes", "table_log")
+
+SOURCE_SNAPSHOT_PROPERTY = "lakehouse.windows.source-snapshot"
+DEFINITION_PROPERTY = "lakehouse.windows.definition"
+#: snapshot operations that keep every record (and every row) of the snapshot before them
+REWRITES = ("replace",)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One entry of a table's snapshot log."""
+
+    snapshot_id: int
+    parent_id: int | None
+    operation: str
+    summary: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Bookmark:
+    """Where the output's last run stopped: the source snapshot its rows reflect, the definition's
+    fingerprint, and the output snapshot that carried them."""
+
+    source_snapshot: int
+    definition: str
+    output_snapshot: int
+
+
+def bookmark_properties(source_snapshot: int | None, fingerprint: str) -> dict[str, str]:
+    """The snapshot summary entries a run's output commit carries (none without a source snapshot)."""
+    if source_snapshot is None:
+        return {}
+    return {SOURCE_SNAPSHOT_PROPERTY: str(source_snapshot), DEFINITION_PROPERTY: fingerprint}
+
+
+@dataclass(frozen=True)
+class TableLog:
+    """A table's refs (branch and tag names -> snapshot ids) and snapshot log, read together."""
+
+    refs: dict[str, int]
+    snapshots: dict[int, Snapshot]
+
+    @property
+    def main(self) -> int | None:
+        return self.refs.get("main")
+
+
+def table_log(spark: "SparkSession", sql_name: str) -> TableLog:
+    """The refs and the snapshot log of a table, in one query (each query is a Spark job: an
+    increment's fixed cost is mostly such round trips)."""
+    rows = spark.sql(f"""
+        SELECT name, snapshot_id, CAST(NULL AS BIGINT) AS parent_id, CAST(NULL AS STRING) AS operation,
+               CAST(NULL AS MAP<STRING, STRING>) AS summary FROM {sql_name}.refs
+        UNION ALL
+        SELECT NULL, snapshot_id, parent_id, operation, summary FROM {sql_name}.snapshots""").collect()
+    refs = {str(r[0]): int(r[1]) for r in rows if r[0] is not None}
+    snapshots = {int(r[1]): Snapshot(int(r[1]), None if r[2] is None else int(r[2]), str(r[3]), dict(r[4] or {}))
+                 for r in rows if r[0] is None}
+    return TableLog(refs, snapshots)
+
+
+def main_snapshot(spark: "SparkSession", sql_name: str) -> int | None:
+    """The snapshot ``main`` points at (None for a table without one)."""
+    row = spark.sql(f"SELECT snapshot_id FROM {sql_name}.refs WHERE name = 'main'").first()
+    return None if row is None else int(row[0])
+
+
+def snapshot_log(spark: "SparkSession", sql_name: str) -> dict[int, Snapshot]:
+    """Every snapshot the table still knows, by id."""
+    rows = spark.sql(f"SELECT snapshot_id, parent_id, operation, summary FROM {sql_name}.snapshots").collect()
+    return {int(r[0]): Snapshot(int(r[0]), None if r[1] is None else int(r[1]), str(r[2]), dict(r[3] or {}))
+            for r in rows}
+
+
+def bookmark_of(snapshots: dict[int, Snapshot], head: int | None) -> Bookmark | None:
+    """The bookmark of the last run's commit at or below ``head``, passing over rewrites
+    (:data:`REWRITES`); None when another commit without one comes first or the chain ends.
+
+    >>> log = {1: Snapshot(1, None, "append", {SOURCE_SNAPSHOT_PROPERTY: "7", DEFINITION_PROPERTY: "d"}),
+    ...        2: Snapshot(2, 1, "replace", {})}
+    >>> bookmark_of(log, 2)
+    Bookmark(source_snapshot=7, definition='d', output_snapshot=1)
+    >>> bookmark_of({**log, 3: Snapshot(3, 2, "append", {})}, 3) is None
+    True
+    """
+    current = snapshots.get(head) if head is not None else None
+    while current is not None:
+        recorded = current.summary.get(SOURCE_SNAPSHOT_PROPERTY)
+        definition = current.summary.get(DEFINITION_PROPERTY)
+        if recorded is not None and definition is not None:
+            return Bookmark(int(recorded), definition, current.snapshot_id)
+        if current.operation not in REWRITES or current.parent_id is None:
+            return None
+        current = snapshots.get(current.parent_id)
+    return None
+
+
+def read_bookmark(spark: "SparkSession", sql_name: str) -> Bookmark | None:
+    """The output's bookmark as ``main`` sees it (:func:`bookmark_of`)."""
+    log = table_log(spark, sql_name)
+    return bookmark_of(log.snapshots, log.main)
+
+
+def source_changes(snapshots: dict[int, Snapshot], since: int, until: int) -> tuple[str | None, int | None]:
+    """(None when ``since`` is an ancestor of ``until`` and every snapshot after it only added
+    records or rewrote them, else why an increment cannot start from ``since``; the records the
+    appends in between added, None when a summary does not say).
+
+    >>> log = {1: Snapshot(1, None, "append", {}), 2: Snapshot(2, 1, "replace", {}),
+    ...        3: Snapshot(3, 2, "append", {"added-records": "5"})}
+    >>> source_changes(log, 1, 3)
+    (None, 5)
+    >>> source_changes({**log, 4: Snapshot(4, 3, "delete", {})}, 1, 4)[0]
+    'the source had delete commits since snapshot 1'
+    """
+    current = snapshots.get(until)
+    operations: list[str] = []
+    added: int | None = 0
+    while current is not None and current.snapshot_id != since:
+        operations.append(current.operation)
+        if current.operation == "append":
+            count = current.summary.get("added-records")
+            added = None if added is None or count is None else added + int(count)
+        current = None if current.parent_id is None else snapshots.get(current.parent_id)
+    if current is None:
+        return (f"the recorded source snapshot {since} is not an ancestor of the current one (expired or rolled back)",
+                None)
+    changed = sorted({op for op in operations if op not in ("append", *REWRITES)})
+    if changed:
+        return f"the source had {', '.join(changed)} commits since snapshot {since}", None
+    return None, added

@@ -1,0 +1,227 @@
+"""Incremental runs: only the records added since the last run, only the windows they touch.
+
+Every output commit records, in its snapshot summary, the source snapshot the output reflects
+and the definition's fingerprint (:mod:`lakehouse.windows.history`: the bookmark; maintenance
+rewrites of the output in between are passed over). A later run reads the records appended
+since (Iceberg's incremental append scan between the two snapshot ids) and, per closing group
+(the key within its Kafka partition, or the partition):
+
+* **tail groups** (every new record comes after the group's old ones in offset order, the normal
+  case): windows already emitted cannot change (a record is never placed in a window that was
+  closed when it arrived, and the emitted ones were closed at the end of the old data), so the run
+  only *adds* the windows that close now. Their starts lie above ``B = E_old - grace - duration``
+  (``E_old``: the group's event time at the end of the old data), so only records with ``ts > B``
+  are needed: the per-group window state (:mod:`lakehouse.windows.state`) keeps them, so the run
+  reads the new files and that state only (:mod:`lakehouse.windows.tail`);
+* **replaced keys** (a new record sits between old ones in offset order, or sliding windows, or
+  the python-engine): every window of the key is recomputed from the table at the new snapshot
+  and replaces the key's rows (closing per partition, a full run instead).
+
+The result is one :class:`lakehouse.windows.plan.OutputChange` for the committer. A full
+recompute instead (None) when there is no usable bookmark: first run, ``--full``, a Delta source
+or output, a changed definition, a source snapshot that is gone (expired) or not an ancestor of
+the current one, a non-append change in between (delete, overwrite), or a Kafka partition closing
+its windows that got records between old ones.
+
+Example::
+
+    plan = plan_increment(run)            # None: a full run
+    increment = run_increment(run, plan)  # None: a full run after all
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from lakehouse.windows.history import bookmark_of, bookmark_properties, source_changes, table_log
+from lakehouse.windows.plan import COMPLETE, OutputChange, WindowRun, compute_windows
+from lakehouse.windows.state import advance_state, build_state, read_state, write_state
+from lakehouse.windows.tail import tail_records
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame
+
+__all__ = ("Increment", "IncrementPlan", "plan_increment", "reordered_keys", "run_increment")
+
+
+@dataclass
+class IncrementPlan:
+    """What an incremental run reads: the source snapshots it spans."""
+
+    since: int
+    until: int
+    added_records: int | None = None  # what the appends in between added (their snapshot summaries)
+
+
+@dataclass
+class Increment:
+    """An increment ready to commit: the change, the new rows read, what the report says, and the
+    state write running alongside (None when the run keeps no state)."""
+
+    change: OutputChange
+    new_rows: int
+    detail: str = ""
+    state_write: "Future[None] | None" = None
+    cached: list["DataFrame"] = field(default_factory=list)  # unpersisted once the change is committed
+
+
+def plan_increment(run: WindowRun) -> IncrementPlan | None:
+    """The increment to run, or None for a full recompute (the reason is said). Sets
+    ``run.base_snapshot``: the output snapshot the run starts from."""
+    options, say, source, target = run.options, run.say, run.source, run.target
+    if source.table_format != "iceberg" or target.table_format != "iceberg":
+        if options.full:
+            say("windows: full recompute (--full)")
+        else:
+            say("windows: full recompute (incremental runs need an Iceberg source and output)")
+        return None
+    if not target.exists():
+        return None
+    output_log = table_log(run.spark, target.sql_name)
+    run.base_snapshot, run.output_refs = output_log.main, output_log.refs
+    if options.full:
+        say("windows: full recompute (--full)")
+        return None
+    bookmark = bookmark_of(output_log.snapshots, output_log.main)
+    if bookmark is None:
+        say(f"windows: full recompute ({options.output} records no source snapshot)")
+        return None
+    if bookmark.definition != run.fingerprint:
+        say("windows: full recompute (the window definition changed since the last run)")
+        return None
+    source_log = table_log(run.spark, source.sql_name)
+    until = source_log.main
+    if until is None:
+        return None
+    since = bookmark.source_snapshot
+    problem, added = (None, 0) if until == since else source_changes(source_log.snapshots, since, until)
+    if problem:
+        say(f"windows: full recompute ({problem})")
+        return None
+    return IncrementPlan(since, until, added)
+
+
+def _appended_between(run: WindowRun, since: int, until: int) -> "DataFrame":
+    """The records added by the append snapshots after ``since`` up to ``until``."""
+    return (run.spark.read.format("iceberg").option("start-snapshot-id", str(since))
+            .option("end-snapshot-id", str(until)).load(run.source.identifier))
+
+
+def run_increment(run: WindowRun, plan: IncrementPlan) -> Increment | None:
+    """The change that brings the output from ``plan.since`` to ``plan.until`` (None: only a full
+    recompute can). The state after the new records is written alongside (``state_write``)."""
+    spec = run.spec
+    bookmark = bookmark_properties(plan.until, run.fingerprint)
+    if plan.since == plan.until:
+        return Increment(OutputChange("incremental", properties={}), 0, "no new source snapshot")
+    arrived = run.prepare(_appended_between(run, plan.since, plan.until))  # reads the appended files only
+    if not run.uses_state:
+        if "key" not in run.group_cols:  # the python-engine closing per partition
+            run.say("windows: full recompute (the python-engine closing per partition recomputes every window)")
+            return None
+        return _replace_changed_keys(run, plan, arrived, bookmark)
+    state, snapshots = _open_state(run, plan)
+    state = state.cache()  # one row per group: small, read by the windows' job and the state's write
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="window-state")
+    # the state at plan.until is right whatever the output's fate: a run that ends without its
+    # output commit leaves a state whose bookmark differs from the output's, which the next run
+    # does not trust (it rebuilds it)
+    saving = pool.submit(_save_state, run, state, arrived.where(COMPLETE), plan.until, snapshots)
+    pool.shutdown(wait=False)
+    try:
+        increment = _tail_increment(run, plan, state, arrived, bookmark)
+    except BaseException:
+        saving.exception()  # no job left running; the output's error is the one to report
+        raise
+    if increment is None:
+        saving.result()
+        return None
+    increment.state_write = saving
+    return increment
+
+
+def _open_state(run: WindowRun, plan: IncrementPlan) -> tuple["DataFrame", int | None]:
+    """The window state at ``plan.since`` and the state table's snapshot count (None when the
+    state was rebuilt from the old snapshot, a full scan: then the table is replaced)."""
+    found = read_state(run.spark, run.options, plan.since, run.fingerprint)
+    if found is not None:
+        return found
+    run.say(f"windows: rebuilding the per-group window state from source snapshot {plan.since}")
+    old = run.prepare(run.source_at(plan.since)).where(COMPLETE)
+    return build_state(old, run.group_cols, run.order_cols, run.spec.bound_ms), None
+
+
+def _save_state(run: WindowRun, state: "DataFrame", new: "DataFrame", until: int, snapshots: int | None) -> None:
+    """Write the state after ``new``: an overwrite of the table the state was read from (same
+    columns), a create-or-replace when it was rebuilt."""
+    advanced = advance_state(state, new, run.group_cols, run.order_cols, run.spec.bound_ms)
+    overwrite = snapshots is not None and advanced.schema.simpleString() == state.schema.simpleString()
+    write_state(advanced, run.options, until, run.fingerprint, overwrite=overwrite, snapshots=snapshots or 0)
+
+
+def _tail_increment(run: WindowRun, plan: IncrementPlan, state: "DataFrame", arrived: "DataFrame",
+                    bookmark: dict[str, str]) -> Increment | None:
+    """Native tumbling and hopping windows: the tail
+    groups' new windows, computed and cached by a ``count()`` that also fills the observation
+    (whether a group got records between old ones) before anything is committed; such a group's
+    key is recomputed whole (per partition: a full run). Not ``localCheckpoint``: over Spark
+    Connect a checkpoint is a command that returns no observed metrics."""
+    spec, group_cols, order_cols = run.spec, run.group_cols, run.order_cols
+    records, seen = tail_records(state, arrived, COMPLETE, group_cols, order_cols, spec.bound_ms)
+    value_type = run.value_type(arrived)
+    rows, _ = compute_windows(records, spec, order_cols, group_cols, value_type, run.engine, observe=False)
+    tail = rows.select("key", "window_start", "window_end", "value").cache()
+    tail.count()
+    counts = seen.get
+    new_rows, reordered = int(counts["new_rows"] or 0), int(counts["reordered"] or 0)
+    if not reordered:
+        return Increment(OutputChange("incremental", [tail], None, bookmark), new_rows, cached=[tail])
+    if "key" not in group_cols:
+        tail.unpersist()
+        run.say("windows: full recompute (a partition got records between its old ones)")
+        return None
+    replaced = reordered_keys(state, arrived, group_cols, order_cols)
+    recomputed = _recompute_keys(run, plan, replaced, value_type)
+    kept_tail = tail.join(replaced, on="key", how="left_anti")  # a replaced key's windows all come anew
+    change = OutputChange("incremental", [kept_tail, recomputed], replaced, bookmark)
+    return Increment(change, new_rows, f"{reordered} groups got records between old ones: their keys recomputed",
+                     cached=[tail])
+
+
+def reordered_keys(state: "DataFrame", arrived: "DataFrame", group_cols: list[str],
+                    order_cols: list[str]) -> "DataFrame":
+    """The keys of the groups whose new complete records start at or before their last old one."""
+    from pyspark.sql import functions as F
+
+    first_new = (arrived.where(COMPLETE).groupBy(*group_cols)
+                 .agg(F.min(F.struct(*order_cols)).alias("__new_first")))
+    joined = first_new.join(state.select(*group_cols, "last"), on=group_cols, how="inner")
+    return joined.where(F.col("__new_first") <= F.col("last")).select("key").distinct().localCheckpoint(eager=True)
+
+
+def _recompute_keys(run: WindowRun, plan: IncrementPlan, keys: "DataFrame", value_type: Any) -> "DataFrame":
+    """Every window of ``keys``, from the source at ``plan.until``."""
+    everything = run.prepare(run.source_at(plan.until)).where(COMPLETE)
+    rows, _ = compute_windows(everything.join(keys, on="key", how="left_semi"), run.spec, run.order_cols,
+                              run.group_cols, value_type, run.engine, observe=False)
+    return rows.select("key", "window_start", "window_end", "value")
+
+
+def _replace_changed_keys(run: WindowRun, plan: IncrementPlan, arrived: "DataFrame",
+                          bookmark: dict[str, str]) -> Increment:
+    """Sliding windows and the python-engine (per key): every key with new complete records is
+    recomputed whole from the source at ``plan.until`` and replaces its rows."""
+    from pyspark.sql import functions as F
+
+    counted = arrived.select(F.count(F.lit(1)).alias("rows"),
+                             F.count_distinct(F.when(F.expr(COMPLETE), F.col("key"))).alias("keys")).first()
+    assert counted is not None  # a global aggregation has one row
+    new_rows, keys = int(counted["rows"] or 0), int(counted["keys"] or 0)
+    if not keys:  # no window can change (new records without a timestamp or value): the bookmark moves
+        return Increment(OutputChange("incremental", [], None, bookmark), new_rows)
+    changed = arrived.where(COMPLETE).select("key").distinct().localCheckpoint(eager=True)
+    recomputed = _recompute_keys(run, plan, changed, run.value_type(arrived))
+    return Increment(OutputChange("incremental", [recomputed], changed, bookmark), new_rows,
+                     f"{keys} keys recomputed")

@@ -1,0 +1,295 @@
+"""How a ``windows`` run computes its rows: the input it prepares and the engine it picks.
+
+Two engines, one choice (:func:`choose_engine`), named in the run's report:
+
+* ``native`` (:mod:`lakehouse.windows.native`): Spark's DataFrame/SQL operators, no Python per
+  row, whenever the aggregation has a native form (``sum``/``count``/``mean``/``min``/``max``);
+  sliding keys whose records land inside already-closed windows (or near time 0, or hold NaN
+  under min/max) go through the edge's engines in the same job;
+* ``python-engine`` (:mod:`lakehouse.windows.engine`): the edge's engines in ``applyInArrow``, for
+  custom aggregations (an ``Aggregation`` object such as ``Reduce`` or ``First``).
+
+:func:`prepare_input` selects and renames what both need (``key``, ``ts``, ``value``,
+``__order_<i>``); :func:`compute_windows` returns the rows and a :class:`PlanNote` whose figures
+(observations of the job that computes the rows) the report reads afterwards.
+
+Example::
+
+    data = prepare_input(spark.table("lake.db.raw"), options)
+    rows, note = compute_windows(data, options.window, order_cols, group_cols, value_type, "native")
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from lakehouse.windows.definition import (OUTPUT_COLUMNS, WindowRecomputeOptions, WindowSpec, definition_fingerprint,
+                                          quote_column, result_type)
+from lakehouse.windows.engine import engine_windows
+from lakehouse.windows.native import (group_hash, native_fixed_windows, native_sliding_windows,
+                                      native_unsupported_reason, sliding_key_flags)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ("COMPLETE", "ENGINES", "IcebergName", "OutputChange", "PlanNote", "WindowRun", "open_window_table", "choose_engine", "compute_windows", "extra_columns", "group_columns",
+           "offset_column", "output_schema", "prepare_input")
+
+#: what ``WindowRecomputeOptions.engine`` may say: auto (native when expressible), native, python
+ENGINES = ("auto", "native", "python")
+#: a prepared row the windows use (the others are counted and skipped), as SQL text
+COMPLETE = "ts IS NOT NULL AND value IS NOT NULL"
+
+
+@dataclass(frozen=True)
+class IcebergName:
+    """An Iceberg table as the windows job addresses it: by name, through SQL only (so over Spark
+    Connect too). ``identifier`` is ``catalog.namespace.table``; ``sql_name`` its quoted parts."""
+
+    spark: "SparkSession"
+    identifier: str
+    table_format: str = "iceberg"
+
+    @property
+    def sql_name(self) -> str:
+        return ".".join(quote_column(part.strip("`")) for part in self.identifier.split("."))
+
+    def exists(self) -> bool:
+        return bool(self.spark.catalog.tableExists(self.identifier))
+
+
+def open_window_table(spark: "SparkSession", name: str, table_format: str | None,
+                      default_catalog: str | None) -> Any:
+    """The job's handle of a source or output: :class:`IcebergName` (``db.t`` gets
+    ``default_catalog``), or a Delta table (``lakehouse.delta_tables``)."""
+    from lakehouse.tables import resolve_format
+
+    if resolve_format(name, table_format) == "delta":
+        from lakehouse.delta_tables import DeltaTable
+
+        return DeltaTable(spark, name)
+    if name.count(".") == 1 and default_catalog:
+        name = f"{default_catalog}.{name}"
+    if len(name.split(".")) < 3:
+        raise ValueError(f"Iceberg table {name!r} must be catalog.namespace.table")
+    return IcebergName(spark, name)
+
+
+def choose_engine(spec: WindowSpec, engine: str = "auto") -> str:
+    """``native`` when the spec is expressible natively (unless ``engine="python"``), else
+    ``python-engine``; ``engine="native"`` with a custom aggregation is an error."""
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be auto, native or python, got {engine!r}")
+    reason = native_unsupported_reason(spec)
+    if engine == "native" and reason:
+        raise ValueError(f"the native engine cannot compute {reason}; use engine 'auto' or 'python'")
+    return "native" if engine != "python" and reason is None else "python-engine"
+
+
+def extra_columns(options: WindowRecomputeOptions, available: Sequence[str] | None = None) -> list[str]:
+    """The order columns, plus the Kafka partition column: windows close per partition, or per key
+    within its partition (the edge's state is per partition), when the table has that column."""
+    extra = list(options.order_by)
+    wanted = options.window.closing == "partition" or available is None or options.partition_column in available
+    if wanted and options.partition_column not in extra:
+        extra.append(options.partition_column)
+    return extra
+
+
+def group_columns(options: WindowRecomputeOptions, extra: Sequence[str]) -> list[str]:
+    """The prepared columns a closing group is made of: the partition's ``__order_<i>`` (and
+    ``key`` with per-key closing), or ``key`` alone when the table has no partition column."""
+    partition = [f"__order_{extra.index(options.partition_column)}"] if options.partition_column in extra else []
+    return partition if options.window.closing == "partition" else [*partition, "key"]
+
+
+def offset_column(order_cols: Sequence[str], group_cols: Sequence[str]) -> str | None:
+    """The one order column that is not part of the group (the offset), or None when there is no
+    single one or the group is not per key."""
+    rest = [c for c in order_cols if c not in group_cols]
+    return rest[0] if len(rest) == 1 and "key" in group_cols else None
+
+
+def _check_columns(df: "DataFrame", options: WindowRecomputeOptions, needed: Sequence[str]) -> None:
+    missing = [c for c in needed if c not in df.columns]
+    if missing:
+        hint = ""
+        if any(c.startswith("_kafka_") for c in missing):
+            hint = (" (write the lake with DataLakeSink(include_kafka_metadata=True), or name other columns "
+                    "with --key-column/--timestamp-column/--order-by)")
+        raise ValueError(f"table {options.table} has no column(s) {', '.join(missing)}{hint}; "
+                         f"it has: {', '.join(df.columns)}")
+
+
+def prepare_input(df: "DataFrame", options: WindowRecomputeOptions) -> "DataFrame":
+    """Select and rename the columns the engines need: ``key``, ``ts``, ``value`` and
+    ``__order_<i>`` for each of :func:`extra_columns`; rows with a NULL key are left out (as on
+    the edge)."""
+    from pyspark.sql import functions as F
+
+    extra = extra_columns(options, df.columns)
+    needed = [options.key_column, options.timestamp_column, options.value_column, *extra]
+    _check_columns(df, options, needed)
+    if options.where:
+        df = df.where(options.where)
+    ts_type = df.schema[options.timestamp_column].dataType.simpleString()
+    ts = F.col(options.timestamp_column)
+    if ts_type.startswith("timestamp"):
+        ts = F.floor(F.unix_micros(ts.cast("timestamp") if "ntz" in ts_type else ts) / 1000)
+    elif ts_type not in ("bigint", "int", "smallint", "tinyint"):
+        raise TypeError(f"timestamp column {options.timestamp_column} must hold epoch milliseconds "
+                        f"(integer) or timestamps, got {ts_type}")
+    cols = [F.col(options.key_column).alias("key"), ts.cast("long").alias("ts"),
+            F.col(options.value_column).alias("value")]
+    cols += [F.col(c).alias(f"__order_{i}") for i, c in enumerate(extra)]
+    return df.select(*cols).where(F.col("key").isNotNull())
+
+
+def output_schema(data: "DataFrame", value_type: Any) -> Any:
+    """The output's Spark schema: ``key`` (the source's type), ``window_start``, ``window_end``, ``value``."""
+    from pyspark.sql import types as T
+
+    return T.StructType([T.StructField("key", data.schema["key"].dataType),
+                         T.StructField("window_start", T.LongType()),
+                         T.StructField("window_end", T.LongType()), T.StructField("value", value_type)])
+
+
+@dataclass
+class PlanNote:
+    """Which engine computed the rows, and its figures: read only after the rows were computed
+    (they are observations of that job)."""
+
+    engine: str  # native or python-engine
+    observation: Any = None  # native: groups, replayed (sliding) and the state floor figures
+    reason: str = ""  # why the python-engine (a custom aggregation, forced)
+
+    def _metrics(self) -> dict[str, Any]:
+        return self.observation.get if self.observation is not None else {}
+
+    def detail(self) -> str:
+        """What the report adds to the engine's name: the replayed sliding keys, or the reason."""
+        replayed = int(self._metrics().get("replayed") or 0)
+        if replayed:
+            return (f"{replayed} of {self.groups()} keys through the edge's engines: sliding records inside "
+                    "closed windows, near time 0 or NaN")
+        return self.reason
+
+    def state_floor(self) -> int | None:
+        """The observed ``state_floor`` when no group was stale (``fixed_event_times``), else None."""
+        metrics = self._metrics()
+        if metrics.get("state_floor") is None or metrics.get("stale_groups") != 0:
+            return None
+        return int(metrics["state_floor"])
+
+    def groups(self, data: "DataFrame | None" = None, group_cols: Sequence[str] = ()) -> int:
+        """The number of closing groups (observed; counted on ``data`` for the python-engine path)."""
+        if self.observation is not None:
+            return int(self._metrics().get("groups") or 0)
+        if data is None:
+            return 0
+        return data.select(*group_cols).distinct().count()
+
+
+def compute_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str], group_cols: Sequence[str],
+                    value_type: Any, engine: str, observe: bool = True,
+                    plain: "DataFrame | None" = None) -> tuple["DataFrame", PlanNote]:
+    """The window rows of ``data`` (prepared, complete rows) on ``engine`` and the plan's note.
+
+    The rows have the output's columns and ``__gh`` (the key's hash).
+    ``observe``: the native plan observes what the full run's report and window state need (an
+    increment skips it: two more frames for figures it never reads). ``plain``: the same rows as
+    ``data`` without any observation (``DataFrame.observe``) on them, for the plan's second branch
+    (the sliding keys replayed by the engines): over Spark Connect an observation may appear only
+    once in a plan, and a union of two branches of one observed frame holds it twice."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    schema = output_schema(data, value_type)
+    if engine != "native":
+        reason = native_unsupported_reason(spec) or "forced"
+        rows = engine_windows(data, spec, order_cols, group_cols, schema)
+        return rows.withColumn("__gh", group_hash(["key"])), PlanNote("python-engine", reason=reason)
+    note = PlanNote("native", Observation(f"windows_plan_{uuid.uuid4().hex}") if observe else None)
+    if spec.kind != "sliding":
+        rows = native_fixed_windows(data, spec, order_cols, group_cols, note.observation)
+        return rows.withColumn("value", F.col("value").cast(value_type)), note
+    flagged = sliding_key_flags(data, spec, order_cols, group_cols, note.observation)
+    rows = native_sliding_windows(flagged, spec, group_cols).withColumn("value", F.col("value").cast(value_type))
+    if plain is None and note.observation is None:
+        plain = data
+    if plain is None:
+        raise ValueError("the native sliding plan with observations needs the rows without them (plain)")
+    rest = sliding_key_flags(plain, spec, order_cols, group_cols).where(~F.col("__native")).select(*data.columns)
+    replayed = engine_windows(rest, spec, order_cols, group_cols, schema)
+    return rows.unionByName(replayed.withColumn("__gh", group_hash(["key"]))), note
+
+
+def output_rows(rows: "DataFrame") -> "DataFrame":
+    """``rows`` as the output's columns, in order."""
+    return rows.select(*OUTPUT_COLUMNS)
+
+
+@dataclass
+class WindowRun:
+    """What every step of one run shares: the session, the options, the tables, the engine, the
+    prepared columns' names and the output snapshot the run started from (its commit is valid
+    only while ``main`` still points there: :mod:`lakehouse.windows.commit`)."""
+
+    spark: "SparkSession"
+    options: WindowRecomputeOptions
+    say: Callable[[str], None]
+    source: Any  # a lakehouse.tables table handle (Iceberg or Delta)
+    target: Any
+    engine: str  # native or python-engine
+    group_cols: list[str]
+    order_cols: list[str]
+    fingerprint: str
+    base_snapshot: int | None = None  # the output's main snapshot when the run read its bookmark
+    output_refs: dict[str, int] = field(default_factory=dict)  # the output's branches and tags then
+
+    @classmethod
+    def open(cls, spark: "SparkSession", options: WindowRecomputeOptions, say: Callable[[str], None],
+             source: Any, target: Any, source_columns: Sequence[str]) -> "WindowRun":
+        """The run over ``source`` (its columns: ``source_columns``) into ``target``."""
+        return cls(spark, options, say, source, target, choose_engine(options.window, options.engine),
+                   group_columns(options, extra_columns(options, source_columns)),
+                   [f"__order_{i}" for i in range(len(options.order_by))], definition_fingerprint(options))
+
+    @property
+    def spec(self) -> WindowSpec:
+        return self.options.window
+
+    @property
+    def uses_state(self) -> bool:
+        """Whether increments read the per-group window state (:mod:`lakehouse.windows.state`), so
+        a full run writes it: the native tumbling and hopping windows, whose increments add the
+        windows of tail groups. Otherwise an increment recomputes every changed key from the table."""
+        return self.engine == "native" and self.spec.kind != "sliding" and self.target.table_format == "iceberg"
+
+    def value_type(self, data: "DataFrame") -> Any:
+        """The output's value type for prepared ``data``."""
+        return result_type(data.schema["value"].dataType, self.spec.aggregation, self.spec.value_type)
+
+    def prepare(self, df: "DataFrame") -> "DataFrame":
+        return prepare_input(df, self.options)
+
+    def source_at(self, snapshot_id: int | None) -> "DataFrame":
+        """The source table as of ``snapshot_id`` (its current state when None)."""
+        if snapshot_id is None:
+            return self.spark.table(self.source.sql_name)
+        return self.spark.sql(f"SELECT * FROM {self.source.sql_name} VERSION AS OF {int(snapshot_id)}")
+
+
+@dataclass
+class OutputChange:
+    """What one run commits to the output, in one commit (:func:`lakehouse.windows.commit.commit_output`):
+    every row (``full``), or the rows to add and the keys whose rows they replace (``incremental``);
+    ``properties``: the bookmark, in the commit's snapshot summary."""
+
+    mode: str  # full or incremental
+    rows: list["DataFrame"] = field(default_factory=list)  # output columns (and perhaps __gh)
+    replace_keys: "DataFrame | None" = None  # one column, key
+    properties: dict[str, str] = field(default_factory=dict)
+    counted: int | None = None  # the rows, when known without counting them in the write

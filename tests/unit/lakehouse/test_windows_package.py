@@ -1,0 +1,42 @@
+"""The windows package's shape: imports go one way (definition -> plan -> incremental planner ->
+committer -> job), no module imports one below it, and nothing reaches into the JVM (it runs over
+Spark Connect)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[3] / "lakehouse" / "windows"
+#: each module may import only modules of a lower layer
+LAYERS = {"definition": 0, "engine": 1, "native": 1, "plan": 2, "history": 3, "state": 4, "tail": 4,
+          "incremental": 5, "commit": 6, "job": 7, "__init__": 8}
+
+
+def imported_siblings(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("lakehouse.windows."):
+            found.add(node.module.rsplit(".", 1)[1])
+        if isinstance(node, ast.ImportFrom) and node.module == "lakehouse.windows":
+            found.update(alias.name for alias in node.names)
+    return found
+
+
+def test_every_module_has_a_layer():
+    assert {p.stem for p in PACKAGE.glob("*.py")} == set(LAYERS)
+
+
+def test_imports_go_one_way():
+    wrong = [f"{path.stem} imports {name}" for path in PACKAGE.glob("*.py") for name in imported_siblings(path)
+             if name in LAYERS and LAYERS[name] >= LAYERS[path.stem]]
+    assert not wrong, wrong
+
+
+def test_nothing_reaches_into_the_jvm():
+    pattern = re.compile(r"\._(jvm|jdf|jsparkSession|jsc)\b|java_table|py4j")
+    hits = [f"{path.name}:{number}" for path in PACKAGE.glob("*.py")
+            for number, line in enumerate(path.read_text().splitlines(), 1) if pattern.search(line)]
+    assert not hits, hits
