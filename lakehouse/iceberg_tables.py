@@ -86,18 +86,6 @@ class IcebergTable:
 
         return pyiceberg_catalog(self.spark, self.catalog).load_table(self.py_identifier)
 
-    def java_table(self) -> Any:
-        """The Iceberg ``Table`` (Java) over py4j. Only the windows modules still call it, until
-        their rewrite on the public API lands (docs/cluster.md lists it); the other jobs read
-        metadata through :meth:`py_table`."""
-        from lakehouse.session import classic_jvm
-
-        jvm = classic_jvm(self.spark, "the windows job's incremental bookmark (Iceberg's Java API)")
-        table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
-            self.spark._jsparkSession, self.identifier)  # type: ignore[attr-defined]
-        table.refresh()
-        return table
-
     def exists(self) -> bool:
         return bool(self.spark.catalog.tableExists(self.identifier))
 
