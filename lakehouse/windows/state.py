@@ -33,7 +33,7 @@ Example::
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Sequence
 
 from lakehouse.windows.definition import WindowRecomputeOptions, quote_column
@@ -158,9 +158,13 @@ def expire_old_states(spark: "SparkSession", options: WindowRecomputeOptions) ->
     only they held): the state is rewritten by every run, its history is of no use."""
     parts = [part.strip("`") for part in state_table(options.output).split(".")]
     catalog, table = parts[0], ".".join(quote_column(part) for part in parts).replace("'", "\\'")
-    now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")  # retain_last keeps the newest whatever the zone
+    # retain_last alone decides what is kept, so the cut-off only has to be later than every
+    # snapshot, whichever clock stamped it: the time here plus a day is, whatever the session's
+    # zone or a Connect server's clock. (A cut-off of "now" truncated to the second kept a
+    # snapshot committed earlier in that same second.)
+    cutoff = (datetime.now(timezone.utc) + timedelta(days=1)).strftime("%Y-%m-%d %H:%M:%S")
     spark.sql(f"CALL {quote_column(catalog)}.system.expire_snapshots(table => '{table}', "
-              f"older_than => TIMESTAMP '{now}', retain_last => {STATE_SNAPSHOTS_KEPT})").collect()
+              f"older_than => TIMESTAMP '{cutoff}', retain_last => {STATE_SNAPSHOTS_KEPT})").collect()
 
 
 def full_state(data: "DataFrame", group_cols: Sequence[str], order_cols: Sequence[str], bound: int,
