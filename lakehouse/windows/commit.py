@@ -33,6 +33,7 @@ from functools import reduce
 from typing import TYPE_CHECKING, Any
 
 from lakehouse.fault_injection import pause_point
+from lakehouse.identifiers import quote_field_path, split_multipart, sql_string
 from lakehouse.windows.definition import OUTPUT_COLUMNS, quote_column
 from lakehouse.windows.plan import OutputChange, WindowRun
 
@@ -103,7 +104,7 @@ def _with_properties(writer: Any, properties: dict[str, str]) -> Any:
 def _create(run: WindowRun, rows: "DataFrame | None", properties: dict[str, str]) -> int:
     """The first run: create the table with the rows and the bookmark."""
     assert rows is not None, "a full run always has rows (perhaps none of them)"
-    namespace = run.target.sql_name.rsplit(".", 1)[0]
+    namespace = quote_field_path(split_multipart(run.target.identifier)[:-1])
     run.spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
     observed, counted = _observed(rows)
     pause_point("windows.before-commit")
@@ -182,17 +183,16 @@ def _procedure_table(run: WindowRun) -> tuple[str, str]:
     """(catalog, the table as a quoted SQL string literal) for Iceberg's procedures: the whole
     identifier, catalog included (a name without it makes Iceberg try its first part as a catalog
     first, and log the failure)."""
-    parts = [part.strip("`") for part in run.target.identifier.split(".")]
-    table = ".".join(quote_column(part) for part in parts).replace("\\", "\\\\").replace("'", "\\'")
-    return quote_column(parts[0]), table
+    parts = split_multipart(run.target.identifier)
+    return quote_column(parts[0]), sql_string(quote_field_path(parts))
 
 
 def _fast_forward(run: WindowRun, branch: str) -> None:
     """``main`` moved to ``branch``; :class:`ConcurrentRunError` when ``main`` moved since the base."""
     catalog, table = _procedure_table(run)
     try:
-        run.spark.sql(f"CALL {catalog}.system.fast_forward(table => '{table}', branch => 'main', "
-                      f"to => '{branch}')").collect()
+        run.spark.sql(f"CALL {catalog}.system.fast_forward(table => {table}, branch => 'main', "
+                      f"to => {sql_string(branch)})").collect()
     except Exception as error:  # the message is the only public signal (classic and Connect alike)
         if "not an ancestor" not in str(error):
             raise

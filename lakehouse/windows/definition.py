@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from lakehouse.identifiers import quote_identifier
+
 __all__ = ("AGGREGATIONS", "CLOSING", "OUTPUT_COLUMNS", "WINDOW_KINDS", "WindowRecomputeOptions", "WindowReport",
            "WindowSpec", "definition_fingerprint", "parse_duration_ms", "quote_column", "result_type")
 
@@ -45,13 +47,9 @@ def parse_duration_ms(text: str | int, what: str = "duration") -> int:
     return int(match.group(1)) * _UNIT_MS[match.group(2) or "ms"]
 
 
-def quote_column(column: str) -> str:
-    """``column`` quoted for the SQL text of a plan (``selectExpr``, ``expr``).
-
-    >>> quote_column("__order_0"), quote_column("odd`name")
-    ('`__order_0`', '`odd``name`')
-    """
-    return "`" + column.replace("`", "``") + "`"
+#: a column quoted for the SQL text of a plan (``selectExpr``, ``expr``, ``F.col``): the one
+#: quoting function of :mod:`lakehouse.identifiers`, under the name the plans use
+quote_column = quote_identifier
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from lakehouse.identifiers import quote_table_name
 from lakehouse.windows.definition import (OUTPUT_COLUMNS, WindowRecomputeOptions, WindowSpec, definition_fingerprint,
                                           quote_column, result_type)
 from lakehouse.windows.engine import engine_windows
@@ -54,7 +55,7 @@ class IcebergName:
 
     @property
     def sql_name(self) -> str:
-        return ".".join(quote_column(part.strip("`")) for part in self.identifier.split("."))
+        return quote_table_name(self.identifier)
 
     def exists(self) -> bool:
         return bool(self.spark.catalog.tableExists(self.identifier))
@@ -135,15 +136,17 @@ def prepare_input(df: "DataFrame", options: WindowRecomputeOptions) -> "DataFram
     if options.where:
         df = df.where(options.where)
     ts_type = df.schema[options.timestamp_column].dataType.simpleString()
-    ts = F.col(options.timestamp_column)
+    # the names come from records or the command line: quoted, or a dot would read as a struct
+    # field and a backtick break the name (lakehouse.identifiers)
+    ts = F.col(quote_column(options.timestamp_column))
     if ts_type.startswith("timestamp"):
         ts = F.floor(F.unix_micros(ts.cast("timestamp") if "ntz" in ts_type else ts) / 1000)
     elif ts_type not in ("bigint", "int", "smallint", "tinyint"):
         raise TypeError(f"timestamp column {options.timestamp_column} must hold epoch milliseconds "
                         f"(integer) or timestamps, got {ts_type}")
-    cols = [F.col(options.key_column).alias("key"), ts.cast("long").alias("ts"),
-            F.col(options.value_column).alias("value")]
-    cols += [F.col(c).alias(f"__order_{i}") for i, c in enumerate(extra)]
+    cols = [F.col(quote_column(options.key_column)).alias("key"), ts.cast("long").alias("ts"),
+            F.col(quote_column(options.value_column)).alias("value")]
+    cols += [F.col(quote_column(c)).alias(f"__order_{i}") for i, c in enumerate(extra)]
     return df.select(*cols).where(F.col("key").isNotNull())
 
 

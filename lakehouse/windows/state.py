@@ -36,6 +36,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Sequence
 
+from lakehouse.identifiers import quote_field_path, quote_table_name, split_multipart, sql_string
 from lakehouse.windows.definition import WindowRecomputeOptions, quote_column
 from lakehouse.windows.history import table_log
 from lakehouse.windows.plan import offset_column
@@ -95,7 +96,7 @@ def advance_state(prior: "DataFrame", new: "DataFrame", group_cols: Sequence[str
 
 def state_sql_name(options: WindowRecomputeOptions) -> str:
     """The state table's name as SQL text (quoted parts)."""
-    return ".".join(quote_column(part.strip("`")) for part in state_table(options.output).split("."))
+    return quote_table_name(state_table(options.output))
 
 
 def read_state(spark: "SparkSession", options: WindowRecomputeOptions, since: int,
@@ -156,14 +157,14 @@ def write_state(state: "DataFrame", options: WindowRecomputeOptions, until: int,
 def expire_old_states(spark: "SparkSession", options: WindowRecomputeOptions) -> None:
     """Expire the state table's snapshots but the last :data:`STATE_SNAPSHOTS_KEPT` (and the files
     only they held): the state is rewritten by every run, its history is of no use."""
-    parts = [part.strip("`") for part in state_table(options.output).split(".")]
-    catalog, table = parts[0], ".".join(quote_column(part) for part in parts).replace("'", "\\'")
+    parts = split_multipart(state_table(options.output))
+    catalog, table = parts[0], sql_string(quote_field_path(parts))
     # retain_last alone decides what is kept, so the cut-off only has to be later than every
     # snapshot, whichever clock stamped it: the time here plus a day is, whatever the session's
     # zone or a Connect server's clock. (A cut-off of "now" truncated to the second kept a
     # snapshot committed earlier in that same second.)
     cutoff = (datetime.now(timezone.utc) + timedelta(days=1)).strftime("%Y-%m-%d %H:%M:%S")
-    spark.sql(f"CALL {quote_column(catalog)}.system.expire_snapshots(table => '{table}', "
+    spark.sql(f"CALL {quote_column(catalog)}.system.expire_snapshots(table => {table}, "
               f"older_than => TIMESTAMP '{cutoff}', retain_last => {STATE_SNAPSHOTS_KEPT})").collect()
 
 
