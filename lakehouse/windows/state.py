@@ -208,7 +208,7 @@ def full_state(data: "DataFrame", group_cols: Sequence[str], order_cols: Sequenc
 
 
 def _ddl(df: "DataFrame") -> str:
-    return ", ".join(f"`{f.name}`: {f.dataType.simpleString()}" for f in df.schema.fields)
+    return ", ".join(f"{quote_column(f.name)}: {f.dataType.simpleString()}" for f in df.schema.fields)
 
 
 def save_full_state(data: "DataFrame", options: WindowRecomputeOptions, group_cols: Sequence[str],
