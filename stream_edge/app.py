@@ -334,7 +334,8 @@ class Application:
         if not self._registry and self._source_manager is None:
             raise ValueError("nothing to run: define a dataframe (app.dataframe(topic)) or add a source")
         if not self._registry and count:
-            raise ValueError("count cannot be used when only sources run (no StreamingDataFrame)")
+            # 3.28.1's words (a count needs dataframe outputs; only a timeout applies to sources)
+            raise ValueError("Can only provide a timeout to .run() when running a plain Source (no StreamingDataFrame).")
         if self._hooks.check_only:
             raise PipelineDefined(self)
         self._request_producer_stats()
