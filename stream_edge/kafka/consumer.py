@@ -20,6 +20,10 @@ AutoOffsetReset = str  # "earliest" | "latest" | "error"
 
 _default_error_cb = client_error_logger("consumer")
 
+#: Quix Streams 3.28's defaults for its Consumer (extra_config overrides them): offsets are stored
+#: only by store_offsets(), which librdkafka refuses (_INVALID_ARG) while it stores them itself.
+CLIENT_DEFAULTS: Dict[str, Any] = {"enable.auto.offset.store": False, "partition.assignment.strategy": "range"}
+
 #: librdkafka's prefetch, bounded for a light edge (any key of ``extra_config`` overrides it).
 #: librdkafka's defaults queue up to 64 MiB of fetched messages (~200 MB of RSS for small JSON
 #: records, measured in bench/README.md, lake_ingest); 2 MiB with a 10 ms back-off when the queue
@@ -52,6 +56,7 @@ class BaseConsumer(AvailabilityChecks):
                  on_commit: Optional[Callable] = None, extra_config: Optional[dict] = None) -> None:
         self._availability = BrokerAvailability()
         config = {
+            **CLIENT_DEFAULTS,
             **PREFETCH_DEFAULTS,
             **(extra_config or {}),
             **connection_dict(broker_address),

@@ -24,3 +24,53 @@ def test_store_offsets_and_commit_argument_errors_match_quixstreams(run_both):
     out = run_both(PROGRAM)
     assert out.edge == out.quix
     assert """store_offsets() -> ValueError 'One of "message" or "offsets" must be passed'""" in out.edge
+
+
+STORED = r'''
+import uuid
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from quixstreams.kafka import Consumer
+
+topic, group = "stored-" + uuid.uuid4().hex[:8], "stored-" + uuid.uuid4().hex[:8]
+admin = AdminClient({"bootstrap.servers": BROKER})
+admin.create_topics([NewTopic(topic, 1, 1)])[topic].result()
+producer = Producer({"bootstrap.servers": BROKER})
+
+
+def produce(key):
+    producer.produce(topic, key=key, value=b"v")
+    producer.flush(30)
+
+
+def first(consumer):
+    for _ in range(100):
+        msg = consumer.poll(0.3)
+        if msg is not None and not msg.error():
+            return msg
+    return None
+
+
+for auto_commit in (False, True):
+    produce(b"stored-%d" % auto_commit)
+    with Consumer(BROKER, group + str(auto_commit), "earliest", auto_commit_enable=auto_commit) as consumer:
+        consumer.subscribe([topic])
+        msg = first(consumer)
+        try:
+            consumer.store_offsets(message=msg)  # committed when the consumer closes, if auto-commit is on
+            print("stored", msg.key())
+        except Exception as exc:
+            print("store_offsets ->", type(exc).__name__, exc)
+    produce(b"after-%d" % auto_commit)
+    with Consumer(BROKER, group + str(auto_commit), "earliest", auto_commit_enable=False) as consumer:
+        consumer.subscribe([topic])
+        print("auto-commit", auto_commit, "next", first(consumer).key())
+'''
+
+
+def test_stored_offsets_are_committed_at_close_with_auto_commit(run_both, kafka_bootstrap):
+    out = run_both(f"BROKER = {kafka_bootstrap!r}\n" + STORED)
+    assert out.edge == out.quix
+    assert "stored b'stored-0'\nauto-commit False next b'stored-0'" in out.edge  # nothing committed
+    assert "stored b'stored-0'\nauto-commit True next b'after-0'" in out.edge  # offset 0 committed at close
