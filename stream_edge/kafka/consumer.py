@@ -49,6 +49,10 @@ class BaseConsumer(AvailabilityChecks):
             msg = consumer.poll(1.0)
     """
 
+    #: False: after close(), calls raise RuntimeError("Consumer closed"); True: the next call opens
+    #: a new client.
+    reopen_after_close = False
+
     def __init__(self, broker_address: Union[str, ConnectionConfig], consumer_group: Optional[str],
                  auto_offset_reset: AutoOffsetReset, auto_commit_enable: bool = True,
                  logger: logging.Logger = logger,
@@ -69,10 +73,13 @@ class BaseConsumer(AvailabilityChecks):
             config["on_commit"] = on_commit
         self._config = config
         self._inner: Optional[confluent_kafka.Consumer] = None
+        self._closed_unopened = False
 
     @property
     def _consumer(self) -> confluent_kafka.Consumer:
         if self._inner is None:
+            if self._closed_unopened:  # closed before its first use: no client to tell us
+                raise RuntimeError("Consumer closed")
             self._inner = confluent_kafka.Consumer(self._config)
         return self._inner
 
@@ -168,9 +175,15 @@ class BaseConsumer(AvailabilityChecks):
         return self._consumer.consumer_group_metadata()
 
     def close(self) -> None:
+        """Leave the group (committing stored offsets with auto-commit on). Later calls raise
+        confluent-kafka's ``RuntimeError("Consumer closed")``, as on 3.28.1, unless the class
+        reopens after a close (the Application's consumer, reused by each ``run()``)."""
         if self._inner is not None:
             self._inner.close()
-            self._inner = None
+            if self.reopen_after_close:
+                self._inner = None
+        elif not self.reopen_after_close:
+            self._closed_unopened = True
 
     def __enter__(self) -> "BaseConsumer":
         return self

@@ -1,5 +1,7 @@
 """``Consumer.store_offsets`` / ``commit`` refuse their arguments as quixstreams 3.28.1 does (no
-broker needed: the checks come before any call to the client)."""
+broker needed: the checks come before any call to the client), a closed consumer refuses further
+calls with ``RuntimeError("Consumer closed")``, and (real broker) stored offsets are committed at
+``close()`` with auto-commit on."""
 
 PROGRAM = r'''
 from quixstreams.kafka import Consumer
@@ -17,6 +19,9 @@ show("store_offsets()", lambda: consumer.store_offsets())
 show("store_offsets(offsets, message)", lambda: consumer.store_offsets(offsets=[], message=123))
 show("commit(offsets, message)", lambda: consumer.commit(offsets=[], message=123))
 consumer.close()
+show("poll after close", lambda: consumer.poll(timeout=0))
+show("store_offsets after close", lambda: consumer.store_offsets(offsets=[]))
+show("close again", lambda: consumer.close())
 '''
 
 
@@ -24,6 +29,7 @@ def test_store_offsets_and_commit_argument_errors_match_quixstreams(run_both):
     out = run_both(PROGRAM)
     assert out.edge == out.quix
     assert """store_offsets() -> ValueError 'One of "message" or "offsets" must be passed'""" in out.edge
+    assert "poll after close -> RuntimeError 'Consumer closed'" in out.edge
 
 
 STORED = r'''
