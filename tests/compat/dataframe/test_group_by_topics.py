@@ -6,7 +6,7 @@ twice). The keys, values and state counts are the same either way."""
 
 import pytest
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("compat-group-by-topics")]  # one shared run
 
 PROGRAM = r'''
 import json
