@@ -242,8 +242,8 @@ class Application:
         if topic is None:
             default = source.default_topic()
             topic = self._topic_manager.register(default.__clone__(name=f"source__{default.name}"))
-        else:
-            self._topic_manager.register(topic)
+        # A topic given here is created only if it was defined with app.topic() (or is the input of
+        # app.dataframe()), as in Quix Streams 3.28: a bare Topic(...) must exist on the broker.
         if self._source_manager is None:
             self._source_manager = SourceManager()
         # configure() and start() run in the source's own process (stream_edge/sources/base/process.py)
@@ -334,7 +334,8 @@ class Application:
         if not self._registry and self._source_manager is None:
             raise ValueError("nothing to run: define a dataframe (app.dataframe(topic)) or add a source")
         if not self._registry and count:
-            raise ValueError("count cannot be used when only sources run (no StreamingDataFrame)")
+            # 3.28.1's words (a count needs dataframe outputs; only a timeout applies to sources)
+            raise ValueError("Can only provide a timeout to .run() when running a plain Source (no StreamingDataFrame).")
         if self._hooks.check_only:
             raise PipelineDefined(self)
         self._request_producer_stats()

@@ -34,6 +34,8 @@ class RowConsumer(BaseConsumer):
         row = consumer.poll_row(timeout=1.0)
     """
 
+    reopen_after_close = True  # the Application's consumer: each run() closes it, the next reopens
+
     def __init__(self, broker_address: Union[str, ConnectionConfig], consumer_group: str,
                  auto_offset_reset: AutoOffsetReset, auto_commit_enable: bool = True,
                  on_commit: Optional[Callable] = None, extra_config: Optional[dict] = None,

@@ -314,6 +314,10 @@ class StreamingDataFrame(BaseStreaming):
             key_func = key
         else:
             raise TypeError(f"group_by() key must be a column name or a callable, got {type(key).__name__}")
+        # Quix Streams 3.28: a stream of one partition needs no repartition topic (every key lands
+        # in that partition anyway): the records are re-keyed in place, under a stream id of their own.
+        if self._topic_manager.stream_topic_config(self._stream_id).num_partitions == 1:
+            return self._regroup_in_place(name, key_func)
         topic = self._topic_manager.repartition_topic(
             operation=name, stream_id=self._stream_id, value_deserializer=value_deserializer,
             key_deserializer=key_deserializer, value_serializer=value_serializer, key_serializer=key_serializer)
@@ -322,6 +326,18 @@ class StreamingDataFrame(BaseStreaming):
                                      processing_context=self._processing_context)
         grouped._grouped = True
         self._registry.register_groupby(source_sdf=self, new_sdf=grouped)
+        return grouped
+
+    def _regroup_in_place(self, name: str, key_func: Callable[[Any], Any]) -> "StreamingDataFrame":
+        """group_by on one partition: the same topics, each record keyed by ``key_func(value)``;
+        state and changelogs of the result are named after ``<stream id>--groupby--<name>``."""
+        stream = self._stream.add_transform(lambda value, key, timestamp, headers:
+                                            (value, key_func(value), timestamp, headers))
+        grouped = StreamingDataFrame(*self._topics, topic_manager=self._topic_manager, registry=self._registry,
+                                     processing_context=self._processing_context, stream=stream,
+                                     stream_id=f"{self._stream_id}--groupby--{name}")
+        grouped._grouped = True
+        self._registry.register_groupby(source_sdf=self, new_sdf=grouped, new_root=False)
         return grouped
 
     def sink(self, sink: Any) -> None:

@@ -39,13 +39,17 @@ class DataframeRegistry:
             self._root_streams[topic.name] = new_sdf.stream
             self._topics[topic.name] = topic
 
-    def register_groupby(self, source_sdf: "StreamingDataFrame", new_sdf: "StreamingDataFrame") -> None:
-        """Register the StreamingDataFrame reading a group_by() repartition topic."""
-        name = new_sdf.topics[0].name
+    def register_groupby(self, source_sdf: "StreamingDataFrame", new_sdf: "StreamingDataFrame",
+                         new_root: bool = True) -> None:
+        """Register the StreamingDataFrame of a group_by(): the root of its repartition topic, or
+        (``new_root=False``, a re-key in place on one partition) a branch of ``source_sdf``'s tree."""
+        name = new_sdf.topics[0].name if new_root else new_sdf.stream_id
         if name in self._groupby_names:
-            raise GroupByDuplicate(f"a group_by() with repartition topic '{name}' exists already; give it another name")
+            what = f"repartition topic '{name}'" if new_root else f"stream id '{name}'"
+            raise GroupByDuplicate(f"a group_by() with {what} exists already; give it another name")
         self._groupby_names.add(name)
-        self.register_root(new_sdf)
+        if new_root:
+            self.register_root(new_sdf)
 
     def compose_all(self, sink: Optional[Callable[[Any, Any, int, Any], None]] = None) -> Dict[str, Callable]:
         """Compose every topic's tree into one executor: ``{topic_name: executor}``.

@@ -20,6 +20,10 @@ AutoOffsetReset = str  # "earliest" | "latest" | "error"
 
 _default_error_cb = client_error_logger("consumer")
 
+#: Quix Streams 3.28's defaults for its Consumer (extra_config overrides them): offsets are stored
+#: only by store_offsets(), which librdkafka refuses (_INVALID_ARG) while it stores them itself.
+CLIENT_DEFAULTS: Dict[str, Any] = {"enable.auto.offset.store": False, "partition.assignment.strategy": "range"}
+
 #: librdkafka's prefetch, bounded for a light edge (any key of ``extra_config`` overrides it).
 #: librdkafka's defaults queue up to 64 MiB of fetched messages (~200 MB of RSS for small JSON
 #: records, measured in bench/README.md, lake_ingest); 2 MiB with a 10 ms back-off when the queue
@@ -45,6 +49,10 @@ class BaseConsumer(AvailabilityChecks):
             msg = consumer.poll(1.0)
     """
 
+    #: False: after close(), calls raise RuntimeError("Consumer closed"); True: the next call opens
+    #: a new client.
+    reopen_after_close = False
+
     def __init__(self, broker_address: Union[str, ConnectionConfig], consumer_group: Optional[str],
                  auto_offset_reset: AutoOffsetReset, auto_commit_enable: bool = True,
                  logger: logging.Logger = logger,
@@ -52,6 +60,7 @@ class BaseConsumer(AvailabilityChecks):
                  on_commit: Optional[Callable] = None, extra_config: Optional[dict] = None) -> None:
         self._availability = BrokerAvailability()
         config = {
+            **CLIENT_DEFAULTS,
             **PREFETCH_DEFAULTS,
             **(extra_config or {}),
             **connection_dict(broker_address),
@@ -64,10 +73,13 @@ class BaseConsumer(AvailabilityChecks):
             config["on_commit"] = on_commit
         self._config = config
         self._inner: Optional[confluent_kafka.Consumer] = None
+        self._closed_unopened = False
 
     @property
     def _consumer(self) -> confluent_kafka.Consumer:
         if self._inner is None:
+            if self._closed_unopened:  # closed before its first use: no client to tell us
+                raise RuntimeError("Consumer closed")
             self._inner = confluent_kafka.Consumer(self._config)
         return self._inner
 
@@ -163,9 +175,15 @@ class BaseConsumer(AvailabilityChecks):
         return self._consumer.consumer_group_metadata()
 
     def close(self) -> None:
+        """Leave the group (committing stored offsets with auto-commit on). Later calls raise
+        confluent-kafka's ``RuntimeError("Consumer closed")``, as on 3.28.1, unless the class
+        reopens after a close (the Application's consumer, reused by each ``run()``)."""
         if self._inner is not None:
             self._inner.close()
-            self._inner = None
+            if self.reopen_after_close:
+                self._inner = None
+        elif not self.reopen_after_close:
+            self._closed_unopened = True
 
     def __enter__(self) -> "BaseConsumer":
         return self

@@ -253,9 +253,13 @@ class Runner:
     def _wait_for_sources(self) -> None:
         sources = self._parts.sources
         assert sources is not None
-        deadline = time.monotonic() + self._limits.timeout if self._limits.timeout else None
+        timeout = self._limits.timeout
+        deadline = time.monotonic() + timeout if timeout else None
+        if timeout:  # 3.28.1's wording, as for dataframes
+            logger.info("APP STOP CONDITIONS SET: timeout=%s seconds", timeout)
         while not self._stopping and sources.alive():
             if deadline is not None and time.monotonic() >= deadline:
+                logger.info("Timeout of %ss reached.", timeout)
                 break
             sources.raise_for_error()
             time.sleep(0.1)

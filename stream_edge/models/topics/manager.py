@@ -167,6 +167,11 @@ class TopicManager:
             [self._consumer_group, self._format_nested_name(stream_id), suffix]
         return f"{topic_type}__{'--'.join(parts)}"
 
+    def stream_topic_config(self, stream_id: str, timeout: Optional[float] = None) -> TopicConfig:
+        """The config an internal topic of ``stream_id`` gets (see :meth:`_internal_config`): its
+        partition count decides whether a ``group_by`` needs a repartition topic."""
+        return self._internal_config(stream_id, timeout)
+
     def _internal_config(self, stream_id: Optional[str], timeout: Optional[float]) -> TopicConfig:
         """``derive_topic_config`` of the stream's source topics, read from the broker without
         creating them (their definition's counts when they do not exist yet)."""
@@ -185,10 +190,15 @@ class TopicManager:
                            replication_factor=max(c.replication_factor or 1 for c in sources), extra_config=extra)
 
     def _stream_topic_names(self, stream_id: str) -> List[str]:
-        """The topics a stream id names: itself, or those of concatenated topics ``<a>--<b>``."""
+        """The topics a stream id names: itself, or those of concatenated topics ``<a>--<b>``; a
+        single-partition ``group_by`` re-keys in place and adds ``--groupby--<operation>`` to the
+        stream id of the topics it reads (as 3.28.1 names it)."""
         if stream_id in self.non_changelog_topics or "--" not in stream_id:
             return [stream_id]
-        return stream_id.split("--")
+        base = stream_id.split("--groupby--", 1)[0]
+        if base in self.non_changelog_topics or "--" not in base:
+            return [base]
+        return base.split("--")
 
     def _source_config(self, topic_name: str, timeout: Optional[float]) -> TopicConfig:
         """The broker's config of a source topic, or its definition's when it does not exist yet."""

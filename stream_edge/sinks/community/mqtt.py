@@ -112,6 +112,8 @@ class MQTTSink(BaseSink):
         protocols = {"3.1": mqtt.MQTTv31, "3.1.1": mqtt.MQTTv311, "5": mqtt.MQTTv5}
         if version not in protocols:
             raise ValueError(f"Invalid MQTT version {version!r}; use one of {list(protocols)}")
+        if properties and version != "5":
+            raise ValueError("MQTT Properties can only be used with MQTT protocol version 5")
         self._server, self._port = server, port
         self._topic_root = topic_root
         self._key_serializer = key_serializer
@@ -119,14 +121,16 @@ class MQTTSink(BaseSink):
         self._qos = qos
         self._flush_timeout = mqtt_flush_timeout_seconds
         self._retain: Callable[[Any], bool] = retain if callable(retain) else _constant(bool(retain))
-        self._properties: Callable[[Any], Any] = properties if callable(properties) else _constant(properties)
-        self._version5 = version == "5"
-        self._client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id,
-                                   protocol=protocols[version])
+        self._properties: Optional[Callable[[Any], Any]] = (
+            None if not properties else properties if callable(properties) else _constant(properties))
+        # Keyword arguments as Quix Streams 3.28 passes them (tests that patch paho's Client see the same calls).
+        self._client = mqtt.Client(callback_api_version=mqtt.CallbackAPIVersion.VERSION2, client_id=client_id,
+                                   userdata=None, protocol=protocols[version])
         if username:
             self._client.username_pw_set(username, password)
         if tls_enabled:
             self._client.tls_set()
+        self._client.reconnect_delay_set(5, 60)
         # Enough messages in flight to keep a loopback or LAN broker busy (paho's default is 20).
         self._client.max_inflight_messages_set(1000)
         self._client.on_publish = self._on_publish
@@ -139,7 +143,6 @@ class MQTTSink(BaseSink):
         self._ignored: Set[int] = set()
         self._pending: Dict[Tuple[str, int], Set[int]] = {}
         self._failed: Dict[Tuple[str, int], str] = {}
-        self._connected = threading.Event()
         self._connect_error: Optional[str] = None
         self._started = False
         self.backpressure_retry_seconds = _BACKPRESSURE_RETRY_SECONDS
@@ -147,14 +150,9 @@ class MQTTSink(BaseSink):
 
     # -- paho callbacks (network thread) ---------------------------------------------------------
     def _on_connect(self, client: Any, userdata: Any, flags: Any, reason_code: Any, properties: Any) -> None:
-        if reason_code.is_failure:
-            self._connect_error = str(reason_code)
-        else:
-            self._connect_error = None
-            self._connected.set()
+        self._connect_error = str(reason_code) if reason_code.is_failure else None
 
     def _on_disconnect(self, client: Any, userdata: Any, flags: Any, reason_code: Any, properties: Any) -> None:
-        self._connected.clear()
         if reason_code.is_failure:
             logger.warning("MQTT broker %s:%s disconnected (%s); reconnecting", self._server, self._port, reason_code)
 
@@ -168,25 +166,32 @@ class MQTTSink(BaseSink):
 
     # -- sink API ----------------------------------------------------------------------------------
     def setup(self) -> None:
-        """Connect and start the network thread.
+        """Connect and start the network thread (returns without waiting for the broker's answer,
+        as Quix Streams 3.28.1 does).
 
         A server that cannot be reached raises what the socket raises (``ConnectionRefusedError``,
-        ``socket.gaierror``, ...), as in Quix Streams 3.28.1; a broker that refuses the session
-        (e.g. bad credentials) raises ``ConnectionError`` once it answers.
+        ``socket.gaierror``, ...), as in 3.28.1. A broker that refuses the session (e.g. bad
+        credentials) answers on paho's network thread: the next ``add()`` or ``flush()`` raises
+        ``ConnectionError`` naming the reason (3.28.1 raises it on that thread, where nothing sees it).
         """
         self._client.connect(self._server, self._port)
         self._client.loop_start()
         self._started = True
-        deadline = time.monotonic() + max(self._flush_timeout, 5)
-        while not self._connected.wait(0.05):
-            if self._connect_error or time.monotonic() > deadline:
-                self.cleanup()
-                raise ConnectionError(f"MQTT broker {self._server}:{self._port} refused the connection: "
-                                      f"{self._connect_error or 'no answer'}")
+
+    def _raise_if_refused(self) -> None:
+        refused = self._connect_error
+        if refused is not None:
+            self._cleanup()
+            raise ConnectionError(f"MQTT broker {self._server}:{self._port} refused the connection: {refused}")
 
     def add(self, value: Any, key: Any, timestamp: int, headers: HeadersTuples,
             topic: str, partition: int, offset: int) -> None:
-        """Publish one record now; its acknowledgement is awaited by :meth:`flush`."""
+        """Publish one record now; its acknowledgement is awaited by :meth:`flush`.
+
+        A record whose key or value does not serialize raises :class:`MQTTSinkException` naming it
+        (the connection stays up for the next records); a client that fails to publish is stopped
+        and disconnected, then its error raised, as in 3.28.1."""
+        self._raise_if_refused()
         field = "key"
         try:
             mqtt_topic = f"{self._topic_root}/{self._key_serializer(key)}"
@@ -195,10 +200,14 @@ class MQTTSink(BaseSink):
         except Exception as exc:
             raise MQTTSinkException(f"MQTTSink cannot serialize the {field} of topic '{topic}' partition "
                                     f"{partition} offset {offset}: {exc}") from exc
-        props = self._properties(value) if self._version5 else None
+        props = self._properties(value) if self._properties is not None else None
         # Never hold self._lock across publish(): paho may call on_publish under its own locks.
-        info = self._client.publish(mqtt_topic, payload, qos=self._qos, retain=self._retain(value),
-                                    properties=props)
+        try:
+            info = self._client.publish(mqtt_topic, payload=payload, qos=self._qos, properties=props,
+                                        retain=self._retain(value))
+        except Exception:
+            self._cleanup()
+            raise
         rc = info.rc
         with self._lock:
             if rc == 0 or (rc == _paho().MQTT_ERR_NO_CONN and self._qos > 0):  # queued for (re)send
@@ -214,6 +223,7 @@ class MQTTSink(BaseSink):
     def flush(self, topic: Optional[str] = None, partition: Optional[int] = None) -> None:
         """Wait for the partition's acknowledgements; backpressure if they do not all come in time
         (``flush()``: every partition's, as Quix Streams 3.28.1 does)."""
+        self._raise_if_refused()
         if topic is None or partition is None:
             for where in list(dict.fromkeys([*self._pending, *self._failed])):
                 self.flush(*where)

@@ -74,14 +74,20 @@ class SourceManager:
         for process in self.processes:
             process.raise_for_error()
 
-    def stop_sources(self) -> None:
-        """Stop every source (SIGTERM, then SIGKILL after its shutdown_timeout)."""
+    def stop_all(self) -> None:
+        """Stop every source (SIGTERM, then SIGKILL after its shutdown_timeout); raises nothing
+        (the Runner stops the sources also while another error propagates)."""
         for process in self.processes:
             process.request_stop()
         for process in self.processes:
             process.stop()
 
+    def stop_sources(self) -> None:
+        """Stop every source, then raise ``SourceException`` if one failed (also while stopping),
+        as Quix Streams 3.28's manager does."""
+        self.stop_all()
+        self.raise_for_error()
+
     # the names the Runner uses
     start_all = start_sources
-    stop_all = stop_sources
     alive = is_alive

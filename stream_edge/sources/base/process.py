@@ -21,7 +21,6 @@ import multiprocessing as _mp
 import os
 import signal
 import threading
-import traceback
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.context import BaseContext
@@ -87,8 +86,10 @@ def _watch_parent(parent_pid: int) -> None:
 def _send_error(conn: Connection, exc: BaseException) -> None:
     try:
         conn.send(exc)
-    except Exception:  # noqa: BLE001 - an exception that does not pickle travels as text
-        conn.send(RuntimeError("".join(traceback.format_exception_only(type(exc), exc)).strip()))
+    except Exception:  # noqa: BLE001 - an exception that does not pickle travels as its text
+        # str(exc), as Quix Streams 3.28 sends it: e.g. confluent-kafka's KafkaException arrives as
+        # RuntimeError('KafkaError{code=_TRANSPORT,...}')
+        conn.send(RuntimeError(str(exc)))
 
 
 def _run_source(source: Any, topic: Topic, settings: SourceSettings, changelog_topic: Optional[str],

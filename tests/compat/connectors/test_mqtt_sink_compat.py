@@ -1,7 +1,12 @@
 """``MQTTSink`` as on quixstreams 3.28.1, against the local Mosquitto server: connection errors raised
 by ``setup()`` (and handed to ``on_client_connect_failure``) with the socket's own exception types,
 records published by ``add()`` and confirmed by ``flush()``, and ``_cleanup()`` stopping the network
-loop and disconnecting. One shared run per package; one test per printed section."""
+loop and disconnecting; the retain flag (a callable) as a late subscriber sees it;
+``properties`` refused on MQTT 3.1.1; and what a user's unit test that patches paho's ``Client`` (as
+Quix's own tests of this sink do) sees: the client's constructor arguments, ``setup()`` returning
+after ``connect()``/``loop_start()``, ``publish()``'s keyword arguments, and a failing publish
+stopping and disconnecting the client before its error propagates. One shared run per package; one
+test per printed section."""
 
 import pytest
 
@@ -84,11 +89,58 @@ print("loop running", sink._client._thread is not None)
 sink._cleanup()
 time.sleep(0.2)
 print("after cleanup", sink._client._thread is None, sink._client.is_connected())
+
+print("== retain")
+root = "retain-" + suffix
+sink = MQTTSink(client_id="k-" + suffix, server="127.0.0.1", port=PORT, topic_root=root, tls_enabled=False, qos=1,
+                retain=lambda value: value["n"] == 1)
+sink.setup()
+for i, key in enumerate([b"a", b"b"]):
+    sink.add(value={"n": i + 1}, key=key, timestamp=i, headers=[], topic="in", partition=0, offset=i)
+sink.flush()
+sink._cleanup()
+late, got = [], threading.Event()
+reader.on_message = lambda client, userdata, message: (late.append([message.topic.replace(suffix, "S"),
+                                                                    message.payload.decode(), message.retain]),
+                                                       got.set())
+reader.subscribe(root + "/#", qos=1)  # subscribed after the publishes: only the retained message comes
+print("retained", got.wait(20), late)
 reader.loop_stop()
 reader.disconnect()
+try:
+    MQTTSink(client_id="p", server="127.0.0.1", port=1, topic_root="t", tls_enabled=False, properties=lambda v: None)
+except ValueError as exc:
+    print("properties on 3.1.1", exc)
+
+print("== patched client")
+# What a user's unit test sees when it patches paho's Client, as Quix's own tests of this sink do.
+from unittest.mock import patch
+
+
+class Info:
+    rc, mid = 0, 123
+
+
+with patch("paho.mqtt.client.Client") as Client:
+    sink = MQTTSink(client_id="test_client", server="localhost", port=1883, topic_root="test/topic",
+                    username="user", password="pass", tls_enabled=True, qos=1)
+client = Client.return_value
+print("client", Client.call_args)
+print("auth", client.username_pw_set.call_args, "tls", client.tls_set.call_count)
+sink.setup()
+print("connect", client.connect.call_args, "loop_start", client.loop_start.call_count)
+client.publish.return_value = Info()
+sink.add(value="test_data", key=b"test_key", timestamp=1, headers=[], topic="t", partition=0, offset=1)
+print("publish", client.publish.call_args)
+client.publish.side_effect = ConnectionError("publish error")
+try:
+    sink.add(value="data", key=b"key", timestamp=2, headers=(), topic="t", partition=0, offset=2)
+except ConnectionError as exc:
+    print("error", type(exc).__name__, exc)
+print("stopped", client.loop_stop.call_count, "disconnected", client.disconnect.call_count)
 '''
 
-SECTIONS = ["connection errors", "publish and cleanup"]
+SECTIONS = ["connection errors", "publish and cleanup", "retain", "patched client"]
 
 
 @pytest.fixture(scope="module")
@@ -108,3 +160,13 @@ def test_refused_connection_is_connection_refused_error(outputs):
     shown = compare_section(outputs, "connection errors")
     assert "setup ['ConnectionRefusedError', True, True]" in shown
     assert "after cleanup True False" in compare_section(outputs, "publish and cleanup")
+
+
+def test_retained_message_and_a_failing_publish_stop_the_client(outputs):
+    retained = compare_section(outputs, "retain")
+    assert "retained True [['retain-S/a', '{\"n\": 1}', True]]" in retained
+    assert "properties on 3.1.1 MQTT Properties can only be used with MQTT protocol version 5" in retained
+    patched = compare_section(outputs, "patched client")
+    assert "connect call('localhost', 1883) loop_start 1" in patched
+    assert "payload='\"test_data\"', qos=1, properties=None, retain=False" in patched
+    assert "error ConnectionError publish error\nstopped 1 disconnected 1" in patched

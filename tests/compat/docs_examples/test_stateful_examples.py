@@ -146,7 +146,7 @@ def windowed_rows(make):
 example("stateful apply with State", READINGS, stateful_apply, 8)
 example("stateful filter: rising values", READINGS, stateful_filter, 5)
 example("stateful update: running total", READINGS, stateful_update, 8)
-# two partitions: with one, 3.28.1 re-keys in place without a repartition topic (docs/compatibility.md)
+# two partitions: through the repartition topic (one partition re-keys in place on both: test_group_by_topics.py)
 example("group_by a column", PURCHASES, group_by_column, 4, metadata=True, partitions=2)
 example("group_by a callable with a name", PURCHASES, group_by_callable, 4, metadata=True, partitions=2)
 example("to_topic with a new key and a dynamic topic", READINGS[:4], to_topics, 4)

@@ -192,3 +192,44 @@ def test_retain_and_mqtt5_properties(mqtt_env):
     retained_clear.add({}, b"a", 0, [], "t", 0, 0)
     retained_clear.flush("t", 0)
     retained_clear.cleanup()
+
+
+def _refusing_broker() -> tuple[int, threading.Event]:
+    """A TCP server that answers every MQTT 3.1.1 CONNECT with CONNACK "not authorized" (return
+    code 5), as a broker with authentication does for bad credentials; the event stops it."""
+    import socket
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    server.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        with server:
+            while not stop.is_set():
+                try:
+                    conn, _ = server.accept()
+                except socket.timeout:
+                    continue
+                with conn:
+                    conn.recv(1024)  # the CONNECT packet
+                    conn.sendall(bytes([0x20, 0x02, 0x00, 0x05]))
+
+    threading.Thread(target=serve, daemon=True).start()
+    return server.getsockname()[1], stop
+
+
+def test_a_session_the_broker_refuses_fails_the_next_add_naming_the_reason():
+    port, stop = _refusing_broker()
+    sink = MQTTSink("edge", "127.0.0.1", port, "refused", tls_enabled=False, username="u", password="wrong")
+    sink.setup()  # returns once the socket is connected, as in Quix Streams 3.28.1
+    try:
+        deadline = time.monotonic() + 20
+        with pytest.raises(ConnectionError, match="refused the connection: Not authorized"):
+            while time.monotonic() < deadline:
+                sink.add({"n": 1}, b"a", 0, [], "t", 0, 0)
+                time.sleep(0.05)
+    finally:
+        sink.cleanup()
+        stop.set()

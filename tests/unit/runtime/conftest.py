@@ -3,7 +3,7 @@
 import pytest
 
 from stream_edge.dataframe import DataframeRegistry, StreamingDataFrame
-from stream_edge.models import Topic
+from stream_edge.models import Topic, TopicConfig
 from stream_edge.processing.context import ProcessingContext
 
 
@@ -27,6 +27,11 @@ class RecordingProducer:
 
 
 class FakeTopicManager:
+    partitions = 2  # what the broker would say about the input topic: group_by repartitions
+
+    def stream_topic_config(self, stream_id):
+        return TopicConfig(num_partitions=self.partitions, replication_factor=1)
+
     def repartition_topic(self, operation, stream_id, **serializers):
         return Topic(f"repartition__g--{stream_id}--{operation}", value_deserializer="json",
                      key_deserializer="json", value_serializer="json", key_serializer="json")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from stream_edge.dataframe.exceptions import DuplicateStreamingDataFrame, GroupByLimitExceeded, InvalidOperation
+from stream_edge.dataframe.exceptions import DuplicateStreamingDataFrame, GroupByDuplicate, GroupByLimitExceeded, InvalidOperation
 from stream_edge.models import Topic
 
 
@@ -144,6 +144,17 @@ def test_group_by_writes_to_repartition_topic(sdf, producer):
         grouped.group_by("other")
     with pytest.raises(ValueError, match="name"):
         sdf.group_by(lambda v: v["user"])
+
+
+def test_group_by_on_one_partition_rekeys_in_place(sdf, producer):
+    sdf._topic_manager.partitions = 1
+    grouped = sdf.group_by("user")
+    assert grouped.topic.name == "in" and grouped.stream_id == "in--groupby--user"
+    assert grouped.apply(lambda v, k, ts, h: k, metadata=True).test({"user": "u1"}, key=b"k") == [
+        ("u1", "u1", 0, None)]
+    assert producer.produced == []  # no repartition topic
+    with pytest.raises(GroupByDuplicate):
+        sdf.group_by("user")
 
 
 def test_duplicate_dataframe_for_a_topic(sdf):
