@@ -170,11 +170,15 @@ class PlanNote:
 
     def detail(self) -> str:
         """What the report adds to the engine's name: the replayed sliding keys, or the reason."""
-        replayed = int(self._metrics().get("replayed") or 0)
+        replayed = self.replayed()
         if replayed:
             return (f"{replayed} of {self.groups()} keys through the edge's engines: sliding records inside "
                     "closed windows, near time 0 or NaN")
         return self.reason
+
+    def replayed(self) -> int:
+        """The sliding groups the edge's engines computed (observed; 0 for other plans)."""
+        return int(self._metrics().get("replayed") or 0)
 
     def state_floor(self) -> int | None:
         """The observed ``state_floor`` when no group was stale (``fixed_event_times``), else None."""
@@ -264,9 +268,10 @@ class WindowRun:
     @property
     def uses_state(self) -> bool:
         """Whether increments read the per-group window state (:mod:`lakehouse.windows.state`), so
-        a full run writes it: the native tumbling and hopping windows, whose increments add the
-        windows of tail groups. Otherwise an increment recomputes every changed key from the table."""
-        return self.engine == "native" and self.spec.kind != "sliding" and self.target.table_format == "iceberg"
+        a full run writes it: the native windows, whose increments add the windows of tail groups
+        (sliding: a full run writes it only when every group took the closed form). Otherwise an
+        increment recomputes every changed key from the table."""
+        return self.engine == "native" and self.target.table_format == "iceberg"
 
     def value_type(self, data: "DataFrame") -> Any:
         """The output's value type for prepared ``data``."""

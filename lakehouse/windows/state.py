@@ -153,6 +153,12 @@ def write_state(state: "DataFrame", options: WindowRecomputeOptions, until: int,
         expire_old_states(state.sparkSession, options)
 
 
+def drop_state(spark: "SparkSession", options: WindowRecomputeOptions) -> None:
+    """No window state: a full run of sliding windows some of whose groups the edge's engines
+    computed (the state claims that every group it holds took the closed form)."""
+    spark.sql(f"DROP TABLE IF EXISTS {state_sql_name(options)}")
+
+
 def expire_old_states(spark: "SparkSession", options: WindowRecomputeOptions) -> None:
     """Expire the state table's snapshots but the last :data:`STATE_SNAPSHOTS_KEPT` (and the files
     only they held): the state is rewritten by every run, its history is of no use."""
@@ -217,5 +223,5 @@ def save_full_state(data: "DataFrame", options: WindowRecomputeOptions, group_co
     if until is None:
         return
     spec = options.window
-    write_state(full_state(data, group_cols, order_cols, spec.grace_ms + spec.duration_ms, floor), options,
+    write_state(full_state(data, group_cols, order_cols, spec.state_bound_ms, floor), options,
                 int(until), fingerprint)
