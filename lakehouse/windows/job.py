@@ -131,6 +131,8 @@ def _full_run(run: WindowRun, report: WindowReport, started: float) -> WindowRep
     rows, note = compute_windows(data, run.spec, run.order_cols, run.group_cols, value_type, run.engine,
                                  plain=plain)
     change = OutputChange("full", [rows], None, bookmark_properties(until, run.fingerprint))
+    if note.closed_form is not None and note.replayed_rows is not None:
+        change.split = (note.closed_form, note.replayed_rows)
     report.windows = commit_output(run, change)
     say(f"windows: wrote {report.windows} window rows to {options.output} ({run.target.table_format})")
     if until is not None and run.uses_state and run.spec.kind == "sliding" and note.replayed():

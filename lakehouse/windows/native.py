@@ -146,7 +146,10 @@ def _partials(aggregation: str, order_cols: Sequence[str] = ()) -> list["Column"
         parts.append("count(value) AS __n")
     if aggregation in ("min", "max"):
         if order_cols:
-            position = f"struct({', '.join(map(quote_column, order_cols))})"
+            # one column as itself: a struct buffer makes Spark aggregate by sorting (SortAggregate:
+            # two more sorts of every record in the hopping plan), a long one hashes
+            position = (quote_column(order_cols[0]) if len(order_cols) == 1
+                        else f"struct({', '.join(map(quote_column, order_cols))})")
             parts += [f"{aggregation}(CASE WHEN isnan(value) THEN NULL ELSE value END) AS __{aggregation}",
                       f"min_by(isnan(value), {position}) AS __nan_first", f"min({position}) AS __position"]
         else:

@@ -164,6 +164,10 @@ class PlanNote:
     engine: str  # native or python-engine
     observation: Any = None  # native: groups, replayed (sliding) and the state floor figures
     reason: str = ""  # why the python-engine (a custom aggregation, forced)
+    #: observed native sliding plans: the closed-form keys' rows alone (a plan of one branch), and
+    #: the replayed keys' rows, built once those are computed (None when no key was replayed)
+    closed_form: "DataFrame | None" = None
+    replayed_rows: "Callable[[], DataFrame | None] | None" = None
 
     def _metrics(self) -> dict[str, Any]:
         return self.observation.get if self.observation is not None else {}
@@ -226,8 +230,15 @@ def compute_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[st
     if plain is None:
         raise ValueError("the native sliding plan with observations needs the rows without them (plain)")
     rest = sliding_key_flags(plain, spec, order_cols, group_cols).where(~F.col("__native")).select(*data.columns)
-    replayed = engine_windows(rest, spec, order_cols, group_cols, schema)
-    return rows.unionByName(replayed.withColumn("__gh", group_hash(["key"]))), note
+    replayed = engine_windows(rest, spec, order_cols, group_cols, schema).withColumn("__gh", group_hash(["key"]))
+    if note.observation is not None:
+        # the union's second branch sorts and flags every record again (Spark shares exchanges
+        # between branches, not sorts): a run that can write in two steps writes the closed-form
+        # rows first, then the replayed keys' rows only when the first write observed some
+        observed = note
+        note.closed_form = rows
+        note.replayed_rows = lambda: replayed if observed.replayed() else None
+    return rows.unionByName(replayed), note
 
 
 def output_rows(rows: "DataFrame") -> "DataFrame":
@@ -298,3 +309,7 @@ class OutputChange:
     replace_keys: "DataFrame | None" = None  # one column, key
     properties: dict[str, str] = field(default_factory=dict)
     counted: int | None = None  # the rows, when known without counting them in the write
+    #: a full run's rows in two writes on the run's branch (one commit on main all the same): the
+    #: first rows, then what is left once they are written (None: nothing); ``rows`` hold the
+    #: same rows in one plan, for the writes that cannot take two steps (a table created or replaced)
+    split: "tuple[DataFrame, Callable[[], DataFrame | None]] | None" = None
