@@ -164,13 +164,17 @@ class PlanNote:
     engine: str  # native or python-engine
     observation: Any = None  # native: groups, replayed (sliding) and the state floor figures
     reason: str = ""  # why the python-engine (a custom aggregation, forced)
+    replay_observation: Any = None  # native sliding: the replayed groups, observed by the windows' operator
     #: observed native sliding plans: the closed-form keys' rows alone (a plan of one branch), and
     #: the replayed keys' rows, built once those are computed (None when no key was replayed)
     closed_form: "DataFrame | None" = None
     replayed_rows: "Callable[[], DataFrame | None] | None" = None
 
     def _metrics(self) -> dict[str, Any]:
-        return self.observation.get if self.observation is not None else {}
+        metrics = dict(self.observation.get) if self.observation is not None else {}
+        if self.replay_observation is not None:
+            metrics.update(self.replay_observation.get)
+        return metrics
 
     def detail(self) -> str:
         """What the report adds to the engine's name: the replayed sliding keys, or the reason."""
@@ -223,8 +227,11 @@ def compute_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[st
     if spec.kind != "sliding":
         rows = native_fixed_windows(data, spec, order_cols, group_cols, note.observation)
         return rows.withColumn("value", F.col("value").cast(value_type)), note
-    flagged = sliding_key_flags(data, spec, order_cols, group_cols, note.observation)
-    rows = native_sliding_windows(flagged, spec, group_cols).withColumn("value", F.col("value").cast(value_type))
+    if note.observation is not None:
+        note.replay_observation = Observation(f"windows_replayed_{uuid.uuid4().hex}")
+    flagged = sliding_key_flags(data, spec, order_cols, group_cols, note.observation, per_group=False)
+    rows = (native_sliding_windows(flagged, spec, group_cols, note.replay_observation)
+            .withColumn("value", F.col("value").cast(value_type)))
     if plain is None and note.observation is None:
         plain = data
     if plain is None:
