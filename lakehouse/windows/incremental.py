@@ -13,9 +13,13 @@ since (Iceberg's incremental append scan between the two snapshot ids) and, per 
   (``E_old``: the group's event time at the end of the old data), so only records with ``ts > B``
   are needed: the per-group window state (:mod:`lakehouse.windows.state`) keeps them, so the run
   reads the new files and that state only (:mod:`lakehouse.windows.tail`);
-* **replaced keys** (a new record sits between old ones in offset order, or sliding windows, or
-  the python-engine): every window of the key is recomputed from the table at the new snapshot
-  and replaces the key's rows (closing per partition, a full run instead).
+  Sliding windows the same way (:func:`lakehouse.windows.native.sliding_tail_flags`): the windows
+  ending after ``E_old - grace - 1``, from the state's records (``ts >= E_old - grace - duration``)
+  and the new ones, for groups that took the closed form (their state exists only then);
+* **replaced keys** (a new record sits between old ones in offset order, a sliding record inside
+  an already-closed window, sliding windows without a state of the closed form, or the
+  python-engine): every window of the key is recomputed from the table at the new snapshot and
+  replaces the key's rows (closing per partition, a full run instead).
 
 The result is one :class:`lakehouse.windows.plan.OutputChange` for the committer. A full
 recompute instead (None) when there is no usable bookmark: first run, ``--full``, a Delta source

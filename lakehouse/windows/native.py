@@ -445,5 +445,5 @@ def native_sliding_windows(flagged: "DataFrame", spec: WindowSpec, group_cols: S
     emitted = windows.where(f"(__next_ts IS NULL OR __next_ts <> ts) AND ts <= __final - {spec.grace_ms + 1}"
                             + (" AND __native" if per_record else "")
                             + (" AND ts > __emitted_upto" if increment else ""))
-    return emitted.selectExpr("__gh", "key", f"greatest(CAST(0 AS BIGINT), ts - {int(spec.duration_ms)}) AS window_start",
-                              "ts AS window_end", "value")
+    start = f"greatest(CAST(0 AS BIGINT), ts - {int(spec.duration_ms)}) AS window_start"
+    return emitted.selectExpr("__gh", "key", start, "ts AS window_end", "value")

@@ -7,7 +7,9 @@ Kafka partition, or the partition):
   clock), and ``last``: its last record in the reading order (to tell a tail group from one whose
   new records sit between old ones);
 * ``records``: the old records still able to fall into a window that closes later, those with
-  ``ts > latest - grace - duration`` (the records of the group's open windows).
+  ``ts > latest - grace - duration`` (the records of the group's open windows; sliding windows
+  ``ts >= latest - grace - duration``: ``WindowSpec.state_bound_ms``). A sliding state holds only
+  groups that took the closed form: a full run with replayed keys drops it (:func:`drop_state`).
 
 Reading those from the old snapshot means scanning every record ever written, so a run would cost
 as much as a full recompute. Instead the job keeps them in a small Iceberg table next to the
