@@ -238,8 +238,9 @@ def _sliding_increment(run: WindowRun, plan: IncrementPlan, arrived: "DataFrame"
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="window-state")
     saving = pool.submit(_save_state, run, state, arrived.where(COMPLETE), plan.until, snapshots)
     pool.shutdown(wait=False)
+    # the state stays cached (as the fixed windows' increments leave it): the write alongside reads it
     return Increment(OutputChange("incremental", [tail], None, bookmark), new_rows, state_write=saving,
-                     cached=[tail, state])
+                     cached=[tail])
 
 
 def reordered_keys(state: "DataFrame", arrived: "DataFrame", group_cols: list[str],
