@@ -3,7 +3,8 @@
 A run plans from the output snapshot ``main`` pointed at when it read its bookmark
 (``WindowRun.base_snapshot``). Its change (:class:`lakehouse.windows.plan.OutputChange`) is
 written to a branch of its own created at that snapshot (``windows_run_<ms>_<id>``): every row
-of a full run (an overwrite), or an increment's new windows (an append, or one ``MERGE`` that
+of a full run (an overwrite; then, for sliding keys the edge's engines replayed, an append
+of theirs), or an increment's new windows (an append, or one ``MERGE`` that
 deletes the replaced keys' rows and inserts theirs), the bookmark in the write's snapshot
 summary. Then Iceberg's ``fast_forward`` moves ``main`` to the branch: only if ``main`` is still
 an ancestor of it, that is, only if no other commit reached the output since the run read its
@@ -135,9 +136,19 @@ def _write_branch(run: WindowRun, branch_name: str, change: OutputChange, rows: 
     if change.mode == "full":
         from pyspark.sql import functions as F
 
+        rest = None
+        if change.split is not None:  # the first rows, then the rest on the same branch
+            first, rest = change.split
+            rows = first.select(*OUTPUT_COLUMNS)
         observed, counted = _observed(rows if rows is not None else spark.table(branch_name).limit(0))
         _with_properties(observed.writeTo(branch_name), change.properties).overwrite(F.lit(True))
-        return int(counted.get["rows"] or 0)
+        written = int(counted.get["rows"] or 0)
+        more = rest() if rest is not None else None
+        if more is not None:
+            observed, counted = _observed(more.select(*OUTPUT_COLUMNS))
+            _with_properties(observed.writeTo(branch_name), change.properties).append()
+            written += int(counted.get["rows"] or 0)
+        return written
     if change.replace_keys is None:
         if rows is None:  # no window changes: the bookmark alone moves (an empty append)
             rows = spark.table(branch_name).limit(0)

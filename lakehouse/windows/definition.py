@@ -112,6 +112,14 @@ class WindowSpec:
         """``grace + duration``: a group's windows starting at or below ``event time - bound`` are closed."""
         return self.grace_ms + self.duration_ms
 
+    @property
+    def state_bound_ms(self) -> int:
+        """How far below a group's event time the window state keeps records: ``bound_ms`` for
+        fixed windows (a record at ``latest - bound`` is in closed windows only); one more for
+        sliding windows (a window ending at ``latest - grace``, the oldest one not yet emitted,
+        holds a record at ``latest - grace - duration``)."""
+        return self.bound_ms + (1 if self.kind == "sliding" else 0)
+
     def describe(self) -> str:
         step = f", step {self.step_ms} ms" if self.step_ms else ""
         return (f"{self.kind} {self.duration_ms} ms{step}, grace {self.grace_ms} ms, {self.aggregation_name}, "

@@ -13,9 +13,13 @@ since (Iceberg's incremental append scan between the two snapshot ids) and, per 
   (``E_old``: the group's event time at the end of the old data), so only records with ``ts > B``
   are needed: the per-group window state (:mod:`lakehouse.windows.state`) keeps them, so the run
   reads the new files and that state only (:mod:`lakehouse.windows.tail`);
-* **replaced keys** (a new record sits between old ones in offset order, or sliding windows, or
-  the python-engine): every window of the key is recomputed from the table at the new snapshot
-  and replaces the key's rows (closing per partition, a full run instead).
+  Sliding windows the same way (:func:`lakehouse.windows.native.sliding_tail_flags`): the windows
+  ending after ``E_old - grace - 1``, from the state's records (``ts >= E_old - grace - duration``)
+  and the new ones, for groups that took the closed form (their state exists only then);
+* **replaced keys** (a new record sits between old ones in offset order, a sliding record inside
+  an already-closed window, sliding windows without a state of the closed form, or the
+  python-engine): every window of the key is recomputed from the table at the new snapshot and
+  replaces the key's rows (closing per partition, a full run instead).
 
 The result is one :class:`lakehouse.windows.plan.OutputChange` for the committer. A full
 recompute instead (None) when there is no usable bookmark: first run, ``--full``, a Delta source
@@ -31,10 +35,12 @@ Example::
 
 from __future__ import annotations
 
+import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from lakehouse.windows.native import native_sliding_windows, sliding_tail_flags
 from lakehouse.windows.history import bookmark_of, bookmark_properties, source_changes, table_log
 from lakehouse.windows.plan import COMPLETE, OutputChange, WindowRun, compute_windows
 from lakehouse.windows.state import advance_state, build_state, read_state, write_state
@@ -122,6 +128,8 @@ def run_increment(run: WindowRun, plan: IncrementPlan) -> Increment | None:
             run.say("windows: full recompute (the python-engine closing per partition recomputes every window)")
             return None
         return _replace_changed_keys(run, plan, arrived, bookmark)
+    if spec.kind == "sliding":
+        return _sliding_increment(run, plan, arrived, bookmark)
     state, snapshots = _open_state(run, plan)
     state = state.cache()  # one row per group: small, read by the windows' job and the state's write
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="window-state")
@@ -150,13 +158,13 @@ def _open_state(run: WindowRun, plan: IncrementPlan) -> tuple["DataFrame", int |
         return found
     run.say(f"windows: rebuilding the per-group window state from source snapshot {plan.since}")
     old = run.prepare(run.source_at(plan.since)).where(COMPLETE)
-    return build_state(old, run.group_cols, run.order_cols, run.spec.bound_ms), None
+    return build_state(old, run.group_cols, run.order_cols, run.spec.state_bound_ms), None
 
 
 def _save_state(run: WindowRun, state: "DataFrame", new: "DataFrame", until: int, snapshots: int | None) -> None:
     """Write the state after ``new``: an overwrite of the table the state was read from (same
     columns), a create-or-replace when it was rebuilt."""
-    advanced = advance_state(state, new, run.group_cols, run.order_cols, run.spec.bound_ms)
+    advanced = advance_state(state, new, run.group_cols, run.order_cols, run.spec.state_bound_ms)
     overwrite = snapshots is not None and advanced.schema.simpleString() == state.schema.simpleString()
     write_state(advanced, run.options, until, run.fingerprint, overwrite=overwrite, snapshots=snapshots or 0)
 
@@ -169,7 +177,7 @@ def _tail_increment(run: WindowRun, plan: IncrementPlan, state: "DataFrame", arr
     key is recomputed whole (per partition: a full run). Not ``localCheckpoint``: over Spark
     Connect a checkpoint is a command that returns no observed metrics."""
     spec, group_cols, order_cols = run.spec, run.group_cols, run.order_cols
-    records, seen = tail_records(state, arrived, COMPLETE, group_cols, order_cols, spec.bound_ms)
+    records, seen = tail_records(state, arrived, COMPLETE, group_cols, order_cols, spec.state_bound_ms)
     value_type = run.value_type(arrived)
     rows, _ = compute_windows(records, spec, order_cols, group_cols, value_type, run.engine, observe=False)
     tail = rows.select("key", "window_start", "window_end", "value").cache()
@@ -187,6 +195,51 @@ def _tail_increment(run: WindowRun, plan: IncrementPlan, state: "DataFrame", arr
     kept_tail = tail.join(replaced, on="key", how="left_anti")  # a replaced key's windows all come anew
     change = OutputChange("incremental", [kept_tail, recomputed], replaced, bookmark)
     return Increment(change, new_rows, f"{reordered} groups got records between old ones: their keys recomputed",
+                     cached=[tail])
+
+
+def _sliding_increment(run: WindowRun, plan: IncrementPlan, arrived: "DataFrame",
+                       bookmark: dict[str, str]) -> Increment:
+    """Native sliding windows: the windows that close now, from the window state's records (every
+    group in it took the closed form) and the new ones (:func:`lakehouse.windows.native.sliding_tail_flags`),
+    appended; the state after the new records is written alongside. Every changed key is
+    recomputed from the table instead (:func:`_replace_changed_keys`) when there is no such state
+    (a full run with replayed keys writes none), or when a group got records between its old ones
+    or an awkward one (inside an already-closed window, near time 0, NaN under min/max): that
+    increment does not advance the state, so the next ones recompute their keys too, until a full
+    run writes a new one."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    spec, group_cols, order_cols = run.spec, run.group_cols, run.order_cols
+    found = read_state(run.spark, run.options, plan.since, run.fingerprint)
+    if found is None:
+        run.say(f"windows: no sliding window state at source snapshot {plan.since}: every changed key is recomputed")
+        return _replace_changed_keys(run, plan, arrived, bookmark)
+    state, snapshots = found
+    state = state.cache()  # one row per group: read by the windows' job and the state's write
+    records, seen = tail_records(state, arrived, COMPLETE, group_cols, order_cols, spec.state_bound_ms,
+                                 keep_new=True)
+    flags_seen = Observation(f"windows_sliding_tail_{uuid.uuid4().hex}")
+    flagged = sliding_tail_flags(records, spec, order_cols, group_cols, flags_seen)
+    value_type = run.value_type(arrived)
+    rows = native_sliding_windows(flagged, spec, group_cols).withColumn("value", F.col("value").cast(value_type))
+    tail = rows.select("key", "window_start", "window_end", "value").cache()
+    tail.count()
+    counts = seen.get
+    new_rows, reordered = int(counts["new_rows"] or 0), int(counts["reordered"] or 0)
+    awkward = int(flags_seen.get.get("awkward") or 0)
+    if reordered or awkward:
+        tail.unpersist()
+        state.unpersist()
+        run.say(f"windows: {reordered} sliding groups got records between old ones, {awkward} an awkward one: "
+                "every changed key is recomputed")
+        return _replace_changed_keys(run, plan, arrived, bookmark)
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="window-state")
+    saving = pool.submit(_save_state, run, state, arrived.where(COMPLETE), plan.until, snapshots)
+    pool.shutdown(wait=False)
+    # the state stays cached (as the fixed windows' increments leave it): the write alongside reads it
+    return Increment(OutputChange("incremental", [tail], None, bookmark), new_rows, state_write=saving,
                      cached=[tail])
 
 

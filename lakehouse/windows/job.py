@@ -45,7 +45,7 @@ from lakehouse.windows.definition import WindowRecomputeOptions, WindowReport
 from lakehouse.windows.history import bookmark_properties, main_snapshot
 from lakehouse.windows.incremental import plan_increment, run_increment
 from lakehouse.windows.plan import COMPLETE, OutputChange, WindowRun, compute_windows, open_window_table
-from lakehouse.windows.state import save_full_state
+from lakehouse.windows.state import drop_state, save_full_state
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -131,9 +131,14 @@ def _full_run(run: WindowRun, report: WindowReport, started: float) -> WindowRep
     rows, note = compute_windows(data, run.spec, run.order_cols, run.group_cols, value_type, run.engine,
                                  plain=plain)
     change = OutputChange("full", [rows], None, bookmark_properties(until, run.fingerprint))
+    if note.closed_form is not None and note.replayed_rows is not None:
+        change.split = (note.closed_form, note.replayed_rows)
     report.windows = commit_output(run, change)
     say(f"windows: wrote {report.windows} window rows to {options.output} ({run.target.table_format})")
-    if until is not None and run.uses_state:  # what the next incremental run starts from
+    if until is not None and run.uses_state and run.spec.kind == "sliding" and note.replayed():
+        # the sliding increments' state holds closed-form groups only: increments replace keys instead
+        drop_state(spark, options)
+    elif until is not None and run.uses_state:  # what the next incremental run starts from
         save_full_state(run.prepare(raw).where(COMPLETE), options, run.group_cols, run.order_cols, until,
                         run.fingerprint, note.state_floor())
     pause_point("windows.after-commit")

@@ -50,7 +50,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame
 
 __all__ = ("NATIVE_AGGREGATIONS", "native_unsupported_reason", "fixed_event_times", "fixed_window_parts",
-           "native_fixed_windows", "native_sliding_windows", "nan_aware", "sliding_key_flags")
+           "native_fixed_windows", "native_sliding_windows", "nan_aware", "sliding_key_flags",
+           "sliding_tail_flags")
 
 #: aggregations the native path computes (the rest go through the edge's engines)
 NATIVE_AGGREGATIONS = ("sum", "count", "mean", "min", "max")
@@ -145,7 +146,10 @@ def _partials(aggregation: str, order_cols: Sequence[str] = ()) -> list["Column"
         parts.append("count(value) AS __n")
     if aggregation in ("min", "max"):
         if order_cols:
-            position = f"struct({', '.join(map(quote_column, order_cols))})"
+            # one column as itself: a struct buffer makes Spark aggregate by sorting (SortAggregate:
+            # two more sorts of every record in the hopping plan), a long one hashes
+            position = (quote_column(order_cols[0]) if len(order_cols) == 1
+                        else f"struct({', '.join(map(quote_column, order_cols))})")
             parts += [f"{aggregation}(CASE WHEN isnan(value) THEN NULL ELSE value END) AS __{aggregation}",
                       f"min_by(isnan(value), {position}) AS __nan_first", f"min({position}) AS __position"]
         else:
@@ -313,72 +317,133 @@ def native_fixed_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequen
 
 
 def sliding_key_flags(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str],
-                      group_cols: Sequence[str] = ("key",), observation: Any = None) -> "DataFrame":
+                      group_cols: Sequence[str] = ("key",), observation: Any = None,
+                      per_group: bool = True) -> "DataFrame":
     """``data`` with ``__gh``, ``__final`` (the group's final event time), ``__accepted`` (the edge
     keeps the record) and ``__native`` (the group's sliding windows have the closed form: no
     accepted record inside an already-closed window, every accepted timestamp above
-    ``2 * duration + grace``, and for min/max no NaN value). A group is a key (with its Kafka partition when ``group_cols``
-    holds it). ``observation`` receives ``groups`` and ``replayed`` (groups not native)."""
+    ``2 * duration + grace``, and for min/max no NaN value). A group is a key (with its Kafka
+    partition when ``group_cols`` holds it). ``per_group=False``: each record's ``__awkward``
+    instead of ``__native``, which :func:`native_sliding_windows` folds over the group in its own
+    window operator (one pass over every record fewer).
+
+    ``observation`` receives ``groups``, ``replayed`` (groups not native; with ``per_group``) and
+    what the window state of a full run can take from this pass (``state_floor`` and
+    ``stale_groups`` as in :func:`_state_observations`, with ``spec.state_bound_ms``; read only
+    when no group was replayed: every group's newest record is then above 0)."""
     from pyspark.sql import functions as F
 
-    ts = F.col("ts")
-    dropped_upto = F.col("__latest") - spec.duration_ms - spec.grace_ms - 1
-    accepted = ts > dropped_upto
-    awkward = accepted & ((ts <= F.col("__latest") - spec.grace_ms - 1)
-                          | (ts <= 2 * spec.duration_ms + spec.grace_ms))
-    if nan_aware(spec, data.schema["value"].dataType):  # the edge's NaN rule: through its engines
-        awkward = awkward | F.isnan("value")
-    flagged = (_with_group_hash(data, group_cols)
-               .withColumn("__latest", _event_time(group_cols, order_cols))
-               .withColumn("__first_of_group", _first_of_group(group_cols, order_cols))
-               .withColumn("__accepted", accepted))
-    per_group = _group_window(group_cols)
-    flagged = (flagged.withColumn("__native", F.max(F.when(awkward, 1).otherwise(0)).over(per_group) == 0)
-               .withColumn("__final", _final_event_time(group_cols)))
+    awkward = _sliding_awkward(spec, data.schema["value"].dataType, "__latest")
+    running = _over(group_cols, order_cols, _RUNNING)
+    whole = _over(group_cols, order_cols, _WHOLE)
+    # every frame here shares the offset order: one window operator (the fold of the awkward
+    # records over the group needs the running event time, so it is another one's)
+    flagged = _with_group_hash(data, group_cols).selectExpr(
+        "*", f"greatest(CAST(0 AS BIGINT), max(ts) OVER {running}) AS __latest",
+        f"CAST(row_number() OVER {_over(group_cols, order_cols)} = 1 AS INT) AS __first_of_group",
+        f"greatest(CAST(0 AS BIGINT), max(ts) OVER {whole}) AS __final",
+        *([f"count(1) OVER {whole} AS __rows", f"row_number() OVER {_over(group_cols, order_cols)} AS __row"]
+          if observation is not None else []))
+    flagged = flagged.selectExpr("*", f"ts > __latest - {spec.duration_ms + spec.grace_ms + 1} AS __accepted",
+                                 f"{awkward} AS __awkward")
+    if per_group:
+        flagged = flagged.selectExpr("*", f"max(CAST(__awkward AS INT)) OVER {whole} = 0 AS __native").drop("__awkward")
     if observation is not None:
-        flagged = flagged.observe(observation, F.sum("__first_of_group").alias("groups"),
-                                  F.sum(F.when(~F.col("__native"), F.col("__first_of_group")).otherwise(0))
-                                  .alias("replayed"))
-    return flagged.drop("__first_of_group")
+        metrics = [F.sum("__first_of_group").alias("groups")]
+        if per_group:
+            metrics.append(F.sum(F.when(~F.col("__native"), F.col("__first_of_group")).otherwise(0)).alias("replayed"))
+        bound = F.col("__final") - F.lit(spec.state_bound_ms)
+        stale = (F.col("__row") == F.col("__rows")) & (F.col("ts") <= bound)  # the last record in offset order
+        metrics += [F.min(bound).alias("state_floor"), F.count(F.when(stale, 1)).alias("stale_groups")]
+        flagged = flagged.observe(observation, *metrics)
+    return flagged.drop("__first_of_group", "__rows", "__row", "__latest")
 
 
-def native_sliding_windows(flagged: "DataFrame", spec: WindowSpec,
-                           group_cols: Sequence[str] = ("key",)) -> "DataFrame":
-    """Sliding ``final()`` rows (``__gh``, ``key``, ``window_start``, ``window_end``, ``value``) of
-    the groups :func:`sliding_key_flags` marked native."""
+def _sliding_awkward(spec: WindowSpec, value_type: Any, latest: str) -> str:
+    """SQL: the record (event time ``latest`` at its arrival) keeps its group off the closed form:
+    accepted, and inside an already-closed window or near time 0 (or NaN under min/max)."""
+    accepted = f"ts > {latest} - {spec.duration_ms + spec.grace_ms + 1}"
+    awkward = f"({accepted} AND (ts <= {latest} - {spec.grace_ms + 1} OR ts <= {2 * spec.duration_ms + spec.grace_ms}))"
+    if nan_aware(spec, value_type):  # the edge's NaN rule: through its engines
+        awkward = f"({awkward} OR isnan(value))"
+    return awkward
+
+
+def sliding_tail_flags(records: "DataFrame", spec: WindowSpec, order_cols: Sequence[str],
+                       group_cols: Sequence[str], observation: Any) -> "DataFrame":
+    """An increment's sliding records in the form :func:`native_sliding_windows` takes, for the
+    groups that end their old data on the closed form (the window state holds only such groups:
+    a full run with replayed keys writes none).
+
+    ``records`` (:func:`lakehouse.windows.tail.tail_records` with ``keep_new``): a tail group's old
+    records newer than ``E_old - duration - grace - 1`` (``E_old``: its event time at the end of
+    the old data; every one of them was accepted) and its new ones (``__new``). A new record's
+    event time at arrival is ``E_old`` or a newer timestamp of the group before it. The windows
+    ``final()`` adds are those ending after ``E_old - grace - 1`` (the old ones are emitted and
+    never change: a non-awkward new record lies after them), made of these records only (a
+    window ``[t - duration, t]`` with ``t >= E_old - grace`` starts at or after the oldest).
+    A group with an awkward new record is left out and counted in ``observation``
+    (``awkward``): the run replaces its key instead."""
     from pyspark.sql import functions as F
 
+    bound = spec.duration_ms + spec.grace_ms + 1
+    old_latest = f"coalesce(__closed_floor + {bound}, CAST(0 AS BIGINT))"
+    running = _over(group_cols, order_cols, _RUNNING)
+    whole = _over(group_cols, order_cols, _WHOLE)
+    timed = records.selectExpr(
+        "*", f"greatest({old_latest}, max(ts) OVER {running}) AS __latest",
+        f"CAST(row_number() OVER {_over(group_cols, order_cols)} = 1 AS INT) AS __first_of_group")
+    awkward = _sliding_awkward(spec, records.schema["value"].dataType, "__latest")
+    flagged = timed.selectExpr(
+        "*", f"(NOT __new OR ts > __latest - {bound}) AS __accepted",
+        f"max(CASE WHEN __new AND {awkward} THEN 1 ELSE 0 END) OVER {whole} = 0 AS __native",
+        f"greatest({old_latest}, max(ts) OVER {whole}) AS __final",
+        f"{old_latest} - {spec.grace_ms + 1} AS __emitted_upto")
+    observed = flagged.observe(observation, F.expr("sum(CASE WHEN NOT __native THEN __first_of_group ELSE 0 END)"
+                                                   " AS awkward"))
+    return observed.drop("__first_of_group", "__new")
+
+
+def native_sliding_windows(flagged: "DataFrame", spec: WindowSpec, group_cols: Sequence[str] = ("key",),
+                           observation: Any = None) -> "DataFrame":
+    """Sliding ``final()`` rows (``__gh``, ``key``, ``window_start``, ``window_end``, ``value``) of
+    the groups :func:`sliding_key_flags` marked native (``__native``), or, from its records'
+    ``__awkward``, of the groups none of whose records is awkward; ``observation`` then receives
+    ``replayed`` (the other groups). With ``__emitted_upto`` (an increment), only the windows
+    ending after it.
+
+    One window operator over the accepted records in timestamp order (the data stays partitioned
+    by the group: no further shuffle, one sort): a ``RANGE`` frame aggregates each window, ``lead``
+    keeps one row per timestamp (peers share the frame), and the awkward records are folded over
+    the group."""
     reason = native_unsupported_reason(spec)
     if reason:
         raise ValueError(f"the native path cannot compute {reason}")
     aggregation = spec.aggregation
     assert isinstance(aggregation, str)
-    rows = flagged.where("__native")
-    kept_cols = _kept_columns(group_cols)
-    # one row per (group, accepted timestamp) with partial aggregates; a RANGE frame adds them up
-    # (the data stays partitioned by the group from the flags' window: no further shuffle)
-    partial: list[Any] = [F.max("__final").alias("__final")]
-    if aggregation in ("sum", "mean"):
-        partial.append(F.sum("value").alias("__sum"))
-    if aggregation in ("count", "mean"):
-        partial.append(F.count("value").alias("__n"))
-    if aggregation == "min":
-        partial.append(F.min("value").alias("__min"))
-    if aggregation == "max":
-        partial.append(F.max("value").alias("__max"))
-    per_ts = rows.where("__accepted").groupBy(*kept_cols, "ts").agg(*partial)
-    frame = _group_window(group_cols).orderBy("ts").rangeBetween(-spec.duration_ms, 0)
-    if aggregation == "sum":
-        value = F.sum("__sum").over(frame)
-    elif aggregation == "count":
-        value = F.sum("__n").over(frame)
-    elif aggregation == "mean":
-        value = F.sum(F.col("__sum").cast("double")).over(frame) / F.sum("__n").over(frame)
-    elif aggregation == "min":
-        value = F.min("__min").over(frame)
-    else:
-        value = F.max("__max").over(frame)
-    windows = per_ts.select("__gh", "key", "ts", "__final", value.alias("value"))
-    emitted = windows.where(F.col("ts") <= F.col("__final") - spec.grace_ms - 1)
-    return emitted.select("__gh", "key", F.greatest(F.lit(0).cast("long"), F.col("ts") - spec.duration_ms)
-                          .alias("window_start"), F.col("ts").alias("window_end"), "value")
+    rows = flagged.where("__accepted")
+    per_record = "__awkward" in flagged.columns
+    if not per_record:
+        rows = rows.where("__native")
+    by_ts = f"PARTITION BY {', '.join(map(quote_column, ['__gh', *group_cols]))} ORDER BY ts"
+    frame = f"({by_ts} RANGE BETWEEN {int(spec.duration_ms)} PRECEDING AND CURRENT ROW)"
+    value = {"sum": f"sum(value) OVER {frame}", "count": f"count(value) OVER {frame}",
+             "mean": f"sum(CAST(value AS DOUBLE)) OVER {frame} / count(value) OVER {frame}",
+             "min": f"min(value) OVER {frame}", "max": f"max(value) OVER {frame}"}[aggregation]
+    increment = "__emitted_upto" in flagged.columns  # windows up to it were emitted before
+    columns = ["__gh", "key", "ts", "__final", *(["__emitted_upto"] if increment else []), f"{value} AS value",
+               f"lead(ts) OVER ({by_ts}) AS __next_ts"]
+    if per_record:
+        columns += [f"max(CAST(__awkward AS INT)) OVER ({by_ts}{_WHOLE}) = 0 AS __native",
+                    f"row_number() OVER ({by_ts}) = 1 AS __first_ts"]
+    windows = rows.selectExpr(*columns)
+    if per_record and observation is not None:
+        from pyspark.sql import functions as F
+
+        windows = windows.observe(observation, F.expr("count(CASE WHEN __first_ts AND NOT __native THEN 1 END)"
+                                                      " AS replayed"))
+    emitted = windows.where(f"(__next_ts IS NULL OR __next_ts <> ts) AND ts <= __final - {spec.grace_ms + 1}"
+                            + (" AND __native" if per_record else "")
+                            + (" AND ts > __emitted_upto" if increment else ""))
+    start = f"greatest(CAST(0 AS BIGINT), ts - {int(spec.duration_ms)}) AS window_start"
+    return emitted.selectExpr("__gh", "key", start, "ts AS window_end", "value")

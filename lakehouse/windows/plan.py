@@ -167,17 +167,29 @@ class PlanNote:
     engine: str  # native or python-engine
     observation: Any = None  # native: groups, replayed (sliding) and the state floor figures
     reason: str = ""  # why the python-engine (a custom aggregation, forced)
+    replay_observation: Any = None  # native sliding: the replayed groups, observed by the windows' operator
+    #: observed native sliding plans: the closed-form keys' rows alone (a plan of one branch), and
+    #: the replayed keys' rows, built once those are computed (None when no key was replayed)
+    closed_form: "DataFrame | None" = None
+    replayed_rows: "Callable[[], DataFrame | None] | None" = None
 
     def _metrics(self) -> dict[str, Any]:
-        return self.observation.get if self.observation is not None else {}
+        metrics = dict(self.observation.get) if self.observation is not None else {}
+        if self.replay_observation is not None:
+            metrics.update(self.replay_observation.get)
+        return metrics
 
     def detail(self) -> str:
         """What the report adds to the engine's name: the replayed sliding keys, or the reason."""
-        replayed = int(self._metrics().get("replayed") or 0)
+        replayed = self.replayed()
         if replayed:
             return (f"{replayed} of {self.groups()} keys through the edge's engines: sliding records inside "
                     "closed windows, near time 0 or NaN")
         return self.reason
+
+    def replayed(self) -> int:
+        """The sliding groups the edge's engines computed (observed; 0 for other plans)."""
+        return int(self._metrics().get("replayed") or 0)
 
     def state_floor(self) -> int | None:
         """The observed ``state_floor`` when no group was stale (``fixed_event_times``), else None."""
@@ -218,15 +230,25 @@ def compute_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[st
     if spec.kind != "sliding":
         rows = native_fixed_windows(data, spec, order_cols, group_cols, note.observation)
         return rows.withColumn("value", F.col("value").cast(value_type)), note
-    flagged = sliding_key_flags(data, spec, order_cols, group_cols, note.observation)
-    rows = native_sliding_windows(flagged, spec, group_cols).withColumn("value", F.col("value").cast(value_type))
+    if note.observation is not None:
+        note.replay_observation = Observation(f"windows_replayed_{uuid.uuid4().hex}")
+    flagged = sliding_key_flags(data, spec, order_cols, group_cols, note.observation, per_group=False)
+    rows = (native_sliding_windows(flagged, spec, group_cols, note.replay_observation)
+            .withColumn("value", F.col("value").cast(value_type)))
     if plain is None and note.observation is None:
         plain = data
     if plain is None:
         raise ValueError("the native sliding plan with observations needs the rows without them (plain)")
     rest = sliding_key_flags(plain, spec, order_cols, group_cols).where(~F.col("__native")).select(*data.columns)
-    replayed = engine_windows(rest, spec, order_cols, group_cols, schema)
-    return rows.unionByName(replayed.withColumn("__gh", group_hash(["key"]))), note
+    replayed = engine_windows(rest, spec, order_cols, group_cols, schema).withColumn("__gh", group_hash(["key"]))
+    if note.observation is not None:
+        # the union's second branch sorts and flags every record again (Spark shares exchanges
+        # between branches, not sorts): a run that can write in two steps writes the closed-form
+        # rows first, then the replayed keys' rows only when the first write observed some
+        observed = note
+        note.closed_form = rows
+        note.replayed_rows = lambda: replayed if observed.replayed() else None
+    return rows.unionByName(replayed), note
 
 
 def output_rows(rows: "DataFrame") -> "DataFrame":
@@ -267,9 +289,10 @@ class WindowRun:
     @property
     def uses_state(self) -> bool:
         """Whether increments read the per-group window state (:mod:`lakehouse.windows.state`), so
-        a full run writes it: the native tumbling and hopping windows, whose increments add the
-        windows of tail groups. Otherwise an increment recomputes every changed key from the table."""
-        return self.engine == "native" and self.spec.kind != "sliding" and self.target.table_format == "iceberg"
+        a full run writes it: the native windows, whose increments add the windows of tail groups
+        (sliding: a full run writes it only when every group took the closed form). Otherwise an
+        increment recomputes every changed key from the table."""
+        return self.engine == "native" and self.target.table_format == "iceberg"
 
     def value_type(self, data: "DataFrame") -> Any:
         """The output's value type for prepared ``data``."""
@@ -296,3 +319,7 @@ class OutputChange:
     replace_keys: "DataFrame | None" = None  # one column, key
     properties: dict[str, str] = field(default_factory=dict)
     counted: int | None = None  # the rows, when known without counting them in the write
+    #: a full run's rows in two writes on the run's branch (one commit on main all the same): the
+    #: first rows, then what is left once they are written (None: nothing); ``rows`` hold the
+    #: same rows in one plan, for the writes that cannot take two steps (a table created or replaced)
+    split: "tuple[DataFrame, Callable[[], DataFrame | None]] | None" = None

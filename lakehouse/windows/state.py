@@ -7,7 +7,9 @@ Kafka partition, or the partition):
   clock), and ``last``: its last record in the reading order (to tell a tail group from one whose
   new records sit between old ones);
 * ``records``: the old records still able to fall into a window that closes later, those with
-  ``ts > latest - grace - duration`` (the records of the group's open windows).
+  ``ts > latest - grace - duration`` (the records of the group's open windows; sliding windows
+  ``ts >= latest - grace - duration``: ``WindowSpec.state_bound_ms``). A sliding state holds only
+  groups that took the closed form: a full run with replayed keys drops it (:func:`drop_state`).
 
 Reading those from the old snapshot means scanning every record ever written, so a run would cost
 as much as a full recompute. Instead the job keeps them in a small Iceberg table next to the
@@ -154,6 +156,12 @@ def write_state(state: "DataFrame", options: WindowRecomputeOptions, until: int,
         expire_old_states(state.sparkSession, options)
 
 
+def drop_state(spark: "SparkSession", options: WindowRecomputeOptions) -> None:
+    """No window state: a full run of sliding windows some of whose groups the edge's engines
+    computed (the state claims that every group it holds took the closed form)."""
+    spark.sql(f"DROP TABLE IF EXISTS {state_sql_name(options)}")
+
+
 def expire_old_states(spark: "SparkSession", options: WindowRecomputeOptions) -> None:
     """Expire the state table's snapshots but the last :data:`STATE_SNAPSHOTS_KEPT` (and the files
     only they held): the state is rewritten by every run, its history is of no use."""
@@ -218,5 +226,5 @@ def save_full_state(data: "DataFrame", options: WindowRecomputeOptions, group_co
     if until is None:
         return
     spec = options.window
-    write_state(full_state(data, group_cols, order_cols, spec.grace_ms + spec.duration_ms, floor), options,
+    write_state(full_state(data, group_cols, order_cols, spec.state_bound_ms, floor), options,
                 int(until), fingerprint)

@@ -50,7 +50,7 @@ def _new_rows(arrived: "DataFrame", state: "DataFrame", complete: str) -> "DataF
 
 
 def tail_records(state: "DataFrame", arrived: "DataFrame", complete: str, group_cols: Sequence[str],
-                 order_cols: Sequence[str], bound: int) -> tuple["DataFrame", Any]:
+                 order_cols: Sequence[str], bound: int, keep_new: bool = False) -> tuple["DataFrame", Any]:
     """The records the windows closing now are made of (the prepared columns, ``__gh`` and
     ``__closed_floor``): those of tail groups with new complete records (``complete``: the SQL
     condition of a complete row), newer than the group's
@@ -61,7 +61,8 @@ def tail_records(state: "DataFrame", arrived: "DataFrame", complete: str, group_
 
     The per-group figures are frames over the whole group, partitioned and ordered as the
     windows' offset-order frames (:func:`lakehouse.windows.native.fixed_event_times`), so the plan
-    keeps one exchange and one sort.
+    keeps one exchange and one sort. ``keep_new``: the records keep ``__new`` (false for the
+    state's old records), which the sliding windows' flags need.
 
     Written as SQL text: every column expression built in Python is a round trip to the JVM
     (a ``Column`` object per ``F.col``, operator and alias), ~600 of them for this plan before,
@@ -89,4 +90,4 @@ def tail_records(state: "DataFrame", arrived: "DataFrame", complete: str, group_
         F.expr(f"count(CASE WHEN __group_row AND {has_new} AND NOT {tail} THEN 1 END) AS reordered"))
     kept = observed.where(f"__record AND {has_new} AND {tail} AND (__latest IS NULL OR ts > __latest - {int(bound)})")
     floor = f"__latest - {int(bound)} AS __closed_floor"
-    return kept.selectExpr(*map(quote_column, columns), "__gh", floor), observation
+    return kept.selectExpr(*map(quote_column, columns), "__gh", floor, *(["__new"] if keep_new else [])), observation

@@ -170,6 +170,60 @@ def test_only_new_windows_are_added_and_nothing_is_read_twice(spark, monkeypatch
         spark.sql(f"DROP TABLE IF EXISTS {table}")
 
 
+def test_sliding_increments_add_the_closing_windows_from_the_state(spark):
+    """Sliding windows, in-order appends within the grace: each increment adds the windows that
+    close now from the window state and the new records (no key recomputed); an append with a
+    record inside an already-closed window makes the run recompute the changed keys, and the
+    following runs too (no state of the closed form) until a full run writes one again. The
+    output equals the edge's after every run."""
+    rng = random.Random(7)
+    rows = stream([(rng.randrange(4), rng.randrange(12), rng.choice([0, 0, 3, 8]), rng.randrange(10))
+                   for _ in range(400)])
+    spec = SPECS["sliding"]
+    namespace = f"embedded.inc_{uuid.uuid4().hex[:8]}"
+    source, output = f"{namespace}.src", f"{namespace}.out"
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
+    options = WindowRecomputeOptions(table=source, output=output, value_column="temp", window=spec)
+    quiet = lambda _l: None  # noqa: E731
+    try:
+        spark.createDataFrame(rows[:200], SCHEMA).writeTo(source).using("iceberg").create()
+        assert run_window_recompute(spark, options, progress=quiet).path == "full, native"
+        assert state_bookmark(spark, options)[0] == str(main_snapshot(spark, source))
+        for end in (260, 300):
+            spark.createDataFrame(rows[end - (60 if end == 260 else 40):end], SCHEMA).writeTo(source).append()
+            report = run_window_recompute(spark, options, progress=quiet)
+            assert report.path == "incremental, native" and report.windows > 0  # appended, no key recomputed
+            assert table_rows(spark, output) == edge_windows(rows[:end], spec)
+            assert state_bookmark(spark, options)[0] == str(main_snapshot(spark, source))
+        # k1's record 20 ms behind its event time: inside windows closed already (grace 10 ms)
+        latest = max(r[1] for r in rows[:300] if r[0] == "k1" and r[2] == 1)
+        awkward = ("k1", latest - 20, 1, max(r[3] for r in rows[:300] if r[2] == 1) + 1, 5)
+        spark.createDataFrame([awkward], SCHEMA).writeTo(source).append()
+        said: list[str] = []
+        report = run_window_recompute(spark, options, progress=said.append)
+        assert report.path == "incremental, native (1 keys recomputed)", said
+        assert [line for line in said if "an awkward one" in line]
+        assert table_rows(spark, output) == edge_windows(rows[:300] + [awkward], spec)
+        shifted = [(k, ts, p, o + 1 if p == 1 else o, v) for k, ts, p, o, v in rows[300:]]
+        spark.createDataFrame(shifted, SCHEMA).writeTo(source).append()
+        report = run_window_recompute(spark, options, progress=quiet)
+        assert report.path.startswith("incremental, native (") and "keys recomputed" in report.path
+        assert table_rows(spark, output) == edge_windows(rows[:300] + [awkward] + shifted, spec)
+        assert state_bookmark(spark, options)[0] != str(main_snapshot(spark, source))  # no state advanced
+        # a full run into the table: the closed-form keys' rows, then k1's (replayed) on the same
+        # branch, one commit on main; no state (k1 did not take the closed form)
+        options.full = True
+        head = main_snapshot(spark, output)
+        report = run_window_recompute(spark, options, progress=quiet)
+        assert report.path.startswith("full, native (1 of ") and "through the edge's engines" in report.path
+        assert table_rows(spark, output) == edge_windows(rows[:300] + [awkward] + shifted, spec)
+        assert snapshot_log(spark, output)[main_snapshot(spark, output)].parent_id != head  # two writes
+        assert not spark.catalog.tableExists(state_table(output))
+    finally:
+        for table in (source, output, state_table(output)):
+            spark.sql(f"DROP TABLE IF EXISTS {table}")
+
+
 def test_two_runs_at_once_never_add_a_window_twice(spark, monkeypatch):
     """Run A computes its increment and, right before its commit, run B (a manual run beside the
     DAG's) runs and commits the same increment. A's commit notices that the output moved since it
