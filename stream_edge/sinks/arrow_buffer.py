@@ -58,13 +58,30 @@ def estimated_size(value: Any) -> int:
 
 
 def typed_table(values: List[dict], types: Mapping[str, pa.DataType]) -> pa.Table:
-    """Dict records as an Arrow table, column by column in order of first appearance, each column
-    built with its known type (a column of nulls only stays of null type)."""
+    """Dict records as an Arrow table, columns in order of first appearance, each column built with
+    its known type (a column of nulls only stays of null type).
+
+    The records are converted in one pass by Arrow's C++ converter, as one struct array of the
+    known types (about 3x less CPU than building each column from a Python list of its values,
+    bench/README.md, lake_ingest). Every key is one of ``names``, so the struct drops no field; a
+    column the types do not know yet holds only nulls (``add()`` checked every record). Should the
+    struct conversion refuse the records, they are converted column by column, which infers the
+    unknown columns' types and raises the same kind of error for a real conflict."""
     names = list(dict.fromkeys(chain.from_iterable(values)))
+    if not names:
+        return pa.table({"__rows": pa.nulls(len(values))}).drop_columns(["__rows"])
+    _null = pa.null()
+    struct = pa.struct([pa.field(name, types.get(name) or _null) for name in names])
+    try:
+        return pa.Table.from_struct_array(pa.array(values, type=struct))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError, TypeError):
+        return _column_table(values, names, types)
+
+
+def _column_table(values: List[dict], names: List[str], types: Mapping[str, pa.DataType]) -> pa.Table:
+    """The records column by column (the types of the columns ``types`` does not know inferred)."""
     count = len(values)
     columns = [pa.array(list(map(_get, values, repeat(name, count))), type=types.get(name)) for name in names]
-    if not columns:
-        return pa.table({"__rows": pa.nulls(count)}).drop_columns(["__rows"])
     return pa.Table.from_arrays(columns, names=names)
 
 
