@@ -54,6 +54,7 @@ from typing import Any, Dict, Literal, Optional, Tuple
 
 from stream_edge.exceptions import QuixException
 from stream_edge.sinks.arrow_buffer import BufferPool, PartitionBuffer
+from stream_edge.sinks.arrow_memory import use_edge_memory_pool
 from stream_edge.sinks.base.batch import SinkBatch
 from stream_edge.sinks.base.exceptions import SinkBackpressureError
 from stream_edge.sinks.base.item import HeadersTuples
@@ -175,7 +176,9 @@ class IcebergSink(BatchingSink):
     # -- set-up --------------------------------------------------------------------------------------
     def setup(self) -> None:
         """Connect to the catalog and load (or create) the table; raises
-        :class:`IcebergCatalogUnreachableError` when the catalog cannot be reached."""
+        :class:`IcebergCatalogUnreachableError` when the catalog cannot be reached. Arrow allocates
+        from the system allocator from now on (``stream_edge.sinks.arrow_memory``)."""
+        use_edge_memory_pool()
         try:
             self._table = self._load_or_create()
             self._types.adopt(self._table.schema().as_arrow())

@@ -20,6 +20,7 @@ import pyarrow as pa
 from stream_edge.lake import CommitRecord, first_unwritten_index, table_root, validate_hive_columns
 from stream_edge.lake.partitioning import TIME_PARTITION_COLUMNS
 from stream_edge.sinks.arrow_buffer import BufferPool, PartitionBuffer
+from stream_edge.sinks.arrow_memory import use_edge_memory_pool
 from stream_edge.sinks.base import BatchingSink, SinkBackpressureError, SinkBatch
 from stream_edge.sinks.base.item import HeadersTuples
 from stream_edge.sinks.base.sink import ClientConnectFailureCallback, ClientConnectSuccessCallback
@@ -181,7 +182,9 @@ class DataLakeSink(BatchingSink):
         return self._pool.buffers
 
     def setup(self) -> None:
-        """Open the storage, restore the table schema from the commit log, start the tracker."""
+        """Open the storage, restore the table schema from the commit log, start the tracker;
+        Arrow allocates from the system allocator from now on (``stream_edge.sinks.arrow_memory``)."""
+        use_edge_memory_pool()
         if self._writer is None:
             filesystem, base = resolve_storage(self.storage_url, endpoint_url=self._s3_endpoint_url)
             root = table_root(base, self.s3_prefix, self.table_name)
