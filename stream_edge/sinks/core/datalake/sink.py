@@ -30,7 +30,7 @@ from stream_edge.sinks.storage import display_url, resolve_storage
 from stream_edge.sinks.storage_faults import PERMANENT, PermanentStorageError, StorageBackoff, classify
 
 from .catalog import IcebergRegistrar
-from .lake_writer import LakeTableWriter
+from .lake_writer import DICTIONARY_ENCODINGS, LakeTableWriter
 from .records import RecordTypeError, SchemaConflictError, TableBuilder
 
 __all__: Tuple[str, ...] = ("DataLakeSink", "DEFAULT_STORAGE_URL_ENV")
@@ -57,6 +57,10 @@ class DataLakeSink(BatchingSink):
     :param timestamp_column: epoch-ms field for time partitions (None: the Kafka timestamp).
     :param compression: Parquet codec: none, snappy, gzip, brotli, lz4, zstd.
     :param row_group_size: max rows per Parquet row group (None: pyarrow default).
+    :param dictionary_encoding: which columns get Parquet dictionary encoding: ``"strings"``
+        (default: string and binary columns; pyarrow's default, ``"all"``, also hashes every id,
+        timestamp and measurement into a dictionary as large as the column, ~2x the encoding CPU
+        for larger files), ``"all"`` or ``"none"``.
     :param s3_endpoint_url: S3 endpoint (default ``AWS_ENDPOINT_URL_S3``/``AWS_ENDPOINT_URL``).
     :param include_kafka_metadata: add ``_kafka_topic/_partition/_offset/_timestamp/_key``.
     :param fsync: fsync files and commit records on local disks.
@@ -95,6 +99,7 @@ class DataLakeSink(BatchingSink):
         timestamp_column: Optional[str] = None,
         compression: str = "snappy",
         row_group_size: Optional[int] = None,
+        dictionary_encoding: str = "strings",
         s3_endpoint_url: Optional[str] = None,
         include_kafka_metadata: bool = False,
         fsync: bool = True,
@@ -114,6 +119,8 @@ class DataLakeSink(BatchingSink):
         super().__init__(on_client_connect_success, on_client_connect_failure)
         if compression not in _COMPRESSIONS:
             raise ValueError(f"compression must be one of {_COMPRESSIONS}, got {compression!r}")
+        if dictionary_encoding not in DICTIONARY_ENCODINGS:
+            raise ValueError(f"dictionary_encoding must be one of {DICTIONARY_ENCODINGS}, got {dictionary_encoding!r}")
         if row_group_size is not None and row_group_size <= 0:
             raise ValueError(f"row_group_size must be positive, got {row_group_size}")
         if max_buffer_bytes is not None and max_buffer_bytes <= 0:
@@ -126,6 +133,7 @@ class DataLakeSink(BatchingSink):
         self.timestamp_column = timestamp_column
         self.compression = compression
         self.row_group_size = row_group_size
+        self.dictionary_encoding = dictionary_encoding
         self._s3_endpoint_url = s3_endpoint_url
         self._fsync = fsync
         self._retention = commit_log_retention
@@ -190,6 +198,7 @@ class DataLakeSink(BatchingSink):
             root = table_root(base, self.s3_prefix, self.table_name)
             writer = LakeTableWriter(filesystem, root, compression=self.compression,
                                      row_group_size=self.row_group_size, fsync=self._fsync,
+                                     dictionary_encoding=self.dictionary_encoding,
                                      commit_log_retention=self._retention)
             if writer.local:
                 os.makedirs(root, exist_ok=True)
