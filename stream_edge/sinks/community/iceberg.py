@@ -20,7 +20,7 @@ the value's type and the column's), so the runtime's error callback sees it with
 can skip it; no content error comes out of ``flush()``.
 
 **Memory.** The buffers are the data-lake sink's (``stream_edge.sinks.arrow_buffer``): records
-converted to Arrow every 2,048 of a partition (sooner for large ones), dicts counted at their
+converted to Arrow every 512 of a partition (sooner for large ones), dicts counted at their
 measured size. When the partitions' buffers together reach ``max_buffer_bytes`` (default
 16 MiB), they are appended at once, before the checkpoint (still exactly once: the offsets in the
 snapshot make a replay skip them), so memory stays bounded whatever the commit interval.
@@ -130,7 +130,7 @@ class IcebergSink(BatchingSink):
     :param on_client_connect_failure: called with the exception when it was not.
     :param backpressure_retry_seconds: pause before a refused write is retried (edge extension).
     :param max_buffer_bytes: bound on what the sink holds between checkpoints, in bytes of Arrow data
-        (records are converted every 2,048 of a partition; the newest are counted at their measured size).
+        (records are converted every 512 of a partition; the newest are counted at their measured size).
         When reached, every partition's buffer is appended at once, before the checkpoint (exactly
         once still holds). Default 16 MiB; None: no bound (edge extension).
     """

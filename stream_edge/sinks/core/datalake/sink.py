@@ -75,7 +75,7 @@ class DataLakeSink(BatchingSink):
     :param catalog_properties: extra pyiceberg catalog properties.
     :param max_buffer_bytes: bound on what the sink holds between checkpoints, in bytes of Arrow
         data plus the measured size of the dicts not yet converted (records are converted to Arrow
-        every 2,048 records of a partition, sooner when large; ``stream_edge.sinks.arrow_buffer``). When the
+        every 512 records of a partition, sooner when large; ``stream_edge.sinks.arrow_buffer``). When the
         partitions' buffers together reach it, every buffer is written as a lake commit at once
         (before the checkpoint: still exactly once, the commit log skips replayed offsets), so
         memory stays bounded whatever the commit interval. Default 8 MiB; None: no bound.
