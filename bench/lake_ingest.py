@@ -50,6 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from edge_venv import edge_python  # noqa: E402
 from infra.local import services  # noqa: E402
 from infra.local.kafka_connect_service import KafkaConnect, iceberg_sink_config, rest  # noqa: E402,F401
 from lake_ingest_connect import CONNECT_CONTENDERS, ConnectRun  # noqa: E402
@@ -60,6 +61,8 @@ from lake_ingest_visible import DATA_COLUMNS, HIVE, VisibleClock, create_lake_ta
 from results import RESULTS_DIR, save  # noqa: E402
 
 PY = sys.executable
+#: the edge contenders' interpreter: the edge as users install it (bench/edge_venv.py), set by main()
+EDGE_PY = PY
 CONTENDERS = ("edge-datalake", "edge-iceberg", "spark") + CONNECT_CONTENDERS
 NAMESPACE = "bench_lake"
 EDGE_METADATA_COLUMNS = ("_timestamp", "_key")  # IcebergSink always adds them (Quix Streams' columns)
@@ -95,7 +98,7 @@ def last_json(text: str) -> dict:
 
 
 def edge_cmd(env, topic, group, sink, table, storage="", commit_interval=5.0) -> List[str]:
-    cmd = [PY, str(ROOT / "bench" / "lake_ingest_edge.py"), "--bootstrap", env["KAFKA_BOOTSTRAP"],
+    cmd = [EDGE_PY, str(ROOT / "bench" / "lake_ingest_edge.py"), "--bootstrap", env["KAFKA_BOOTSTRAP"],
            "--topic", topic, "--group", group, "--sink", sink, "--table", table,
            "--commit-interval", str(commit_interval)]
     if storage:
@@ -314,6 +317,10 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument("--no-save", action="store_true")
     parser.add_argument("--edge-root", default="",
                         help="run the edge from another checkout (e.g. git worktree add /tmp/before <commit>)")
+    parser.add_argument("--edge-python", choices=("product", "dev"), default="product",
+                        help="the edge's interpreter: a venv with only the edge's extras, as users install "
+                             "it (product, bench/edge_venv.py), or the development venv (dev: pandas and "
+                             "the lakehouse side importable, ~40 MB more RSS)")
     kill = parser.add_argument_group("kill -9 (bench/lake_ingest_kill.py)")
     kill.add_argument("--kill", action="store_true", help="only the kill -9 runs")
     kill.add_argument("--kill-runs", type=int, default=3, help="runs per contender")
@@ -352,6 +359,9 @@ def main(argv: Optional[List[str]] = None) -> None:
     env.pop("_STARTED", None)
     if args.edge_root:
         env["LAKE_INGEST_EDGE_ROOT"] = str(Path(args.edge_root).resolve())
+    global EDGE_PY
+    EDGE_PY = str(edge_python()) if args.edge_python == "product" else PY
+    print(f"edge contenders run on {EDGE_PY}", file=sys.stderr)
     tag = uuid.uuid4().hex[:6]
     work = Path(os.environ.get("TMPDIR", "/tmp")) / f"lake-ingest-{tag}"
     work.mkdir(parents=True)

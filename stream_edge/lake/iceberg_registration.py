@@ -54,7 +54,9 @@ def append_files(table: Any, file_uris: Sequence[str], *, properties: Mapping[st
     ``branch``: commit to that branch instead of ``main`` (write-audit-publish). Raises pyiceberg's
     ``CommitFailedException`` when another writer committed first (the caller refreshes, checks
     its batch property and retries) and ``ValueError`` naming the file when a file's columns do
-    not fit the table's schema. Returns the refreshed table.
+    not fit the table's schema. Returns the table, whose metadata pyiceberg replaced with the
+    committed one (no second load from the catalog: a registrar committing every few seconds
+    would pay a metadata download and parse per commit for nothing).
     """
     if not file_uris:
         raise ValueError("append_files needs at least one file")
@@ -67,4 +69,4 @@ def append_files(table: Any, file_uris: Sequence[str], *, properties: Mapping[st
             kwargs["branch"] = branch
         tx.add_files(file_paths=list(file_uris), **kwargs)
         tx.set_properties(dict(properties))
-    return table.refresh()
+    return table

@@ -27,6 +27,7 @@ from stream_edge.processing.context import ProcessingContext
 from stream_edge.processing.collector import OutputCollector, collect_limit_for
 from stream_edge.processing.cursor import MessageCursor, activate, deactivate
 from stream_edge.processing.dead_letter import DeadLetterTopic
+from stream_edge.processing.gc_freeze import StartupFreezer
 from stream_edge.processing.loop import BatchProcessor, build_routes, first_offsets, last_offsets
 from stream_edge.processing.observer import RunObserver
 from stream_edge.processing.pausing import PausingManager
@@ -295,6 +296,8 @@ class Runner:
             self._failed = True
             self._shutdown(commit=False)
             raise
+        finally:
+            StartupFreezer.unfreeze()  # after the run, everything is collectable again
         self._shutdown(commit=not self._failed)
         return collector.items if collector is not None else []
 
@@ -318,6 +321,8 @@ class Runner:
             logger.info("APP STOP CONDITIONS SET: %s", " OR ".join(
                 ([f"timeout={timeout} seconds"] if timeout else []) + ([f"count={count} records"] if count else [])))
         batch_size = FIRST_BATCH
+        freezer = StartupFreezer()
+        freezer.freeze()  # what start-up built lives as long as the process (gc_freeze)
         while not self._stopping:
             checkpoint = self._current()
             # Where each partition's next message starts, while this checkpoint still misses
@@ -343,6 +348,7 @@ class Runner:
             producer.poll(producer_poll_timeout)
             if checkpoint.expired():
                 self._commit()
+            freezer.freeze_if_imported()  # a sink's lazy imports (its first write or checkpoint)
             if msgs:  # after the commit, as Quix refreshes it: a slow commit is not idle time
                 self._last_activity = monotonic()
             if pausing.paused:

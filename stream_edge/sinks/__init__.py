@@ -5,7 +5,12 @@ Example::
     from stream_edge.sinks import BatchingSink, SinkBatch, SinkBackpressureError
 """
 
-from .base import (
+# Before anything here imports pyarrow: its C++ memory pool is chosen at its import (arrow_memory).
+from .arrow_memory import prefer_system_allocator
+
+prefer_system_allocator()
+
+from .base import (  # noqa: E402
     BaseSink,
     BatchingSink,
     SinkBackpressureError,

@@ -20,7 +20,7 @@ the value's type and the column's), so the runtime's error callback sees it with
 can skip it; no content error comes out of ``flush()``.
 
 **Memory.** The buffers are the data-lake sink's (``stream_edge.sinks.arrow_buffer``): records
-converted to Arrow every 2,048 of a partition (sooner for large ones), dicts counted at their
+converted to Arrow every 512 of a partition (sooner for large ones), dicts counted at their
 measured size. When the partitions' buffers together reach ``max_buffer_bytes`` (default
 16 MiB), they are appended at once, before the checkpoint (still exactly once: the offsets in the
 snapshot make a replay skip them), so memory stays bounded whatever the commit interval.
@@ -54,6 +54,7 @@ from typing import Any, Dict, Literal, Optional, Tuple
 
 from stream_edge.exceptions import QuixException
 from stream_edge.sinks.arrow_buffer import BufferPool, PartitionBuffer
+from stream_edge.sinks.arrow_memory import use_edge_memory_pool
 from stream_edge.sinks.base.batch import SinkBatch
 from stream_edge.sinks.base.exceptions import SinkBackpressureError
 from stream_edge.sinks.base.item import HeadersTuples
@@ -129,7 +130,7 @@ class IcebergSink(BatchingSink):
     :param on_client_connect_failure: called with the exception when it was not.
     :param backpressure_retry_seconds: pause before a refused write is retried (edge extension).
     :param max_buffer_bytes: bound on what the sink holds between checkpoints, in bytes of Arrow data
-        (records are converted every 2,048 of a partition; the newest are counted at their measured size).
+        (records are converted every 512 of a partition; the newest are counted at their measured size).
         When reached, every partition's buffer is appended at once, before the checkpoint (exactly
         once still holds). Default 16 MiB; None: no bound (edge extension).
     """
@@ -175,7 +176,9 @@ class IcebergSink(BatchingSink):
     # -- set-up --------------------------------------------------------------------------------------
     def setup(self) -> None:
         """Connect to the catalog and load (or create) the table; raises
-        :class:`IcebergCatalogUnreachableError` when the catalog cannot be reached."""
+        :class:`IcebergCatalogUnreachableError` when the catalog cannot be reached. Arrow allocates
+        from the system allocator from now on (``stream_edge.sinks.arrow_memory``)."""
+        use_edge_memory_pool()
         try:
             self._table = self._load_or_create()
             self._types.adopt(self._table.schema().as_arrow())

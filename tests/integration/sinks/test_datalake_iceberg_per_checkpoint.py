@@ -87,3 +87,49 @@ def test_a_crash_between_lake_commits_and_registration_registers_once(services_e
     restarted.flush("sensors", 1)
     restarted.flush("sensors", 0)
     assert rows(rest, namespace) == [(p, i) for p in range(2) for i in range(7)]
+
+
+def test_a_checkpoint_loads_the_table_from_the_catalog_once(services_env, tmp_path):
+    rest = services_env["ICEBERG_REST_URI"]
+    namespace = f"edge_{uuid.uuid4().hex[:8]}"
+    sink = make_sink(tmp_path, rest, namespace)
+    feed(sink, 0, 0, 3)
+    sink.flush("sensors", 0)  # creates the table
+    catalog = sink._registrar._catalog
+    loads = []
+    real_load = catalog.load_table
+
+    def counting_load(identifier):
+        loads.append(identifier)
+        return real_load(identifier)
+
+    catalog.load_table = counting_load  # the real catalog, counted
+    for checkpoint in range(1, 4):
+        feed(sink, 0, 3 * checkpoint, 3 * checkpoint + 3)
+        sink.flush("sensors", 0)
+    assert len(loads) == 3  # one per registration: the commit reuses it, no reload after it
+    assert rows(rest, namespace) == [(0, i) for i in range(12)]
+
+
+def test_a_commit_another_writer_made_meanwhile_is_retried_on_a_fresh_load(services_env, tmp_path):
+    rest = services_env["ICEBERG_REST_URI"]
+    namespace = f"edge_{uuid.uuid4().hex[:8]}"
+    sink = make_sink(tmp_path, rest, namespace)
+    feed(sink, 0, 0, 3)
+    sink.flush("sensors", 0)
+    registrar = sink._registrar
+    real_ledger = registrar._ledger
+
+    def ledger_after_another_commit(table):
+        # Another writer commits between this registration's load and its commit.
+        with load(rest, namespace).transaction() as tx:
+            tx.set_properties({"other-writer": "was here"})
+        return real_ledger(table)
+
+    registrar._ledger = ledger_after_another_commit
+    feed(sink, 0, 3, 6)
+    sink.flush("sensors", 0)
+    table = load(rest, namespace)
+    assert table.properties["other-writer"] == "was here"
+    assert rows(rest, namespace) == [(0, i) for i in range(6)]
+    assert len(table.metadata.snapshots) == 2

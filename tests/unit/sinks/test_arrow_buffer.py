@@ -37,6 +37,28 @@ def test_typed_table_holds_the_records_with_the_checked_types(records):
     assert {f.name: f.type for f in table.schema} == {n: t for n, t in types.items() if n in table.column_names}
 
 
+
+def test_typed_table_keeps_first_appearance_order_and_nulls_for_missing_fields():
+    records = [{"b": 1, "a": "x"}, {"a": "y", "c": 2.5}, {"c": None}]
+    table = typed_table(records, {"a": pa.string(), "b": pa.int64(), "c": pa.float64()})
+    assert table.column_names == ["b", "a", "c"]
+    assert table.to_pylist() == [{"b": 1, "a": "x", "c": None}, {"b": None, "a": "y", "c": 2.5},
+                                 {"b": None, "a": None, "c": None}]
+
+
+def test_typed_table_infers_a_column_the_types_do_not_know_yet():
+    # The one-pass struct conversion types an unknown column as nulls; values there make it fall
+    # back to the column-by-column conversion, which infers the type: no record is dropped.
+    records = [{"id": 1, "extra": "x"}, {"id": 2, "extra": None}]
+    table = typed_table(records, {"id": pa.int64()})
+    assert table.schema.field("extra").type == pa.string()
+    assert table.to_pylist() == records
+
+
+def test_typed_table_raises_on_a_value_its_column_type_cannot_hold():
+    with pytest.raises((pa.ArrowInvalid, pa.ArrowTypeError, TypeError)):
+        typed_table([{"id": 1}, {"id": "not a number"}], {"id": pa.int64()})
+
 def test_estimated_size_counts_what_a_record_holds():
     small = {"id": 1}
     big = {"id": 1, "payload": "x" * 100_000, "tags": ["a" * 1000] * 10}

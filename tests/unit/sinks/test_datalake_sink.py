@@ -162,6 +162,53 @@ def test_compression_and_row_group_size(tmp_path):
         DataLakeSink("t", storage_url=str(tmp_path), compression="lzo")
 
 
+def column_encodings(tmp_path, **kw) -> dict:
+    sink = make_sink(tmp_path, **kw)
+    feed(sink, [{"id": i, "sensor": f"s{i % 3}", "temp": i / 4, "raw": b"x"} for i in range(50)])
+    sink.flush("sensors", 0)
+    (rel,) = data_files(tmp_path / "lake" / "readings")
+    group = pq.ParquetFile(tmp_path / "lake" / "readings" / rel).metadata.row_group(0)
+    return {group.column(i).path_in_schema: "RLE_DICTIONARY" in group.column(i).encodings
+            for i in range(group.num_columns)}
+
+
+def test_only_string_and_binary_columns_are_dictionary_encoded_by_default(tmp_path):
+    assert column_encodings(tmp_path) == {"id": False, "sensor": True, "temp": False, "raw": True}
+
+
+@pytest.mark.parametrize("setting, expected", [("all", True), ("none", False)])
+def test_dictionary_encoding_of_every_column_or_none(tmp_path, setting, expected):
+    assert set(column_encodings(tmp_path, dictionary_encoding=setting).values()) == {expected}
+
+
+def test_an_unknown_dictionary_encoding_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="dictionary_encoding"):
+        DataLakeSink("t", storage_url=str(tmp_path), dictionary_encoding="ints")
+
+def test_staging_folders_are_gone_after_each_commit(tmp_path):
+    sink = make_sink(tmp_path, hive_columns=["year", "month", "day"], timestamp_column="ts_ms")
+    day1, day2 = 1_704_067_199_000, 1_704_067_200_000
+    feed(sink, [{"ts_ms": day1, "v": 1}, {"ts_ms": day2, "v": 2}])
+    sink.flush("sensors", 0)
+    staging = tmp_path / "lake" / "readings" / "_tmp" / "sensors" / "0"
+    assert list(staging.iterdir()) == []  # every folder the files were staged in, the owner's too
+    assert sorted(r["v"] for r in read_rows(tmp_path / "lake" / "readings")) == [1, 2]
+
+
+def test_leftovers_of_a_failed_commit_go_with_the_next_commits_staging_folder(tmp_path):
+    sink = make_sink(tmp_path, hive_columns=["day"], timestamp_column="ts_ms")
+    feed(sink, [{"ts_ms": TS, "v": 1}])
+    sink.flush("sensors", 0)
+    staging = tmp_path / "lake" / "readings" / "_tmp" / "sensors" / "0"
+    epoch = sink._writer._epochs[("sensors", 0)]
+    stray = staging / f"e{epoch}" / "00000000000000000005-00000000000000000009" / "day=2025-04-22" / "part.parquet"
+    stray.parent.mkdir(parents=True)
+    stray.write_bytes(b"staged by a commit that failed")
+    feed(sink, [{"ts_ms": TS, "v": 2}], start=1)
+    sink.flush("sensors", 0)
+    assert list(staging.iterdir()) == []
+    assert sorted(r["v"] for r in read_rows(tmp_path / "lake" / "readings")) == [1, 2]
+
 def test_kafka_metadata_columns(tmp_path):
     sink = make_sink(tmp_path, include_kafka_metadata=True)
     sink.add({"v": 1}, b"\x00raw", 11, [], "sensors", 3, 42)

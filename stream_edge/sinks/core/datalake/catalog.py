@@ -99,6 +99,9 @@ class IcebergRegistrar:
         self._catalog: Any = None
         self._table: Any = None
         self._lake: Optional[Tuple[Any, str, bool]] = None
+        # True right after register_many loaded the table: its commit needs no second load
+        # (between the two only the local ledger is read and written).
+        self._fresh = False
 
     def _catalog_properties(self) -> Dict[str, str]:
         props = {"type": "rest", "uri": self.uri}
@@ -207,6 +210,7 @@ class IcebergRegistrar:
             return 0
         table = self._load_table(entries[0][2])
         table = self._table = table.refresh()
+        self._fresh = True  # the first commit attempt below uses this load (one load per registration)
         ledger = self._ledger(table)
         for record, _paths, schema in entries:  # what a crash left half done, before reading what is known
             self._finish_pending(ledger, edge_writer(record.topic, record.partition), record, schema)
@@ -229,6 +233,7 @@ class IcebergRegistrar:
                             record, schema))
         if batches:
             self._commit(ledger, batches)
+        self._fresh = False
         return len(batches)
 
     def _write_intent(self, ledger: "ClaimingLedger", files: List[str], writer: str) -> int:
@@ -257,7 +262,9 @@ class IcebergRegistrar:
         from pyiceberg.exceptions import CommitFailedException
 
         for attempt in range(1, COMMIT_ATTEMPTS + 1):
-            table = self._table = self._table.refresh()
+            if attempt > 1 or not self._fresh:  # a retry reads what the other writer committed
+                self._table = self._table.refresh()
+            table, self._fresh = self._table, False
             # a batch whose number the table already has was committed before a crash cut off its done marker
             todo = [(number, record, schema) for number, record, schema in batches
                     if int(table.properties.get(edge_batch_property(record.topic, record.partition), "0")) < number]

@@ -20,6 +20,7 @@ import pyarrow as pa
 from stream_edge.lake import CommitRecord, first_unwritten_index, table_root, validate_hive_columns
 from stream_edge.lake.partitioning import TIME_PARTITION_COLUMNS
 from stream_edge.sinks.arrow_buffer import BufferPool, PartitionBuffer
+from stream_edge.sinks.arrow_memory import use_edge_memory_pool
 from stream_edge.sinks.base import BatchingSink, SinkBackpressureError, SinkBatch
 from stream_edge.sinks.base.item import HeadersTuples
 from stream_edge.sinks.base.sink import ClientConnectFailureCallback, ClientConnectSuccessCallback
@@ -29,7 +30,7 @@ from stream_edge.sinks.storage import display_url, resolve_storage
 from stream_edge.sinks.storage_faults import PERMANENT, PermanentStorageError, StorageBackoff, classify
 
 from .catalog import IcebergRegistrar
-from .lake_writer import LakeTableWriter
+from .lake_writer import DICTIONARY_ENCODINGS, LakeTableWriter
 from .records import RecordTypeError, SchemaConflictError, TableBuilder
 
 __all__: Tuple[str, ...] = ("DataLakeSink", "DEFAULT_STORAGE_URL_ENV")
@@ -56,6 +57,10 @@ class DataLakeSink(BatchingSink):
     :param timestamp_column: epoch-ms field for time partitions (None: the Kafka timestamp).
     :param compression: Parquet codec: none, snappy, gzip, brotli, lz4, zstd.
     :param row_group_size: max rows per Parquet row group (None: pyarrow default).
+    :param dictionary_encoding: which columns get Parquet dictionary encoding: ``"strings"``
+        (default: string and binary columns; pyarrow's default, ``"all"``, also hashes every id,
+        timestamp and measurement into a dictionary as large as the column, ~2x the encoding CPU
+        for larger files), ``"all"`` or ``"none"``.
     :param s3_endpoint_url: S3 endpoint (default ``AWS_ENDPOINT_URL_S3``/``AWS_ENDPOINT_URL``).
     :param include_kafka_metadata: add ``_kafka_topic/_partition/_offset/_timestamp/_key``.
     :param fsync: fsync files and commit records on local disks.
@@ -70,7 +75,7 @@ class DataLakeSink(BatchingSink):
     :param catalog_properties: extra pyiceberg catalog properties.
     :param max_buffer_bytes: bound on what the sink holds between checkpoints, in bytes of Arrow
         data plus the measured size of the dicts not yet converted (records are converted to Arrow
-        every 2,048 records of a partition, sooner when large; ``stream_edge.sinks.arrow_buffer``). When the
+        every 512 records of a partition, sooner when large; ``stream_edge.sinks.arrow_buffer``). When the
         partitions' buffers together reach it, every buffer is written as a lake commit at once
         (before the checkpoint: still exactly once, the commit log skips replayed offsets), so
         memory stays bounded whatever the commit interval. Default 8 MiB; None: no bound.
@@ -94,6 +99,7 @@ class DataLakeSink(BatchingSink):
         timestamp_column: Optional[str] = None,
         compression: str = "snappy",
         row_group_size: Optional[int] = None,
+        dictionary_encoding: str = "strings",
         s3_endpoint_url: Optional[str] = None,
         include_kafka_metadata: bool = False,
         fsync: bool = True,
@@ -113,6 +119,8 @@ class DataLakeSink(BatchingSink):
         super().__init__(on_client_connect_success, on_client_connect_failure)
         if compression not in _COMPRESSIONS:
             raise ValueError(f"compression must be one of {_COMPRESSIONS}, got {compression!r}")
+        if dictionary_encoding not in DICTIONARY_ENCODINGS:
+            raise ValueError(f"dictionary_encoding must be one of {DICTIONARY_ENCODINGS}, got {dictionary_encoding!r}")
         if row_group_size is not None and row_group_size <= 0:
             raise ValueError(f"row_group_size must be positive, got {row_group_size}")
         if max_buffer_bytes is not None and max_buffer_bytes <= 0:
@@ -125,6 +133,7 @@ class DataLakeSink(BatchingSink):
         self.timestamp_column = timestamp_column
         self.compression = compression
         self.row_group_size = row_group_size
+        self.dictionary_encoding = dictionary_encoding
         self._s3_endpoint_url = s3_endpoint_url
         self._fsync = fsync
         self._retention = commit_log_retention
@@ -181,12 +190,15 @@ class DataLakeSink(BatchingSink):
         return self._pool.buffers
 
     def setup(self) -> None:
-        """Open the storage, restore the table schema from the commit log, start the tracker."""
+        """Open the storage, restore the table schema from the commit log, start the tracker;
+        Arrow allocates from the system allocator from now on (``stream_edge.sinks.arrow_memory``)."""
+        use_edge_memory_pool()
         if self._writer is None:
             filesystem, base = resolve_storage(self.storage_url, endpoint_url=self._s3_endpoint_url)
             root = table_root(base, self.s3_prefix, self.table_name)
             writer = LakeTableWriter(filesystem, root, compression=self.compression,
                                      row_group_size=self.row_group_size, fsync=self._fsync,
+                                     dictionary_encoding=self.dictionary_encoding,
                                      commit_log_retention=self._retention)
             if writer.local:
                 os.makedirs(root, exist_ok=True)
