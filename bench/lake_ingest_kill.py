@@ -40,7 +40,7 @@ from lake_ingest_data import ensure_topic
 from lake_ingest_meter import tree
 from lake_ingest_visible import VisibleClock, create_lake_table
 
-KILL_AFTER = {"edge-datalake": 8.0, "edge-iceberg": 15.0, "spark": 50.0,
+KILL_AFTER = {"edge-datalake": 4.0, "edge-iceberg": 7.0, "spark": 15.0,
               "kafka-connect-defaults": 12.0, "kafka-connect-hardened": 12.0}
 
 
