@@ -137,11 +137,11 @@ def explain(spark, table: str, kind: str) -> None:
                          open_window_table(spark, options.output, None, None), spark.table(table).columns)
     data = run.prepare(spark.table(table)).where(COMPLETE)
     rows, note = compute_windows(data, run.spec, run.order_cols, run.group_cols, run.value_type(data), run.engine,
-                                 plain=data)
-    print(f"--- {kind}: the plan of the rows a full run writes"
-          + (" (first write; the replayed keys' rows follow only when it observed some)"
-             if note.closed_form is not None else ""), flush=True)
-    (note.closed_form if note.closed_form is not None else rows).explain()
+                                 plain=data, two_step=True)
+    print(f"--- {kind}: the plan of the rows a full run into an existing output writes"
+          + (" (first write; the exact plan's rows of the keys it could not prove follow only when it observed some)"
+             if note.proven else ""), flush=True)
+    rows.explain()
 
 
 def paired(spark, table: str, kind: str, pairs: int) -> tuple[float, float, float]:

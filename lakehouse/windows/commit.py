@@ -60,10 +60,16 @@ def commit_output(run: WindowRun, change: OutputChange) -> int:
     if target.table_format != "iceberg":
         return _overwrite_delta(run, rows)
     if not target.exists():
+        if change.split is not None:  # planned for an existing table: plan again
+            raise ConcurrentRunError(f"{run.options.output} was dropped after this run read its bookmark; "
+                                     "nothing of this run was published")
         return _create(run, rows, change.properties)
     if change.mode == "incremental" and not change.rows and not change.properties:
         return 0  # nothing new: no commit
     if run.base_snapshot is None or (change.mode == "full" and not _same_columns(run, rows)):
+        if change.split is not None:  # planned for a table of these columns: plan again
+            raise ConcurrentRunError(f"{run.options.output} was replaced after this run read its bookmark; "
+                                     "nothing of this run was published")
         return _replace(run, rows, change.properties)
     branch = f"{BRANCH_PREFIX}{int(time.time() * 1000)}_{uuid.uuid4().hex[:8]}"
     spark, name = run.spark, target.sql_name
@@ -124,10 +130,20 @@ def _replace(run: WindowRun, rows: "DataFrame | None", properties: dict[str, str
 
 
 def _same_columns(run: WindowRun, rows: "DataFrame | None") -> bool:
-    if rows is None:
-        return True
+    return rows is None or _same_schema(run, rows.schema)
+
+
+def _same_schema(run: WindowRun, schema: Any) -> bool:
     current = run.spark.table(run.target.sql_name).schema
-    return [(f.name, f.dataType) for f in current.fields] == [(f.name, f.dataType) for f in rows.schema.fields]
+    return [(f.name, f.dataType) for f in current.fields] == [(f.name, f.dataType) for f in schema.fields]
+
+
+def writes_in_two_steps(run: WindowRun, schema: Any) -> bool:
+    """Whether a full run's rows may be written in two steps on a branch (``OutputChange.split``):
+    an Iceberg output that exists, with a snapshot to branch from and the columns of ``schema``."""
+    target = run.target
+    return (target.table_format == "iceberg" and run.base_snapshot is not None and target.exists()
+            and _same_schema(run, schema))
 
 
 def _write_branch(run: WindowRun, branch_name: str, change: OutputChange, rows: "DataFrame | None") -> int:
@@ -144,11 +160,17 @@ def _write_branch(run: WindowRun, branch_name: str, change: OutputChange, rows: 
         _with_properties(observed.writeTo(branch_name), change.properties).overwrite(F.lit(True))
         written = int(counted.get["rows"] or 0)
         more = rest() if rest is not None else None
-        if more is not None:
-            observed, counted = _observed(more.select(*OUTPUT_COLUMNS))
+        if more is None:
+            return written
+        more_rows, replaced = more
+        if replaced is None:  # rows of keys the first write left out
+            observed, counted = _observed(more_rows.select(*OUTPUT_COLUMNS))
             _with_properties(observed.writeTo(branch_name), change.properties).append()
-            written += int(counted.get["rows"] or 0)
-        return written
+            return written + int(counted.get["rows"] or 0)
+        # the keys the first write could not prove: their rows replaced by the exact plan's
+        _merge(run, branch_name, more_rows.select(*OUTPUT_COLUMNS),
+               OutputChange("incremental", [more_rows], replaced, change.properties))
+        return spark.table(branch_name).count()  # the rows the branch now holds (a rare path)
     if change.replace_keys is None:
         if rows is None:  # no window changes: the bookmark alone moves (an empty append)
             rows = spark.table(branch_name).limit(0)

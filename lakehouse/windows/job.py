@@ -40,11 +40,12 @@ import uuid
 from typing import TYPE_CHECKING, Callable
 
 from lakehouse.fault_injection import pause_point
-from lakehouse.windows.commit import ConcurrentRunError, commit_output
+from lakehouse.windows.commit import ConcurrentRunError, commit_output, writes_in_two_steps
 from lakehouse.windows.definition import WindowRecomputeOptions, WindowReport
 from lakehouse.windows.history import bookmark_properties, main_snapshot
 from lakehouse.windows.incremental import plan_increment, run_increment
-from lakehouse.windows.plan import COMPLETE, OutputChange, WindowRun, compute_windows, open_window_table
+from lakehouse.windows.plan import (COMPLETE, OutputChange, WindowRun, compute_windows, open_window_table,
+                                   output_schema)
 from lakehouse.windows.state import drop_state, save_full_state
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -128,11 +129,14 @@ def _full_run(run: WindowRun, report: WindowReport, started: float) -> WindowRep
     data = data.observe(read, F.count(F.lit(1)).alias("rows"),
                         F.sum(F.when(complete, 0).otherwise(1)).alias("skipped")).where(complete)
     plain = run.prepare(raw).where(complete)  # the same rows, unobserved (compute_windows says why)
+    # an existing Iceberg output of the same columns takes two writes on the run's branch (the
+    # cheaper proven plan first); creating or replacing a table writes one plan's rows
+    two_step = writes_in_two_steps(run, output_schema(data, value_type))
     rows, note = compute_windows(data, run.spec, run.order_cols, run.group_cols, value_type, run.engine,
-                                 plain=plain)
+                                 plain=plain, two_step=two_step)
     change = OutputChange("full", [rows], None, bookmark_properties(until, run.fingerprint))
-    if note.closed_form is not None and note.replayed_rows is not None:
-        change.split = (note.closed_form, note.replayed_rows)
+    if note.first_rows is not None and note.rest is not None:
+        change.split = (note.first_rows, note.rest)
     report.windows = commit_output(run, change)
     say(f"windows: wrote {report.windows} window rows to {options.output} ({run.target.table_format})")
     if until is not None and run.uses_state and run.spec.kind == "sliding" and note.replayed():

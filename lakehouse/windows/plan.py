@@ -31,6 +31,7 @@ from lakehouse.windows.definition import (OUTPUT_COLUMNS, WindowRecomputeOptions
 from lakehouse.windows.engine import engine_windows
 from lakehouse.windows.native import (group_hash, native_fixed_windows, native_sliding_windows,
                                       native_unsupported_reason, sliding_key_flags)
+from lakehouse.windows.proven import provable, proven_fixed_windows, proven_sliding_windows, unproven_keys
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -168,10 +169,14 @@ class PlanNote:
     observation: Any = None  # native: groups, replayed (sliding) and the state floor figures
     reason: str = ""  # why the python-engine (a custom aggregation, forced)
     replay_observation: Any = None  # native sliding: the replayed groups, observed by the windows' operator
-    #: observed native sliding plans: the closed-form keys' rows alone (a plan of one branch), and
-    #: the replayed keys' rows, built once those are computed (None when no key was replayed)
-    closed_form: "DataFrame | None" = None
-    replayed_rows: "Callable[[], DataFrame | None] | None" = None
+    #: a full run written in two steps (one commit on main all the same): the first rows (one
+    #: plan), and what is left once they are written: None, or rows to add and, when not None,
+    #: the keys whose rows they replace (the keys a proven plan could not prove)
+    first_rows: "DataFrame | None" = None
+    rest: "Callable[[], tuple[DataFrame, DataFrame | None] | None] | None" = None
+    rest_note: "PlanNote | None" = None  # the exact plan's note for the keys of ``rest``
+    proven: bool = False  # the first rows come from a proven plan (lakehouse.windows.proven)
+    rest_keys: int = 0  # how many keys the exact plan recomputed (two steps)
 
     def _metrics(self) -> dict[str, Any]:
         metrics = dict(self.observation.get) if self.observation is not None else {}
@@ -180,16 +185,27 @@ class PlanNote:
         return metrics
 
     def detail(self) -> str:
-        """What the report adds to the engine's name: the replayed sliding keys, or the reason."""
+        """What the report adds to the engine's name: the keys the exact plan or the edge's
+        engines computed, or the reason for the python-engine."""
+        parts = []
+        unproven = self.unproven()
+        if unproven:
+            keys = f"{self.rest_keys} key" + ("" if self.rest_keys == 1 else "s")
+            parts.append(f"{keys} by the exact plan: records later than the grace period")
         replayed = self.replayed()
         if replayed:
-            return (f"{replayed} of {self.groups()} keys through the edge's engines: sliding records inside "
-                    "closed windows, near time 0 or NaN")
-        return self.reason
+            parts.append(f"{replayed} of {self.groups()} keys through the edge's engines: sliding records inside "
+                         "closed windows, near time 0 or NaN")
+        return "; ".join(parts) or self.reason
+
+    def unproven(self) -> int:
+        """Buckets or records a proven plan could not prove (0 for other plans)."""
+        return int(self._metrics().get("unproven") or 0) if self.proven else 0
 
     def replayed(self) -> int:
         """The sliding groups the edge's engines computed (observed; 0 for other plans)."""
-        return int(self._metrics().get("replayed") or 0)
+        own = 0 if self.proven else int(self._metrics().get("replayed") or 0)
+        return own + (self.rest_note.replayed() if self.rest_note is not None else 0)
 
     def state_floor(self) -> int | None:
         """The observed ``state_floor`` when no group was stale (``fixed_event_times``), else None."""
@@ -209,7 +225,7 @@ class PlanNote:
 
 def compute_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str], group_cols: Sequence[str],
                     value_type: Any, engine: str, observe: bool = True,
-                    plain: "DataFrame | None" = None) -> tuple["DataFrame", PlanNote]:
+                    plain: "DataFrame | None" = None, two_step: bool = False) -> tuple["DataFrame", PlanNote]:
     """The window rows of ``data`` (prepared, complete rows) on ``engine`` and the plan's note.
 
     The rows have the output's columns and ``__gh`` (the key's hash).
@@ -217,7 +233,12 @@ def compute_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[st
     increment skips it: two more frames for figures it never reads). ``plain``: the same rows as
     ``data`` without any observation (``DataFrame.observe``) on them, for the plan's second branch
     (the sliding keys replayed by the engines): over Spark Connect an observation may appear only
-    once in a plan, and a union of two branches of one observed frame holds it twice."""
+    once in a plan, and a union of two branches of one observed frame holds it twice.
+
+    ``two_step`` (a writer that can write twice before publishing once): the rows returned are the
+    first write's, ``note.rest`` gives what follows. With a native aggregation closing per key,
+    the first rows come from a proven plan (:mod:`lakehouse.windows.proven`) and the rest
+    recomputes the keys it could not prove with the exact plan, replacing their rows."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
@@ -227,6 +248,8 @@ def compute_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[st
         rows = engine_windows(data, spec, order_cols, group_cols, schema)
         return rows.withColumn("__gh", group_hash(["key"])), PlanNote("python-engine", reason=reason)
     note = PlanNote("native", Observation(f"windows_plan_{uuid.uuid4().hex}") if observe else None)
+    if two_step and observe and plain is not None and provable(spec, group_cols, order_cols):
+        return _proven_first(data, plain, spec, order_cols, group_cols, value_type, note)
     if spec.kind != "sliding":
         rows = native_fixed_windows(data, spec, order_cols, group_cols, note.observation)
         return rows.withColumn("value", F.col("value").cast(value_type)), note
@@ -241,14 +264,40 @@ def compute_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[st
         raise ValueError("the native sliding plan with observations needs the rows without them (plain)")
     rest = sliding_key_flags(plain, spec, order_cols, group_cols).where(~F.col("__native")).select(*data.columns)
     replayed = engine_windows(rest, spec, order_cols, group_cols, schema).withColumn("__gh", group_hash(["key"]))
-    if note.observation is not None:
+    if two_step and note.observation is not None:
         # the union's second branch sorts and flags every record again (Spark shares exchanges
-        # between branches, not sorts): a run that can write in two steps writes the closed-form
-        # rows first, then the replayed keys' rows only when the first write observed some
+        # between branches, not sorts): the closed-form rows first, then the replayed keys' rows
+        # only when the first write observed some
         observed = note
-        note.closed_form = rows
-        note.replayed_rows = lambda: replayed if observed.replayed() else None
+        note.first_rows = rows
+        note.rest = lambda: (replayed, None) if observed.replayed() else None
+        return rows, note
     return rows.unionByName(replayed), note
+
+
+def _proven_first(data: "DataFrame", plain: "DataFrame", spec: WindowSpec, order_cols: Sequence[str],
+                  group_cols: Sequence[str], value_type: Any, note: PlanNote) -> tuple["DataFrame", PlanNote]:
+    """The proven plan's rows first; then, when it observed keys it could not prove, those keys'
+    rows from the exact plan (with its own note: the sliding keys it replays)."""
+    from pyspark.sql import functions as F
+
+    proven = proven_sliding_windows if spec.kind == "sliding" else proven_fixed_windows
+    rows = proven(data, spec, order_cols, group_cols, note.observation).withColumn(
+        "value", F.col("value").cast(value_type))
+    note.proven, note.first_rows = True, rows
+
+    def rest() -> "tuple[DataFrame, DataFrame | None] | None":
+        if not note.unproven():
+            return None
+        keys = unproven_keys(plain, spec, order_cols, group_cols)
+        note.rest_keys = keys.count()
+        subset = plain.join(keys, on="key", how="left_semi")
+        exact, note.rest_note = compute_windows(subset, spec, order_cols, group_cols, value_type, "native",
+                                                plain=plain.join(keys, on="key", how="left_semi"))
+        return exact, keys
+
+    note.rest = rest
+    return rows, note
 
 
 def output_rows(rows: "DataFrame") -> "DataFrame":
@@ -320,6 +369,6 @@ class OutputChange:
     properties: dict[str, str] = field(default_factory=dict)
     counted: int | None = None  # the rows, when known without counting them in the write
     #: a full run's rows in two writes on the run's branch (one commit on main all the same): the
-    #: first rows, then what is left once they are written (None: nothing); ``rows`` hold the
-    #: same rows in one plan, for the writes that cannot take two steps (a table created or replaced)
-    split: "tuple[DataFrame, Callable[[], DataFrame | None]] | None" = None
+    #: first rows, then what is left once they are written (``PlanNote.rest``); ``rows`` then
+    #: hold the first rows only, so a writer that cannot take two steps must not get a split
+    split: "tuple[DataFrame, Callable[[], tuple[DataFrame, DataFrame | None] | None]] | None" = None

@@ -210,12 +210,14 @@ def test_sliding_increments_add_the_closing_windows_from_the_state(spark):
         assert report.path.startswith("incremental, native (") and "keys recomputed" in report.path
         assert table_rows(spark, output) == edge_windows(rows[:300] + [awkward] + shifted, spec)
         assert state_bookmark(spark, options)[0] != str(main_snapshot(spark, source))  # no state advanced
-        # a full run into the table: the closed-form keys' rows, then k1's (replayed) on the same
-        # branch, one commit on main; no state (k1 did not take the closed form)
+        # a full run into the table: the proven plan's rows, then k1's (later than the grace
+        # period, replayed by the exact plan) replacing its rows on the same branch, one commit on
+        # main; no state (k1 did not take the closed form)
         options.full = True
         head = main_snapshot(spark, output)
         report = run_window_recompute(spark, options, progress=quiet)
-        assert report.path.startswith("full, native (1 of ") and "through the edge's engines" in report.path
+        assert report.path.startswith("full, native (1 key by the exact plan: records later than the grace period; "
+                                      "1 of 5 keys through the edge's engines")
         assert table_rows(spark, output) == edge_windows(rows[:300] + [awkward] + shifted, spec)
         assert snapshot_log(spark, output)[main_snapshot(spark, output)].parent_id != head  # two writes
         assert not spark.catalog.tableExists(state_table(output))
