@@ -191,7 +191,8 @@ class PlanNote:
         unproven = self.unproven()
         if unproven:
             keys = f"{self.rest_keys} key" + ("" if self.rest_keys == 1 else "s")
-            parts.append(f"{keys} by the exact plan: records later than the grace period")
+            parts.append(f"{keys} by the exact plan: not proven on time (a record later than the grace period, "
+                         "near time 0, or NaN under min/max)")
         replayed = self.replayed()
         if replayed:
             parts.append(f"{replayed} of {self.groups()} keys through the edge's engines: sliding records inside "
