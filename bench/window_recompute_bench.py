@@ -14,8 +14,9 @@ sliding 1m sum; grace 5 s):
 1. **check by value**: the job on the first ``--check-rows`` rows (at least 1,000,000) on its
    automatic engine, once creating its output (the exact plan) and once more into it (a full
    rerun: the proven plan, as the timed pairs run), and on the python-engine (the edge's own
-   engines in ``applyInArrow``); every window row of both must be equal (integers exactly, floats within 1e-9 relative, NaN equal NaN). A
-   difference is printed, the bench exits 1 and saves nothing;
+   engines in ``applyInArrow``); every window row of both must be equal (integers exactly,
+   floats within 1e-9 relative, NaN equal NaN). A difference is printed, the bench exits 1 and
+   saves nothing;
 2. **floor vs job**, ``--pairs`` alternating pairs, median of the pairs' ratios: the *floor* reads
    the five columns, shuffles them by the group (partition, key) and sorts each task's rows by the
    group's hash and the offset, to Spark's ``noop`` sink: the least any operator plan that honours

@@ -1,6 +1,6 @@
 """The windows package's shape: imports go one way (definition -> native -> proven -> plan ->
-incremental planner -> committer -> job), no module imports one below it, and nothing reaches into the JVM (it runs over
-Spark Connect)."""
+incremental planner -> committer -> job), no module imports one below it, and nothing reaches
+into the JVM (it runs over Spark Connect)."""
 
 from __future__ import annotations
 
