@@ -14,15 +14,14 @@ with the versions ``pyproject.toml`` pins for the ``edge`` extra; re-created whe
 
 from __future__ import annotations
 
-import fcntl
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+from quix_venv import CACHE, under_cache_lock
+
 ROOT = Path(__file__).resolve().parents[1]
-CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "streaming-lakehouse"
 EDGE_VENV = CACHE / "venv-edge"
 
 
@@ -43,10 +42,7 @@ def edge_requirements(pyproject: Path = ROOT / "pyproject.toml") -> list[str]:
 
 def edge_python() -> Path:
     """This venv's python, created or refreshed on first use (parallel callers take turns on a lock)."""
-    CACHE.mkdir(parents=True, exist_ok=True)
-    with open(CACHE / "venv-edge.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        return _ensure()
+    return under_cache_lock("venv-edge.lock", _ensure)
 
 
 def _ensure() -> Path:

@@ -16,6 +16,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 QUIX_VERSION = "3.28.1"
 SHARED = ("protobuf", "fastavro", "jsonschema")
@@ -38,10 +39,16 @@ def quix_python() -> Path:
     Parallel callers (pytest-xdist workers, a bench beside a test run) take turns on a lock file,
     so one creates the venv and the others find it ready.
     """
+    return under_cache_lock("venv-quixstreams.lock", _ensure_quix_venv)
+
+
+def under_cache_lock(lock_name: str, ensure: Callable[[], Path]) -> Path:
+    """``ensure()`` while holding the lock file ``CACHE/lock_name``: parallel callers take turns,
+    so one builds a venv and the others find it ready."""
     CACHE.mkdir(parents=True, exist_ok=True)
-    with open(CACHE / "venv-quixstreams.lock", "w") as lock:
+    with open(CACHE / lock_name, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        return _ensure_quix_venv()
+        return ensure()
 
 
 def _ensure_quix_venv() -> Path:

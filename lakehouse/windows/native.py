@@ -50,8 +50,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame
 
 __all__ = ("NATIVE_AGGREGATIONS", "native_unsupported_reason", "fixed_event_times", "fixed_window_parts",
-           "native_fixed_windows", "native_sliding_windows", "nan_aware", "sliding_key_flags",
-           "sliding_tail_flags")
+           "kept_columns", "merge_sql", "native_fixed_windows", "native_sliding_windows", "nan_aware", "partials",
+           "sliding_key_flags", "sliding_tail_flags", "step_floor_sql", "with_group_hash")
 
 #: aggregations the native path computes (the rest go through the edge's engines)
 NATIVE_AGGREGATIONS = ("sum", "count", "mean", "min", "max")
@@ -130,10 +130,10 @@ def _positions(spec: WindowSpec, data: "DataFrame", group_cols: Sequence[str],
     constant within the group); none otherwise."""
     if not nan_aware(spec, data.schema["value"].dataType):
         return []
-    return [c for c in order_cols if c not in _kept_columns(group_cols)]
+    return [c for c in order_cols if c not in kept_columns(group_cols)]
 
 
-def _partials(aggregation: str, order_cols: Sequence[str] = ()) -> list["Column"]:
+def partials(aggregation: str, order_cols: Sequence[str] = ()) -> list["Column"]:
     """Partial aggregates of ``value`` that :data:`_MERGE_SQL` combines (mean: a sum and a count).
     ``order_cols`` (NaN-aware min/max): the extreme of the numbers, whether the partial's first
     record in offset order is NaN, and that record's position."""
@@ -167,11 +167,19 @@ _NAN_MERGE_SQL = {name: (f"CASE WHEN min_by(__nan_first, __position) THEN double
                          f"CASE WHEN __nan_first THEN double('NaN') ELSE __{name} END") for name in ("min", "max")}
 
 
-def _with_group_hash(data: "DataFrame", group_cols: Sequence[str]) -> "DataFrame":
+def merge_sql(spec: WindowSpec, value_type: Any) -> tuple[str, str]:
+    """The window's value as SQL text for ``spec``'s aggregation: from the partial rows of its
+    records (merged), and from one partial row (:data:`_MERGE_SQL`; NaN-aware for min/max of
+    floating values)."""
+    assert isinstance(spec.aggregation, str)
+    return (_NAN_MERGE_SQL if nan_aware(spec, value_type) else _MERGE_SQL)[spec.aggregation]
+
+
+def with_group_hash(data: "DataFrame", group_cols: Sequence[str]) -> "DataFrame":
     return data if "__gh" in data.columns else data.withColumn("__gh", group_hash(group_cols))
 
 
-def _kept_columns(group_cols: Sequence[str]) -> list[str]:
+def kept_columns(group_cols: Sequence[str]) -> list[str]:
     """``__gh``, the group's columns and ``key`` (once)."""
     return ["__gh", *group_cols] + ([] if "key" in group_cols else ["key"])
 
@@ -189,7 +197,7 @@ def _over(group_cols: Sequence[str], order_cols: Sequence[str], frame: str = "")
             f"ORDER BY {', '.join(map(quote_column, order_cols))}{frame})")
 
 
-def _step_floor_sql(value: str, step: int) -> str:
+def step_floor_sql(value: str, step: int) -> str:
     """The largest multiple of ``step`` <= ``value`` (Python's floor, negative values too), as SQL text."""
     return f"(({value}) - pmod(({value}), CAST({int(step)} AS BIGINT)))"
 
@@ -211,12 +219,12 @@ def fixed_event_times(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[
         closed_upto = f"greatest({closed_upto}, __closed_floor)"
     # every window function here shares the offset order, so one window operator computes them all
     positions = _positions(spec, data, group_cols, order_cols)
-    columns = [*map(quote_column, _kept_columns(group_cols)), *map(quote_column, positions), "value", "ts",
+    columns = [*map(quote_column, kept_columns(group_cols)), *map(quote_column, positions), "value", "ts",
                f"{closed_upto} AS __closed_upto",
                f"greatest(CAST(0 AS BIGINT), max(ts) OVER {_over(group_cols, order_cols, _WHOLE)}) - {closed_below}"
                " AS __final_closed_upto",
                f"CAST(row_number() OVER {_over(group_cols, order_cols)} = 1 AS INT) AS __first_of_group"]
-    hashed = _with_group_hash(data, group_cols)
+    hashed = with_group_hash(data, group_cols)
     if observation is None:
         timed = hashed.selectExpr(*columns)
     else:  # the full run: what the group count and the window state need, observed
@@ -268,21 +276,21 @@ def fixed_window_parts(timed: "DataFrame", spec: WindowSpec, group_cols: Sequenc
     assert isinstance(spec.aggregation, str)
     if spec.step_ms is None:
         # tumbling: one window; Python's floor modulo, as the edge computes it (negative ts too)
-        first = last = _step_floor_sql("ts", spec.duration_ms)
+        first = last = step_floor_sql("ts", spec.duration_ms)
     else:
         step = spec.step_ms
-        newest = _step_floor_sql("ts", step)
+        newest = step_floor_sql("ts", step)
         # the oldest start is the smallest multiple of step above ts - duration, and at least 0
-        oldest = f"greatest(CAST(0 AS BIGINT), {_step_floor_sql(f'ts - {spec.duration_ms}', step)} + {step})"
-        first = f"greatest({oldest}, {_step_floor_sql('__closed_upto', step)} + {step})"  # first open at arrival
-        last = f"least({newest}, {_step_floor_sql('__final_closed_upto', step)})"  # the last one final() emits
-    kept_cols = _kept_columns(group_cols)
+        oldest = f"greatest(CAST(0 AS BIGINT), {step_floor_sql(f'ts - {spec.duration_ms}', step)} + {step})"
+        first = f"greatest({oldest}, {step_floor_sql('__closed_upto', step)} + {step})"  # first open at arrival
+        last = f"least({newest}, {step_floor_sql('__final_closed_upto', step)})"  # the last one final() emits
+    kept_cols = kept_columns(group_cols)
     positions = _positions(spec, timed, group_cols, order_cols)
     ranged = timed.selectExpr(*map(quote_column, kept_cols), *map(quote_column, positions), "value",
                               f"{first} AS __first", f"{last} AS __last",
                               "__closed_upto", "__final_closed_upto")
     kept = ranged.where("__first > __closed_upto AND __first <= __last AND __last <= __final_closed_upto")
-    return kept.groupBy(*kept_cols, "__first", "__last").agg(*_partials(spec.aggregation, positions))
+    return kept.groupBy(*kept_cols, "__first", "__last").agg(*partials(spec.aggregation, positions))
 
 
 def native_fixed_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str],
@@ -304,13 +312,13 @@ def native_fixed_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequen
     assert isinstance(spec.aggregation, str)
     parts = fixed_window_parts(fixed_event_times(data, spec, order_cols, group_cols, observation), spec, group_cols,
                                order_cols)
-    merge = (_NAN_MERGE_SQL if nan_aware(spec, data.schema["value"].dataType) else _MERGE_SQL)[spec.aggregation]
+    merge = merge_sql(spec, data.schema["value"].dataType)
     if spec.step_ms is None:  # one window per record: the parts are the windows already
         grouped = parts.selectExpr("__gh", "key", "__first AS window_start", f"{merge[1]} AS value")
     else:
         starts = parts.selectExpr("*", f"explode(sequence(__first, __last, CAST({spec.step_ms} AS BIGINT))) "
                                        "AS window_start")
-        grouped = (starts.groupBy(*_kept_columns(group_cols), "window_start")
+        grouped = (starts.groupBy(*kept_columns(group_cols), "window_start")
                    .agg(F.expr(f"{merge[0]} AS value")))
     return grouped.selectExpr("__gh", "key", "window_start", f"window_start + {spec.duration_ms} AS window_end",
                               "value")
@@ -338,7 +346,7 @@ def sliding_key_flags(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[
     whole = _over(group_cols, order_cols, _WHOLE)
     # every frame here shares the offset order: one window operator (the fold of the awkward
     # records over the group needs the running event time, so it is another one's)
-    flagged = _with_group_hash(data, group_cols).selectExpr(
+    flagged = with_group_hash(data, group_cols).selectExpr(
         "*", f"greatest(CAST(0 AS BIGINT), max(ts) OVER {running}) AS __latest",
         f"CAST(row_number() OVER {_over(group_cols, order_cols)} = 1 AS INT) AS __first_of_group",
         f"greatest(CAST(0 AS BIGINT), max(ts) OVER {whole}) AS __final",

@@ -45,8 +45,8 @@ from math import gcd
 from typing import TYPE_CHECKING, Any, Sequence
 
 from lakehouse.windows.definition import WindowSpec, quote_column
-from lakehouse.windows.native import (_MERGE_SQL, _NAN_MERGE_SQL, _kept_columns, _partials, _step_floor_sql,
-                                      _with_group_hash, nan_aware, native_unsupported_reason)
+from lakehouse.windows.native import (kept_columns, merge_sql, nan_aware, native_unsupported_reason, partials,
+                                      step_floor_sql, with_group_hash)
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
@@ -83,19 +83,19 @@ def _fixed_buckets(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str
     """Per key and bucket: the value's partial aggregates and the certificate's ``__unproven``,
     ``__final`` (the group's event time at the end of the data), ``__first_bucket`` and what the
     window state's figures need."""
+    from pyspark.sql import functions as F
+
     assert isinstance(spec.aggregation, str)
     g, grace = _bucket_ms(spec), spec.grace_ms
     rest_ms, hops = grace % g, grace // g
-    kept = _kept_columns(group_cols)
+    kept = kept_columns(group_cols)
     position = _position(group_cols, order_cols)
     positions = [c for c in order_cols if c not in group_cols] if nan_aware(spec, data.schema["value"].dataType) else []
-    bucketed = _with_group_hash(data, group_cols).selectExpr(
+    bucketed = with_group_hash(data, group_cols).selectExpr(
         *map(quote_column, kept), *map(quote_column, positions), "value", "ts",
-        f"{_step_floor_sql('ts', g)} AS __b", f"{position} AS __pos")
-    from pyspark.sql import functions as F
-
+        f"{step_floor_sql('ts', g)} AS __b", f"{position} AS __pos")
     parts = bucketed.groupBy(*kept, "__b").agg(
-        *_partials(spec.aggregation, positions), F.expr("min(__pos) AS __min_pos"),
+        *partials(spec.aggregation, positions), F.expr("min(__pos) AS __min_pos"),
         F.expr(f"min(CASE WHEN ts >= __b + {rest_ms} THEN __pos END) AS __min_rest"),
         F.expr("max(__pos) AS __max_pos"), F.expr("max(ts) AS __max_ts"), F.expr("max_by(ts, __pos) AS __last_ts"))
     desc = f"({_partition(group_cols)} ORDER BY __b DESC"
@@ -131,16 +131,16 @@ def proven_fixed_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequen
     buckets = buckets.observe(observation, F.count(F.when(F.col("__unproven"), 1)).alias("unproven"),
                               F.count(F.when(F.col("__first_bucket"), 1)).alias("groups"),
                               F.min(bound).alias("state_floor"), F.count(F.when(stale, 1)).alias("stale_groups"))
-    merge = (_NAN_MERGE_SQL if nan_aware(spec, data.schema["value"].dataType) else _MERGE_SQL)[spec.aggregation]
+    merge = merge_sql(spec, data.schema["value"].dataType)
     emitted_upto = f"__final - {closed_below}"  # final() emits a window starting at or below it
-    kept = _kept_columns(group_cols)
+    kept = kept_columns(group_cols)
     if spec.step_ms is None:  # a bucket is a tumbling window
         rows = buckets.where(f"__b <= {emitted_upto}").selectExpr(
             "__gh", "key", "__b AS window_start", f"{merge[1]} AS value")
     else:
         step = spec.step_ms
-        oldest = f"greatest(CAST(0 AS BIGINT), {_step_floor_sql(f'__b - {spec.duration_ms}', step)} + {step})"
-        newest = f"least({_step_floor_sql('__b', step)}, {_step_floor_sql(emitted_upto, step)})"
+        oldest = f"greatest(CAST(0 AS BIGINT), {step_floor_sql(f'__b - {spec.duration_ms}', step)} + {step})"
+        newest = f"least({step_floor_sql('__b', step)}, {step_floor_sql(emitted_upto, step)})"
         starts = buckets.where(f"{oldest} <= {newest}").selectExpr(
             "*", f"explode(sequence({oldest}, {newest}, CAST({step} AS BIGINT))) AS window_start")
         rows = starts.groupBy(*kept, "window_start").agg(F.expr(f"{merge[0]} AS value"))
@@ -160,7 +160,7 @@ def _sliding_frames(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[st
              "min": f"min(value) OVER {frame}", "max": f"max(value) OVER {frame}"}[spec.aggregation]
     whole = f"{desc} ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)"
     position = _position(group_cols, order_cols)
-    framed = _with_group_hash(data, group_cols).selectExpr(
+    framed = with_group_hash(data, group_cols).selectExpr(
         "__gh", *map(quote_column, [c for c in group_cols if c != "key"]), "key", "ts", "value", f"{position} AS __pos",
         f"{value} AS __window_value", f"lag(ts) OVER {desc}) AS __newer_ts",
         # the first record (in offset order) among those more than grace newer than this one

@@ -36,8 +36,9 @@ class Failing(Source):
 
     def run(self):
         self._fail("run")
-        open(self.marker, "w").close()  # running: the application may stop it now
         while self.where == "stop" and self.running:  # runs until the application stops it
+            if not os.path.exists(self.marker):
+                open(self.marker, "w").close()  # in its loop: the application may stop it now
             time.sleep(0.05)
 
     def cleanup(self, failed):
@@ -52,7 +53,6 @@ def stop_when_running(app, marker):
     deadline = time.monotonic() + 120
     while not os.path.exists(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
-    time.sleep(0.5)
     app.stop()
 
 

@@ -57,6 +57,20 @@ def edge_windows(rows: list[tuple], spec: WindowSpec) -> list[tuple]:
     return sorted(out)
 
 
+def fresh_namespace(spark) -> str:
+    """A new namespace of the embedded catalog (``embedded.inc_<id>``) for one test's tables."""
+    namespace = f"embedded.inc_{uuid.uuid4().hex[:8]}"
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
+    return namespace
+
+
+def fresh_run(spark, spec: WindowSpec) -> tuple[str, str, WindowRecomputeOptions]:
+    """(source, output, the options of a run from one to the other) in a fresh namespace."""
+    namespace = fresh_namespace(spark)
+    source, output = f"{namespace}.src", f"{namespace}.out"
+    return source, output, WindowRecomputeOptions(table=source, output=output, value_column="temp", window=spec)
+
+
 def table_rows(spark, table: str) -> list[tuple]:
     spark.sql(f"REFRESH TABLE {table}")
     return sorted((r.key, r.window_start, r.window_end, r.value) for r in spark.table(table).collect())
@@ -79,10 +93,8 @@ def test_incremental_runs_equal_a_full_recompute(spark, raw, batches, kind, in_o
     rows = stream(raw)
     assignment = sorted(batches[:len(rows)]) if in_order else batches[:len(rows)]
     spec = SPECS[kind]
-    namespace = f"embedded.inc_{uuid.uuid4().hex[:8]}"
-    source, output, full = f"{namespace}.src", f"{namespace}.out", f"{namespace}.full"
-    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
-    options = WindowRecomputeOptions(table=source, output=output, value_column="temp", window=spec)
+    source, output, options = fresh_run(spark, spec)
+    full = output.rsplit(".", 1)[0] + ".full"
     try:
         paths = []
         for number in range(3):
@@ -116,10 +128,7 @@ def test_only_new_windows_are_added_and_nothing_is_read_twice(spark, monkeypatch
     rows = stream([(rng.randrange(4), rng.randrange(12), rng.choice([0, 0, 3, 15]), rng.randrange(10))
                    for _ in range(450)])
     spec = SPECS["tumbling"]
-    namespace = f"embedded.inc_{uuid.uuid4().hex[:8]}"
-    source, output = f"{namespace}.src", f"{namespace}.out"
-    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
-    options = WindowRecomputeOptions(table=source, output=output, value_column="temp", window=spec)
+    source, output, options = fresh_run(spark, spec)
     spark.createDataFrame(rows[:300], SCHEMA).writeTo(source).using("iceberg").create()
     first = run_window_recompute(spark, options, progress=lambda _l: None)
     assert first.path == "full, native"
@@ -180,10 +189,7 @@ def test_sliding_increments_add_the_closing_windows_from_the_state(spark):
     rows = stream([(rng.randrange(4), rng.randrange(12), rng.choice([0, 0, 3, 8]), rng.randrange(10))
                    for _ in range(400)])
     spec = SPECS["sliding"]
-    namespace = f"embedded.inc_{uuid.uuid4().hex[:8]}"
-    source, output = f"{namespace}.src", f"{namespace}.out"
-    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
-    options = WindowRecomputeOptions(table=source, output=output, value_column="temp", window=spec)
+    source, output, options = fresh_run(spark, spec)
     quiet = lambda _l: None  # noqa: E731
     try:
         spark.createDataFrame(rows[:200], SCHEMA).writeTo(source).using("iceberg").create()
@@ -234,10 +240,7 @@ def test_two_runs_at_once_never_add_a_window_twice(spark, monkeypatch):
     rng = random.Random(11)
     rows = stream([(rng.randrange(4), rng.randrange(12), rng.choice([0, 0, 3, 15]), rng.randrange(10))
                    for _ in range(300)])
-    namespace = f"embedded.inc_{uuid.uuid4().hex[:8]}"
-    source, output = f"{namespace}.src", f"{namespace}.out"
-    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
-    options = WindowRecomputeOptions(table=source, output=output, value_column="temp", window=SPECS["hopping"])
+    source, output, options = fresh_run(spark, SPECS["hopping"])
     spark.createDataFrame(rows[:150], SCHEMA).writeTo(source).using("iceberg").create()
     run_window_recompute(spark, options, progress=lambda _l: None)
     interleaved: list[object] = []
