@@ -22,13 +22,14 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
 __all__ = ("Bookmark", "DEFINITION_PROPERTY", "SOURCE_SNAPSHOT_PROPERTY", "Snapshot", "TableLog", "bookmark_of",
-           "bookmark_properties", "main_snapshot", "read_bookmark", "snapshot_log", "source_changes", "table_log")
+           "bookmark_properties", "main_snapshot", "read_bookmark", "snapshot_log", "source_changes", "table_log",
+           "table_logs")
 
 SOURCE_SNAPSHOT_PROPERTY = "lakehouse.windows.source-snapshot"
 DEFINITION_PROPERTY = "lakehouse.windows.definition"
@@ -78,15 +79,27 @@ class TableLog:
 def table_log(spark: "SparkSession", sql_name: str) -> TableLog:
     """The refs and the snapshot log of a table, in one query (each query is a Spark job: an
     increment's fixed cost is mostly such round trips)."""
-    rows = spark.sql(f"""
-        SELECT name, snapshot_id, CAST(NULL AS BIGINT) AS parent_id, CAST(NULL AS STRING) AS operation,
+    return table_logs(spark, [sql_name])[0]
+
+
+def table_logs(spark: "SparkSession", sql_names: Sequence[str]) -> list[TableLog]:
+    """:func:`table_log` of several tables (in their order) in one query: an increment reads the
+    output's, the source's and the window state's together, one Spark job instead of three."""
+    parts = [f"""
+        SELECT {i} AS t, name, snapshot_id, CAST(NULL AS BIGINT) AS parent_id, CAST(NULL AS STRING) AS operation,
                CAST(NULL AS MAP<STRING, STRING>) AS summary FROM {sql_name}.refs
         UNION ALL
-        SELECT NULL, snapshot_id, parent_id, operation, summary FROM {sql_name}.snapshots""").collect()
-    refs = {str(r[0]): int(r[1]) for r in rows if r[0] is not None}
-    snapshots = {int(r[1]): Snapshot(int(r[1]), None if r[2] is None else int(r[2]), str(r[3]), dict(r[4] or {}))
-                 for r in rows if r[0] is None}
-    return TableLog(refs, snapshots)
+        SELECT {i}, NULL, snapshot_id, parent_id, operation, summary FROM {sql_name}.snapshots"""
+             for i, sql_name in enumerate(sql_names)]
+    rows = spark.sql(" UNION ALL ".join(parts)).collect()
+    logs = []
+    for i in range(len(sql_names)):
+        mine = [r for r in rows if r[0] == i]
+        refs = {str(r[1]): int(r[2]) for r in mine if r[1] is not None}
+        snapshots = {int(r[2]): Snapshot(int(r[2]), None if r[3] is None else int(r[3]), str(r[4]), dict(r[5] or {}))
+                     for r in mine if r[1] is None}
+        logs.append(TableLog(refs, snapshots))
+    return logs
 
 
 def main_snapshot(spark: "SparkSession", sql_name: str) -> int | None:

@@ -41,9 +41,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lakehouse.windows.native import native_sliding_windows, sliding_tail_flags
-from lakehouse.windows.history import bookmark_of, bookmark_properties, source_changes, table_log
+from lakehouse.windows.history import TableLog, bookmark_of, bookmark_properties, source_changes, table_log, table_logs
 from lakehouse.windows.plan import COMPLETE, OutputChange, WindowRun, compute_windows
-from lakehouse.windows.state import advance_state, build_state, read_state, write_state
+from lakehouse.windows.state import advance_state, build_state, state_at, state_sql_name, state_table, write_state
 from lakehouse.windows.tail import tail_records
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -59,6 +59,7 @@ class IncrementPlan:
     since: int
     until: int
     added_records: int | None = None  # what the appends in between added (their snapshot summaries)
+    state_log: TableLog | None = None  # the window state table's log (None: no such table)
 
 
 @dataclass
@@ -85,11 +86,16 @@ def plan_increment(run: WindowRun) -> IncrementPlan | None:
         return None
     if not target.exists():
         return None
-    output_log = table_log(run.spark, target.sql_name)
-    run.base_snapshot, run.output_refs = output_log.main, output_log.refs
     if options.full:
+        output_log = table_log(run.spark, target.sql_name)
+        run.base_snapshot, run.output_refs = output_log.main, output_log.refs
         say("windows: full recompute (--full)")
         return None
+    # the output's, the source's and the window state's logs in one query (one Spark job)
+    has_state = run.uses_state and run.spark.catalog.tableExists(state_table(options.output))
+    logs = table_logs(run.spark, [target.sql_name, source.sql_name, *([state_sql_name(options)] if has_state else [])])
+    output_log, source_log = logs[0], logs[1]
+    run.base_snapshot, run.output_refs = output_log.main, output_log.refs
     bookmark = bookmark_of(output_log.snapshots, output_log.main)
     if bookmark is None:
         say(f"windows: full recompute ({options.output} records no source snapshot)")
@@ -97,7 +103,6 @@ def plan_increment(run: WindowRun) -> IncrementPlan | None:
     if bookmark.definition != run.fingerprint:
         say("windows: full recompute (the window definition changed since the last run)")
         return None
-    source_log = table_log(run.spark, source.sql_name)
     until = source_log.main
     if until is None:
         return None
@@ -106,7 +111,7 @@ def plan_increment(run: WindowRun) -> IncrementPlan | None:
     if problem:
         say(f"windows: full recompute ({problem})")
         return None
-    return IncrementPlan(since, until, added)
+    return IncrementPlan(since, until, added, logs[2] if has_state else None)
 
 
 def _appended_between(run: WindowRun, since: int, until: int) -> "DataFrame":
@@ -153,12 +158,19 @@ def run_increment(run: WindowRun, plan: IncrementPlan) -> Increment | None:
 def _open_state(run: WindowRun, plan: IncrementPlan) -> tuple["DataFrame", int | None]:
     """The window state at ``plan.since`` and the state table's snapshot count (None when the
     state was rebuilt from the old snapshot, a full scan: then the table is replaced)."""
-    found = read_state(run.spark, run.options, plan.since, run.fingerprint)
+    found = _read_state(run, plan)
     if found is not None:
         return found
     run.say(f"windows: rebuilding the per-group window state from source snapshot {plan.since}")
     old = run.prepare(run.source_at(plan.since)).where(COMPLETE)
     return build_state(old, run.group_cols, run.order_cols, run.spec.state_bound_ms), None
+
+
+def _read_state(run: WindowRun, plan: IncrementPlan) -> tuple["DataFrame", int] | None:
+    """The window state at ``plan.since`` (and the state table's snapshot count), None without one."""
+    if plan.state_log is None:
+        return None
+    return state_at(run.spark, run.options, plan.state_log, plan.since, run.fingerprint)
 
 
 def _save_state(run: WindowRun, state: "DataFrame", new: "DataFrame", until: int, snapshots: int | None) -> None:
@@ -212,7 +224,7 @@ def _sliding_increment(run: WindowRun, plan: IncrementPlan, arrived: "DataFrame"
     from pyspark.sql import functions as F
 
     spec, group_cols, order_cols = run.spec, run.group_cols, run.order_cols
-    found = read_state(run.spark, run.options, plan.since, run.fingerprint)
+    found = _read_state(run, plan)
     if found is None:
         run.say(f"windows: no sliding window state at source snapshot {plan.since}: every changed key is recomputed")
         return _replace_changed_keys(run, plan, arrived, bookmark)

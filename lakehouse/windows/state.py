@@ -30,7 +30,7 @@ a run slower.
 
 Example::
 
-    state = read_state(spark, options, since)      # None: rebuild it from the old snapshot
+    state = state_at(spark, options, log, since, fingerprint)   # None: rebuild it from the old snapshot
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from lakehouse.identifiers import quote_field_path, quote_table_name, split_multipart, sql_string
 from lakehouse.windows.definition import WindowRecomputeOptions, quote_column
-from lakehouse.windows.history import table_log
+from lakehouse.windows.history import TableLog, table_log
 from lakehouse.windows.plan import offset_column
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -101,14 +101,11 @@ def state_sql_name(options: WindowRecomputeOptions) -> str:
     return quote_table_name(state_table(options.output))
 
 
-def read_state(spark: "SparkSession", options: WindowRecomputeOptions, since: int,
-               fingerprint: str) -> tuple["DataFrame", int] | None:
+def state_at(spark: "SparkSession", options: WindowRecomputeOptions, log: TableLog, since: int,
+             fingerprint: str) -> tuple["DataFrame", int] | None:
     """The state table (and its snapshot count) if it reflects source snapshot ``since`` under
-    this definition, else None."""
-    name = state_sql_name(options)
-    if not spark.catalog.tableExists(state_table(options.output)):
-        return None
-    log = table_log(spark, name)
+    this definition, else None. ``log``: the state table's (:func:`lakehouse.windows.history.table_logs`:
+    an increment reads it in the query that reads the output's and the source's)."""
     snapshot = log.snapshots.get(log.main) if log.main is not None else None
     if snapshot is None or (snapshot.summary.get(STATE_SNAPSHOT_PROPERTY),
                             snapshot.summary.get(STATE_DEFINITION_PROPERTY)) != (str(since), fingerprint):
@@ -116,13 +113,16 @@ def read_state(spark: "SparkSession", options: WindowRecomputeOptions, since: in
     # pinned to the snapshot checked: the run overwrites the table while it still reads this
     # state, and a write makes Spark recompute the cached plans that read the table (an unpinned
     # read would then see the new state)
-    return spark.sql(f"SELECT * FROM {name} VERSION AS OF {int(snapshot.snapshot_id)}"), len(log.snapshots)
+    return (spark.sql(f"SELECT * FROM {state_sql_name(options)} VERSION AS OF {int(snapshot.snapshot_id)}"),
+            len(log.snapshots))
 
 
 def state_bookmark(spark: "SparkSession", options: WindowRecomputeOptions) -> tuple[str | None, str | None]:
-    """(source snapshot, definition) recorded by the state table's current snapshot (Nones without one)."""
-    name = state_sql_name(options)
-    log = table_log(spark, name)
+    """(source snapshot, definition) recorded by the state table's current snapshot (Nones without
+    one, or without the table)."""
+    if not spark.catalog.tableExists(state_table(options.output)):
+        return None, None
+    log = table_log(spark, state_sql_name(options))
     snapshot = log.snapshots.get(log.main) if log.main is not None else None
     if snapshot is None:
         return None, None
