@@ -71,7 +71,7 @@ class Increment:
     new_rows: int
     detail: str = ""
     state_write: "Future[None] | None" = None
-    cached: list["DataFrame"] = field(default_factory=list)  # unpersisted once the change is committed
+    cached: list["DataFrame"] = field(default_factory=list)  # unpersisted once committed and the state written
 
 
 def plan_increment(run: WindowRun) -> IncrementPlan | None:
@@ -150,8 +150,10 @@ def run_increment(run: WindowRun, plan: IncrementPlan) -> Increment | None:
         raise
     if increment is None:
         saving.result()
+        state.unpersist()
         return None
     increment.state_write = saving
+    increment.cached.append(state)  # unpersisted once the state's write is done
     return increment
 
 
@@ -250,9 +252,9 @@ def _sliding_increment(run: WindowRun, plan: IncrementPlan, arrived: "DataFrame"
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="window-state")
     saving = pool.submit(_save_state, run, state, arrived.where(COMPLETE), plan.until, snapshots)
     pool.shutdown(wait=False)
-    # the state stays cached (as the fixed windows' increments leave it): the write alongside reads it
+    # the state stays cached until the write alongside, which reads it, is done
     return Increment(OutputChange("incremental", [tail], None, bookmark), new_rows, state_write=saving,
-                     cached=[tail])
+                     cached=[tail, state])
 
 
 def reordered_keys(state: "DataFrame", arrived: "DataFrame", group_cols: list[str],

@@ -95,10 +95,10 @@ def _run_once(spark: "SparkSession", options: WindowRecomputeOptions, say: Calla
         try:
             report.windows = commit_output(run, increment.change)
         finally:
-            for cached in increment.cached:
-                cached.unpersist()
             if increment.state_write is not None:
-                increment.state_write.exception()  # wait: no job left running
+                increment.state_write.exception()  # wait: no job left running (the write reads the cached state)
+            for cached in increment.cached:
+                cached.unpersist()  # a long-lived session (a Spark Connect server) keeps nothing of the run
         if increment.state_write is not None and increment.state_write.exception() is not None:
             # the state only saves the next run a scan: one that does not match the output's
             # bookmark is rebuilt (a concurrent run's overwrite of the same table can conflict)
