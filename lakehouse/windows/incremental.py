@@ -137,22 +137,21 @@ def run_increment(run: WindowRun, plan: IncrementPlan) -> Increment | None:
         return _sliding_increment(run, plan, arrived, bookmark)
     state, snapshots = _open_state(run, plan)
     state = state.cache()  # one row per group: small, read by the windows' job and the state's write
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="window-state")
-    # the state at plan.until is right whatever the output's fate: a run that ends without its
+    # the state's write starts once the windows are computed: it then overlaps the output's commit
+    # (catalog work, little CPU) instead of taking the two cores from the windows' job (measured:
+    # 10M rows +1%, alternating, tumbling 1.65 -> 1.45 s, hopping 1.59 -> 1.27 s per increment).
+    # The state at plan.until is right whatever the output's fate: a run that ends without its
     # output commit leaves a state whose bookmark differs from the output's, which the next run
     # does not trust (it rebuilds it)
-    saving = pool.submit(_save_state, run, state, arrived.where(COMPLETE), plan.until, snapshots)
-    pool.shutdown(wait=False)
     try:
         increment = _tail_increment(run, plan, state, arrived, bookmark)
     except BaseException:
-        saving.exception()  # no job left running; the output's error is the one to report
+        state.unpersist()
         raise
-    if increment is None:
-        saving.result()
+    if increment is None:  # a full run follows, which writes the state
         state.unpersist()
         return None
-    increment.state_write = saving
+    increment.state_write = _save_alongside(run, state, arrived, plan.until, snapshots)
     increment.cached.append(state)  # unpersisted once the state's write is done
     return increment
 
@@ -173,6 +172,16 @@ def _read_state(run: WindowRun, plan: IncrementPlan) -> tuple["DataFrame", int] 
     if plan.state_log is None:
         return None
     return state_at(run.spark, run.options, plan.state_log, plan.since, run.fingerprint)
+
+
+def _save_alongside(run: WindowRun, state: "DataFrame", arrived: "DataFrame", until: int,
+                    snapshots: int | None) -> "Future[None]":
+    """:func:`_save_state` after the new (complete) records of ``arrived``, in a thread of its own:
+    started once the windows are computed, it overlaps the output's commit."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="window-state")
+    saving = pool.submit(_save_state, run, state, arrived.where(COMPLETE), until, snapshots)
+    pool.shutdown(wait=False)
+    return saving
 
 
 def _save_state(run: WindowRun, state: "DataFrame", new: "DataFrame", until: int, snapshots: int | None) -> None:
@@ -249,9 +258,7 @@ def _sliding_increment(run: WindowRun, plan: IncrementPlan, arrived: "DataFrame"
         run.say(f"windows: {reordered} sliding groups got records between old ones, {awkward} an awkward one: "
                 "every changed key is recomputed")
         return _replace_changed_keys(run, plan, arrived, bookmark)
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="window-state")
-    saving = pool.submit(_save_state, run, state, arrived.where(COMPLETE), plan.until, snapshots)
-    pool.shutdown(wait=False)
+    saving = _save_alongside(run, state, arrived, plan.until, snapshots)
     # the state stays cached until the write alongside, which reads it, is done
     return Increment(OutputChange("incremental", [tail], None, bookmark), new_rows, state_write=saving,
                      cached=[tail, state])
