@@ -28,8 +28,10 @@ sliding 1m sum; grace 5 s):
    full run timed just before. Target: incremental/full <= 10%.
 4. **bounds** (``--bounds``): what the targets leave for the job's own work. The floor against
    the least plan that writes sliding windows with Spark's operators (one range frame, one
-   plain write: no proof, state or atomic commit), and a full run against the least increment
-   (the appended records' windows appended: no state, bookmark or concurrency check).
+   plain write: no proof, state or atomic commit; its rows checked by value to hold the job's
+   windows first, or the bench exits 1 and saves nothing), and a full run against the least
+   increment (the appended records' windows appended: no state, bookmark or concurrency check;
+   not compared: without the state its windows lack earlier records by design).
 
 The machine's other load only ever adds time; alternating pairs keep its drift out of the ratios.
 Figures are saved (``bench/results/window_recompute_bench.json``) only when every check passed.
@@ -250,13 +252,44 @@ def least_increment(spark, table: str, since: int) -> float:
     return time.monotonic() - t0
 
 
-def bounds(spark, table: str, kinds: list[str], rows: int, sensors: int, count: int) -> None:
+def least_sliding_agrees(spark, table: str) -> bool:
+    """Whether :func:`least_sliding`'s rows hold the job's windows, by value: every window the job
+    writes (a full run into ``bound_sliding``) is among the least plan's rows with the same value
+    (as :func:`differences` compares). The least plan writes more rows than the job (one per
+    record of a shared timestamp, and the windows not closed yet), never other values."""
+    from lakehouse.windows import WindowRecomputeOptions, WindowSpec, run_window_recompute
+
+    options = WindowRecomputeOptions(table=table, output=f"{NAMESPACE}.bound_sliding", value_column="temperature",
+                                     window=WindowSpec.parse(**SPECS["sliding"]),  # type: ignore[arg-type]
+                                     full=True)
+    run_window_recompute(spark, options, progress=lambda _line: None)
+    row = spark.sql(f"""
+        WITH least AS (SELECT DISTINCT key, window_start, window_end, value FROM {NAMESPACE}.least_sliding)
+        SELECT count(*) AS windows, count(l.key) AS found,
+               count(CASE WHEN NOT ((isnan(j.value) AND isnan(l.value)) OR j.value = l.value
+                         OR abs(j.value - l.value) <= greatest(1e-9, 1e-9 * greatest(abs(j.value), abs(l.value))))
+                     THEN 1 END) AS differ
+        FROM {options.output} j LEFT JOIN least l
+          ON j.key = l.key AND j.window_start = l.window_start AND j.window_end = l.window_end""").first()
+    windows, found, differ = int(row["windows"]), int(row["found"]), int(row["differ"])
+    agrees = windows > 0 and found == windows and differ == 0
+    print(f"  check least sliding plan: {found:,} of the job's {windows:,} windows found, {differ:,} with another "
+          f"value{'' if agrees else ': the bound does not compute the job windows'}", flush=True)
+    return agrees
+
+
+def bounds(spark, table: str, kinds: list[str], rows: int, sensors: int, count: int) -> bool:
     """``count`` pairs of the floor against :func:`least_sliding`, and of a full tumbling run
-    against :func:`least_increment` after +1% rows: what the targets leave for the job's own work."""
+    against :func:`least_increment` after +1% rows: what the targets leave for the job's own work.
+    False when the least sliding plan's windows are not the job's (:func:`least_sliding_agrees`).
+    The least increment's rows are not compared: without the window state its windows lack the
+    records of earlier runs by design; it bounds the cost only."""
     from lakehouse.windows import WindowRecomputeOptions, WindowSpec, run_window_recompute
 
     if "sliding" in kinds:
         least_sliding(spark, table)  # the table created (and the plan's code compiled) once untimed
+        if not least_sliding_agrees(spark, table):
+            return False
         ratios = []
         for _ in range(count):
             floor_seconds, least = floor(spark, table), least_sliding(spark, table)
@@ -285,6 +318,7 @@ def bounds(spark, table: str, kinds: list[str], rows: int, sensors: int, count: 
             print(f"  bound tumbling: full {full:.2f}s, least increment {least:.2f}s: {ratios[-1]:.1%}", flush=True)
         print(f"tumbling: the least increment costs {statistics.median(ratios):.1%} of a full run (median of {count})",
               flush=True)
+    return True
 
 
 def main() -> int:
@@ -328,8 +362,10 @@ def main() -> int:
     for kind in kinds if args.increments else []:
         bars.append((kind, "incremental / full (%)", 100 * increments(spark, table, kind, args.rows, args.sensors,
                                                                       args.increments)))
-    if args.bounds:
-        bounds(spark, table, kinds, args.rows, args.sensors, args.bounds)
+    if args.bounds and not bounds(spark, table, kinds, args.rows, args.sensors, args.bounds):
+        spark.stop()
+        print("the least sliding plan's windows differ from the job's: nothing saved", flush=True)
+        return 1
     spark.stop()
     if bars and not any(math.isnan(v) for _, _, v in bars):
         from bench.results import save
