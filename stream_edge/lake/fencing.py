@@ -21,6 +21,13 @@ The rules, with the commit log as a sequence of slots each created only if absen
   epoch. So the owner may delete every staged file of an older epoch (or its own) that the newest
   commit does not list, and never touches files of a newer epoch
   (:func:`stream_edge.lake.commit_log.plan_recovery` with ``owner_epoch``).
+- **An owner's log never goes empty.** Its claim is in the log, and pruning keeps the newest
+  entry, so a writer that owns a partition and finds no entry at all is not looking at its log
+  any more: the lake volume was unmounted (the bare mount point is empty), or the table folder
+  was removed or replaced. Starting again at slot 0 there would commit offsets the real log
+  already holds (or will, once the volume is back) and write a second, diverging history:
+  :func:`check_owner` raises :class:`CommitLogVanishedError` (an ``OSError``, ENOENT: storage is
+  retried with backoff, nothing is written until the log is back).
 
 A stale writer's commit that lands *before* the new owner's claim is a legitimate commit (it owned
 the slot it wrote): the new owner reads it, publishes its files and skips its offsets, and the
@@ -49,12 +56,15 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import errno
 from typing import Optional
 
 from .commit_log import CLAIM, COMMIT, FORMAT_VERSION, CommitRecord
+from .naming import commit_dir
 
-__all__: tuple[str, ...] = ("CommitFencedError", "next_slot", "claim_record", "check_owner", "effective_commit",
-           "conflict_outcome", "OURS", "FENCED", "RETRY_CLAIM")
+__all__: tuple[str, ...] = ("CommitFencedError", "CommitLogVanishedError", "next_slot", "claim_record",
+                             "check_owner", "effective_commit", "conflict_outcome", "OURS", "FENCED",
+                             "RETRY_CLAIM")
 
 OURS, FENCED, RETRY_CLAIM = "ours", "fenced", "retry-claim"
 
@@ -69,6 +79,27 @@ class CommitFencedError(RuntimeError):
             f"{topic}[{partition}]: this writer (epoch {own_epoch}) no longer owns the partition: writer "
             f"{owner or '?'} took it with epoch {owner_epoch} (a rebalance moved it while this writer "
             "stalled); its records are not committed and will be written once by the new owner")
+
+
+class CommitLogVanishedError(FileNotFoundError):
+    """A writer that owns a partition found its commit log empty: the log is not where it was
+    (a lake volume unmounted, a table folder removed or replaced), so nothing may be written there.
+
+    An ``OSError`` with ENOENT, so storage-fault handling retries it with backoff: once the
+    volume is back the log is found again and the writer goes on from its newest slot."""
+
+    def __init__(self, topic: str, partition: int, own_epoch: int, log_dir: str) -> None:
+        self.topic, self.partition, self.own_epoch, self.log_dir = topic, partition, own_epoch, log_dir
+        super().__init__(
+            errno.ENOENT,
+            f"{topic}[{partition}]: the commit log {log_dir} vanished while this writer owns the partition "
+            f"(epoch {own_epoch}, so the log held at least its claim): the lake volume was unmounted or the "
+            "table folder removed or replaced; not starting a new log there (it would commit a second "
+            "history from slot 0); nothing is written until the log is back",
+            log_dir)
+
+    def __str__(self) -> str:
+        return str(self.args[1])
 
 
 def next_slot(latest_slot: Optional[int]) -> int:
@@ -89,9 +120,14 @@ def claim_record(topic: str, partition: int, latest: Optional[CommitRecord], wri
                                version=FORMAT_VERSION)
 
 
-def check_owner(topic: str, partition: int, latest: Optional[CommitRecord], own_epoch: int) -> None:
-    """Raise :class:`CommitFencedError` when the newest entry was written by a newer owner."""
-    if latest is not None and latest.epoch > own_epoch:
+def check_owner(topic: str, partition: int, latest: Optional[CommitRecord], own_epoch: int,
+                log_dir: Optional[str] = None) -> None:
+    """Raise :class:`CommitFencedError` when the newest entry was written by a newer owner, and
+    :class:`CommitLogVanishedError` when there is no entry at all (an owner's claim is always in
+    its log). ``log_dir`` names the log in that error (default: its path in the table)."""
+    if latest is None:
+        raise CommitLogVanishedError(topic, partition, own_epoch, log_dir or commit_dir(topic, partition))
+    if latest.epoch > own_epoch:
         raise CommitFencedError(topic, partition, own_epoch, latest.epoch, latest.writer)
 
 

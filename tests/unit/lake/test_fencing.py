@@ -72,7 +72,6 @@ def test_records_without_epoch_are_the_oldest_owner():
 
 
 def test_the_owner_passes_and_an_older_epoch_is_fenced_with_a_clear_error():
-    check_owner("t", 0, None, own_epoch=1)
     check_owner("t", 0, commit(5, epoch=2), own_epoch=2)
     with pytest.raises(CommitFencedError) as info:
         check_owner("t", 3, commit(5, epoch=4, writer="host-b:77:ab"), own_epoch=2)
