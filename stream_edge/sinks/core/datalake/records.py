@@ -12,13 +12,18 @@
 - Hive columns ``year/month/day/hour`` are derived from the timestamp column (epoch ms, UTC) and
   written into the files as int32 columns as well as the paths (catalogs such as pyiceberg read
   partition values from the file); value hive columns stay in the file as they are.
+- Tombstones (a record whose value is None) are rows when the Kafka metadata is landed: every
+  value column NULL, the ``_kafka_*`` columns set and ``_deleted`` true (false on every other row),
+  in the time partition of their Kafka timestamp (they hold no timestamp field). The sink marks
+  them by offset (:meth:`TableBuilder.mark_tombstone`), so a tombstone stays one even after its
+  buffer was converted to Arrow.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -30,18 +35,23 @@ __all__ = ("SchemaConflictError", "RecordTypeError", "PartitionedTable", "TableB
 
 _EXACT_FLOAT_INT = 2 ** 53
 _TIME_FORMATS = {"year": "{:04d}", "month": "{:02d}", "day": "{:02d}", "hour": "{:02d}"}
-METADATA_COLUMNS = ("_kafka_topic", "_kafka_partition", "_kafka_offset", "_kafka_timestamp", "_kafka_key")
+METADATA_COLUMNS = ("_kafka_topic", "_kafka_partition", "_kafka_offset", "_kafka_timestamp", "_kafka_key", "_deleted")
 
 
 class RecordTypeError(TypeError):
-    """A record value is not a dict (the lake sink writes dicts only)."""
+    """A record value is not a dict (the lake sink writes dicts, and tombstones when it lands the
+    Kafka metadata)."""
 
     def __init__(self, value: Any, topic: str, partition: int, offset: int) -> None:
         self.topic, self.partition, self.offset = topic, partition, offset
-        super().__init__(
-            f"DataLakeSink needs dict records; got {type(value).__name__} at {topic}[{partition}] "
-            f"offset {offset}: {_preview(value)} (convert values to dicts before sinking)"
-        )
+        if value is None:
+            message = (f"DataLakeSink got a tombstone (value None) at {topic}[{partition}] offset {offset}; "
+                       "it lands tombstones only with include_kafka_metadata=True (a row with _deleted = true), "
+                       "else filter them out before sinking")
+        else:
+            message = (f"DataLakeSink needs dict records; got {type(value).__name__} at {topic}[{partition}] "
+                       f"offset {offset}: {_preview(value)} (convert values to dicts before sinking)")
+        super().__init__(message)
 
 
 def _preview(value: Any, limit: int = 80) -> str:
@@ -136,6 +146,27 @@ class TableBuilder:
         self.timestamp_column = timestamp_column
         self.include_kafka_metadata = include_kafka_metadata
         self.known: Dict[str, pa.DataType] = {}
+        # offsets of the tombstones not yet built, per topic partition
+        self.tombstones: Dict[Tuple[str, int], Set[int]] = {}
+
+    def mark_tombstone(self, topic: str, partition: int, offset: int) -> None:
+        """The record at ``offset`` is a tombstone (buffered as an empty dict)."""
+        self.tombstones.setdefault((topic, partition), set()).add(offset)
+
+    def _tombstone_mask(self, offsets: Sequence[int], topic: str, partition: int) -> Optional[pa.Array]:
+        """Which of ``offsets`` are tombstones (None: none). Offsets before the batch's first are
+        forgotten: they were written, or they were dropped and come again from Kafka (and are
+        marked again)."""
+        marked = self.tombstones.get((topic, partition))
+        if not marked:
+            return None
+        first = offsets[0]
+        stale = [o for o in marked if o < first]
+        marked.difference_update(stale)
+        if not marked:
+            return None
+        mask = pa.array([o in marked for o in offsets], pa.bool_())
+        return mask if mask.true_count else None
 
     # -- schema ---------------------------------------------------------------------------------
     def remember(self, schema: pa.Schema) -> None:
@@ -196,6 +227,8 @@ class TableBuilder:
                 column = self._convert(name, column, known, values, offsets, topic, partition)
             columns.append(column)
             names.append(name)
+        if not columns:  # tombstones only: no column, but their rows
+            return table.select([])
         return pa.Table.from_arrays(columns, names=names)
 
     def _convert(self, name: str, column: pa.ChunkedArray, known: pa.DataType, values: list,
@@ -223,7 +256,8 @@ class TableBuilder:
             f"({column.type}); not coercing (rename the field or convert it upstream)")
 
     # -- partitions -----------------------------------------------------------------------------
-    def _time_parts(self, table: pa.Table, timestamps: Sequence[int], topic: str, partition: int) -> Dict[str, pa.Array]:
+    def _time_parts(self, table: pa.Table, timestamps: Sequence[int], topic: str, partition: int,
+                    tombstones: Optional[pa.Array] = None) -> Dict[str, pa.Array]:
         if self.timestamp_column is None:
             ts = pa.array(timestamps, pa.int64())
         elif self.timestamp_column in table.column_names:
@@ -239,6 +273,11 @@ class TableBuilder:
             raise SchemaConflictError(
                 str(self.timestamp_column), topic, partition, None,
                 f"timestamp column must hold epoch milliseconds (int/float) or timestamps, got {ts.type}")
+        if tombstones is not None and self.timestamp_column is not None:
+            # a tombstone holds no timestamp field: it goes to the hour of its Kafka timestamp
+            kafka = pa.array(timestamps, pa.int64()).cast(pa.timestamp("ms")).cast(moments.type)
+            moments = pc.if_else(tombstones, kafka, moments)
+            ts = moments
         constant = _single_hour_parts(ts)
         if constant is not None:
             return {c: pa.repeat(pa.scalar(constant[c], pa.int32()), len(ts)) for c in self.time_columns}
@@ -253,7 +292,8 @@ class TableBuilder:
         table = self._reconcile(table, values, offsets, topic, partition)
         for name in table.column_names:
             self.known.setdefault(name, table.schema.field(name).type)
-        derived = self._time_parts(table, timestamps, topic, partition) if self.time_columns else {}
+        tombstones = self._tombstone_mask(offsets, topic, partition) if self.include_kafka_metadata else None
+        derived = self._time_parts(table, timestamps, topic, partition, tombstones) if self.time_columns else {}
         for name, array in derived.items():
             if name in table.column_names:
                 raise SchemaConflictError(
@@ -262,11 +302,11 @@ class TableBuilder:
                     f"timestamp; rename the field or remove '{name}' from hive_columns")
             table = table.append_column(name, array)
         if self.include_kafka_metadata:
-            table = self._with_metadata(table, offsets, timestamps, keys, topic, partition)
+            table = self._with_metadata(table, offsets, timestamps, keys, topic, partition, tombstones)
         return self._split(table, topic, partition, offsets)
 
     @staticmethod
-    def _with_metadata(table, offsets, timestamps, keys, topic, partition):
+    def _with_metadata(table, offsets, timestamps, keys, topic, partition, tombstones=None):
         n = table.num_rows
         raw_keys = [k if k is None or isinstance(k, bytes) else
                     (k.encode() if isinstance(k, str) else str(k).encode()) for k in keys]
@@ -276,6 +316,7 @@ class TableBuilder:
             "_kafka_offset": pa.array(offsets, pa.int64()),
             "_kafka_timestamp": pa.array(timestamps, pa.int64()),
             "_kafka_key": pa.array(raw_keys, pa.binary()),
+            "_deleted": tombstones if tombstones is not None else pa.repeat(pa.scalar(False), n),
         }
         for name, array in extra.items():
             if name in table.column_names:

@@ -62,7 +62,8 @@ class DataLakeSink(BatchingSink):
         timestamp and measurement into a dictionary as large as the column, ~2x the encoding CPU
         for larger files), ``"all"`` or ``"none"``.
     :param s3_endpoint_url: S3 endpoint (default ``AWS_ENDPOINT_URL_S3``/``AWS_ENDPOINT_URL``).
-    :param include_kafka_metadata: add ``_kafka_topic/_partition/_offset/_timestamp/_key``.
+    :param include_kafka_metadata: add ``_kafka_topic/_partition/_offset/_timestamp/_key`` and
+        ``_deleted``; a tombstone (value None) then lands as a row with ``_deleted = true``.
     :param fsync: fsync files and commit records on local disks.
     :param commit_log_retention: commit records kept per topic partition.
     :param catalog_url: Iceberg REST catalog URL (registration needs ``register_in_catalog``).
@@ -254,7 +255,13 @@ class DataLakeSink(BatchingSink):
 
     def _add_full(self, value: Any, key: Any, timestamp: int, headers: HeadersTuples,
                   topic: str, partition: int, offset: int) -> None:
-        self._tracker.touch(key, (topic, partition))  # returns at once when disabled or for None keys
+        if value is None and self._builder.include_kafka_metadata:
+            # a tombstone: a row with _deleted = true (records.py); not the stream publishing, so
+            # the silence tracker is not touched (docs/design.md)
+            self._builder.mark_tombstone(topic, partition, offset)
+            value = {}
+        else:
+            self._tracker.touch(key, (topic, partition))  # returns at once when disabled or for None keys
         if value.__class__ is not dict and not isinstance(value, dict):
             raise RecordTypeError(value, topic, partition, offset)
         buffer = self._pool.buffers.get((topic, partition))
@@ -373,10 +380,14 @@ class DataLakeSink(BatchingSink):
         table cannot hold raises before anything is written."""
         buffer = PartitionBuffer()
         for item in batch:
-            if not isinstance(item.value, dict):
-                raise RecordTypeError(item.value, batch.topic, batch.partition, item.offset)
-            self._check(item.value, batch.topic, batch.partition, item.offset)
-            buffer.values.append(item.value)
+            value = item.value
+            if value is None and self._builder.include_kafka_metadata:  # a tombstone (see add())
+                self._builder.mark_tombstone(batch.topic, batch.partition, item.offset)
+                value = {}
+            if not isinstance(value, dict):
+                raise RecordTypeError(value, batch.topic, batch.partition, item.offset)
+            self._check(value, batch.topic, batch.partition, item.offset)
+            buffer.values.append(value)
             buffer.keys.append(item.key)
             buffer.timestamps.append(item.timestamp)
             buffer.offsets.append(item.offset)
