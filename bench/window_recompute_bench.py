@@ -146,13 +146,13 @@ def check_by_value(spark, table: str, kind: str, check_rows: int) -> bool:
 def explain(spark, table: str, kind: str) -> None:
     """Print the physical plan of the rows a full run of ``kind`` writes (what it does beyond the floor)."""
     from lakehouse.windows import WindowRecomputeOptions, WindowSpec
-    from lakehouse.windows.plan import COMPLETE, WindowRun, compute_windows, open_window_table
+    from lakehouse.windows.plan import WindowRun, compute_windows, open_window_table
 
     options = WindowRecomputeOptions(table=table, output=f"{NAMESPACE}.windows_{kind}", value_column="temperature",
                                      window=WindowSpec.parse(**SPECS[kind]))  # type: ignore[arg-type]
     run = WindowRun.open(spark, options, print, open_window_table(spark, table, None, None),
                          open_window_table(spark, options.output, None, None), spark.table(table).columns)
-    data = run.prepare(spark.table(table)).where(COMPLETE)
+    data = run.prepare(spark.table(table)).where(run.complete)
     rows, note = compute_windows(data, run.spec, run.order_cols, run.group_cols, run.value_type(data), run.engine,
                                  plain=data, two_step=True)
     print(f"--- {kind}: the plan of the rows a full run into an existing output writes"

@@ -172,7 +172,7 @@ class WindowReport:
         if self.mode == "incremental":
             return (f"windows {self.table} -> {self.output}: {self.spec}; {self.rows_read} new rows -> "
                     f"{self.windows} windows added or replaced in {self.seconds:.1f}s; path {self.path}")
-        skipped = f" ({self.rows_skipped} with NULL timestamp/value skipped)" if self.rows_skipped else ""
+        skipped = f" ({self.rows_skipped} with NULL timestamp/value/order skipped)" if self.rows_skipped else ""
         return (f"windows {self.table} -> {self.output}: {self.spec}; {self.rows_read} rows{skipped} in "
                 f"{self.groups} groups -> {self.windows} windows in {self.seconds:.1f}s; path {self.path}")
 

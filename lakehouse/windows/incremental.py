@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from lakehouse.windows.native import native_sliding_windows, sliding_tail_flags
 from lakehouse.windows.history import TableLog, bookmark_of, bookmark_properties, source_changes, table_log, table_logs
-from lakehouse.windows.plan import COMPLETE, OutputChange, WindowRun, compute_windows
+from lakehouse.windows.plan import OutputChange, WindowRun, compute_windows
 from lakehouse.windows.state import advance_state, build_state, state_at, state_sql_name, state_table, write_state
 from lakehouse.windows.tail import tail_records
 
@@ -163,7 +163,7 @@ def _open_state(run: WindowRun, plan: IncrementPlan) -> tuple["DataFrame", int |
     if found is not None:
         return found
     run.say(f"windows: rebuilding the per-group window state from source snapshot {plan.since}")
-    old = run.prepare(run.source_at(plan.since)).where(COMPLETE)
+    old = run.prepare(run.source_at(plan.since)).where(run.complete)
     return build_state(old, run.group_cols, run.order_cols, run.spec.state_bound_ms), None
 
 
@@ -179,7 +179,7 @@ def _save_alongside(run: WindowRun, state: "DataFrame", arrived: "DataFrame", un
     """:func:`_save_state` after the new (complete) records of ``arrived``, in a thread of its own:
     started once the windows are computed, it overlaps the output's commit."""
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="window-state")
-    saving = pool.submit(_save_state, run, state, arrived.where(COMPLETE), until, snapshots)
+    saving = pool.submit(_save_state, run, state, arrived.where(run.complete), until, snapshots)
     pool.shutdown(wait=False)
     return saving
 
@@ -200,7 +200,7 @@ def _tail_increment(run: WindowRun, plan: IncrementPlan, state: "DataFrame", arr
     key is recomputed whole (per partition: a full run). Not ``localCheckpoint``: over Spark
     Connect a checkpoint is a command that returns no observed metrics."""
     spec, group_cols, order_cols = run.spec, run.group_cols, run.order_cols
-    records, seen = tail_records(state, arrived, COMPLETE, group_cols, order_cols, spec.state_bound_ms)
+    records, seen = tail_records(state, arrived, run.complete, group_cols, order_cols, spec.state_bound_ms)
     value_type = run.value_type(arrived)
     rows, _ = compute_windows(records, spec, order_cols, group_cols, value_type, run.engine, observe=False)
     tail = rows.select("key", "window_start", "window_end", "value").cache()
@@ -213,7 +213,7 @@ def _tail_increment(run: WindowRun, plan: IncrementPlan, state: "DataFrame", arr
         tail.unpersist()
         run.say("windows: full recompute (a partition got records between its old ones)")
         return None
-    replaced = reordered_keys(state, arrived, group_cols, order_cols)
+    replaced = reordered_keys(state, arrived.where(run.complete), group_cols, order_cols)
     recomputed = _recompute_keys(run, plan, replaced, value_type)
     kept_tail = tail.join(replaced, on="key", how="left_anti")  # a replaced key's windows all come anew
     change = OutputChange("incremental", [kept_tail, recomputed], replaced, bookmark)
@@ -241,7 +241,7 @@ def _sliding_increment(run: WindowRun, plan: IncrementPlan, arrived: "DataFrame"
         return _replace_changed_keys(run, plan, arrived, bookmark)
     state, snapshots = found
     state = state.cache()  # one row per group: read by the windows' job and the state's write
-    records, seen = tail_records(state, arrived, COMPLETE, group_cols, order_cols, spec.state_bound_ms,
+    records, seen = tail_records(state, arrived, run.complete, group_cols, order_cols, spec.state_bound_ms,
                                  keep_new=True)
     flags_seen = Observation(f"windows_sliding_tail_{uuid.uuid4().hex}")
     flagged = sliding_tail_flags(records, spec, order_cols, group_cols, flags_seen)
@@ -266,10 +266,10 @@ def _sliding_increment(run: WindowRun, plan: IncrementPlan, arrived: "DataFrame"
 
 def reordered_keys(state: "DataFrame", arrived: "DataFrame", group_cols: list[str],
                     order_cols: list[str]) -> "DataFrame":
-    """The keys of the groups whose new complete records start at or before their last old one."""
+    """The keys of the groups whose new records (complete ones) start at or before their last old one."""
     from pyspark.sql import functions as F
 
-    first_new = (arrived.where(COMPLETE).groupBy(*group_cols)
+    first_new = (arrived.groupBy(*group_cols)
                  .agg(F.min(F.struct(*order_cols)).alias("__new_first")))
     joined = first_new.join(state.select(*group_cols, "last"), on=group_cols, how="inner")
     return joined.where(F.col("__new_first") <= F.col("last")).select("key").distinct().localCheckpoint(eager=True)
@@ -277,7 +277,7 @@ def reordered_keys(state: "DataFrame", arrived: "DataFrame", group_cols: list[st
 
 def _recompute_keys(run: WindowRun, plan: IncrementPlan, keys: "DataFrame", value_type: Any) -> "DataFrame":
     """Every window of ``keys``, from the source at ``plan.until``."""
-    everything = run.prepare(run.source_at(plan.until)).where(COMPLETE)
+    everything = run.prepare(run.source_at(plan.until)).where(run.complete)
     rows, _ = compute_windows(everything.join(keys, on="key", how="left_semi"), run.spec, run.order_cols,
                               run.group_cols, value_type, run.engine, observe=False)
     return rows.select("key", "window_start", "window_end", "value")
@@ -290,12 +290,12 @@ def _replace_changed_keys(run: WindowRun, plan: IncrementPlan, arrived: "DataFra
     from pyspark.sql import functions as F
 
     counted = arrived.select(F.count(F.lit(1)).alias("rows"),
-                             F.count_distinct(F.when(F.expr(COMPLETE), F.col("key"))).alias("keys")).first()
+                             F.count_distinct(F.when(F.expr(run.complete), F.col("key"))).alias("keys")).first()
     assert counted is not None  # a global aggregation has one row
     new_rows, keys = int(counted["rows"] or 0), int(counted["keys"] or 0)
     if not keys:  # no window can change (new records without a timestamp or value): the bookmark moves
         return Increment(OutputChange("incremental", [], None, bookmark), new_rows)
-    changed = arrived.where(COMPLETE).select("key").distinct().localCheckpoint(eager=True)
+    changed = arrived.where(run.complete).select("key").distinct().localCheckpoint(eager=True)
     recomputed = _recompute_keys(run, plan, changed, run.value_type(arrived))
     return Increment(OutputChange("incremental", [recomputed], changed, bookmark), new_rows,
                      f"{keys} keys recomputed")

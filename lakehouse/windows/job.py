@@ -18,7 +18,8 @@ partition (``--closing partition``) and feeds each group in offset order. The la
 carry the offsets: write it with ``DataLakeSink(include_kafka_metadata=True)`` (columns
 ``_kafka_key``, ``_kafka_timestamp``, ``_kafka_partition``, ``_kafka_offset``), or name other
 columns with ``--order-by``. Rows whose key is NULL are ignored, as on the edge; rows whose
-timestamp or value is NULL are counted and skipped (the edge would have failed on them).
+timestamp or value is NULL are counted and skipped (the edge would have failed on them), and so
+are rows whose order or partition column is NULL (they have no place in the offset order).
 
 Output: one row per emitted window, ``key``, ``window_start``, ``window_end`` (epoch ms, start
 inclusive; sliding windows include their end, as on the edge) and ``value``.
@@ -44,7 +45,7 @@ from lakehouse.windows.commit import ConcurrentRunError, commit_output, writes_i
 from lakehouse.windows.definition import WindowRecomputeOptions, WindowReport
 from lakehouse.windows.history import bookmark_properties, main_snapshot
 from lakehouse.windows.incremental import plan_increment, run_increment
-from lakehouse.windows.plan import (COMPLETE, OutputChange, WindowRun, compute_windows, open_window_table,
+from lakehouse.windows.plan import (OutputChange, WindowRun, compute_windows, open_window_table,
                                    output_schema)
 from lakehouse.windows.state import drop_state, save_full_state
 
@@ -125,7 +126,7 @@ def _full_run(run: WindowRun, report: WindowReport, started: float) -> WindowRep
     value_type = run.value_type(data)
     say(f"windows: {options.table}; {run.spec.describe()}; engine {run.engine}")
     read = Observation(f"windows_read_{uuid.uuid4().hex}")
-    complete = F.expr(COMPLETE)
+    complete = F.expr(run.complete)
     data = data.observe(read, F.count(F.lit(1)).alias("rows"),
                         F.sum(F.when(complete, 0).otherwise(1)).alias("skipped")).where(complete)
     plain = run.prepare(raw).where(complete)  # the same rows, unobserved (compute_windows says why)
@@ -143,7 +144,7 @@ def _full_run(run: WindowRun, report: WindowReport, started: float) -> WindowRep
         # the sliding increments' state holds closed-form groups only: increments replace keys instead
         drop_state(spark, options)
     elif until is not None and run.uses_state:  # what the next incremental run starts from
-        save_full_state(run.prepare(raw).where(COMPLETE), options, run.group_cols, run.order_cols, until,
+        save_full_state(run.prepare(raw).where(run.complete), options, run.group_cols, run.order_cols, until,
                         run.fingerprint, note.state_floor())
     pause_point("windows.after-commit")
     counts = read.get

@@ -36,13 +36,20 @@ from lakehouse.windows.proven import provable, proven_fixed_windows, proven_slid
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ("COMPLETE", "ENGINES", "IcebergName", "OutputChange", "PlanNote", "WindowRun", "open_window_table", "choose_engine", "compute_windows", "extra_columns", "group_columns",
+__all__ = ("complete_sql", "ENGINES", "IcebergName", "OutputChange", "PlanNote", "WindowRun", "open_window_table", "choose_engine", "compute_windows", "extra_columns", "group_columns",
            "offset_column", "output_schema", "prepare_input")
 
 #: what ``WindowRecomputeOptions.engine`` may say: auto (native when expressible), native, python
 ENGINES = ("auto", "native", "python")
-#: a prepared row the windows use (the others are counted and skipped), as SQL text
-COMPLETE = "ts IS NOT NULL AND value IS NOT NULL"
+
+
+def complete_sql(order_cols: Sequence[str], group_cols: Sequence[str]) -> str:
+    """A prepared row the windows use, as SQL text; the others are counted and skipped: a NULL
+    timestamp or value (the edge would have failed on it), or a NULL order or group column (a
+    record without an offset has no place in the order the edge read its partition in; every plan
+    must leave it out alike, as Spark's sort puts NULL first and ``min``/``max`` ignore it)."""
+    columns = dict.fromkeys([*order_cols, *(c for c in group_cols if c != "key")])
+    return " AND ".join(["ts IS NOT NULL", "value IS NOT NULL", *(f"{quote_column(c)} IS NOT NULL" for c in columns)])
 
 
 @dataclass(frozen=True)
@@ -335,6 +342,11 @@ class WindowRun:
     @property
     def spec(self) -> WindowSpec:
         return self.options.window
+
+    @property
+    def complete(self) -> str:
+        """:func:`complete_sql` of this run's columns."""
+        return complete_sql(self.order_cols, self.group_cols)
 
     @property
     def uses_state(self) -> bool:

@@ -15,7 +15,7 @@ Spark Connect message), ~600 of them for this plan; a ``selectExpr`` is one.
 
 Example::
 
-    records, observation = tail_records(state, arrived, COMPLETE, group_cols, order_cols, bound)
+    records, observation = tail_records(state, arrived, run.complete, group_cols, order_cols, bound)
 """
 
 from __future__ import annotations
