@@ -8,7 +8,9 @@
 file < flags, see ``stream_edge.service.settings``) and defines its dataframes and sinks; the
 command then runs it until SIGTERM/SIGINT (a final checkpoint is committed). A script's own
 Application takes the broker, consumer group and state directory from the settings where it
-passes none (the command installs them as ``ProcessHooks``; the environment is left alone). With
+passes none (the command installs them as ``ProcessHooks``; the environment is left alone); its
+guarantee, dead-letter topic, commit interval and offset reset are the script's own: given as
+flags or in the config file they are an error. With
 ``--metrics-port`` the process serves ``/metrics`` (Prometheus), ``/healthz`` and ``/readyz``.
 
 Exit codes: 0 done (or checked), 2 bad settings or pipeline (the message names the setting and
@@ -90,6 +92,24 @@ def _run_script(path: str) -> Any:
     return runpy.run_path(path, run_name="__main__")
 
 
+def _refuse_what_a_script_decides(target: str, settings: ServiceSettings) -> None:
+    """A script builds its own Application, whose arguments decide its guarantee, dead-letter
+    topic, commit interval and offset reset: the command cannot apply those settings to it. Given
+    on the command line or in the config file they are an error (never silently ignored); from the
+    environment, which may be there for the script to read itself, a warning."""
+    if not target.endswith(".py"):
+        return
+    for name, source in settings.not_applied_to_a_script():
+        why = (f"{source} sets {name}, which a script target does not apply: {target} builds its own "
+               f"Application, whose arguments decide {name} (pass {name}=... to Application(...) in the "
+               "script, or run a module:function pipeline, which receives an Application built from "
+               "these settings)")
+        if source.startswith("environment"):
+            logger.warning("%s; ignored", why)
+        else:
+            raise SettingsError(why)
+
+
 def _check(target: str, settings: ServiceSettings) -> str:
     with installed_hooks(ProcessHooks(check_only=True, application_defaults=settings.script_defaults())):
         app = _define(target, settings)
@@ -160,6 +180,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 flags[name] = getattr(args, name)
         settings = ServiceSettings.resolve(os.environ, args.config, flags)
         configure_logging(getattr(logging, settings.log_level), name="stream_edge", log_format=settings.log_format)
+        _refuse_what_a_script_decides(args.target, settings)
         if args.command == "check":
             print(f"stream-edge check: ok ({_check(args.target, settings)}; broker {settings.broker_address} "
                   f"from {settings.source('broker_address')})")

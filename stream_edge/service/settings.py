@@ -25,7 +25,10 @@ log_summary_interval     ``STREAM_EDGE_LOG_SUMMARY_INTERVAL`` (seconds; 0: off) 
 The config file is TOML, with the same names as top-level keys or under ``[stream_edge]``; a
 flag is ``--set name=value`` (``--metrics-port``, ``--metrics-host``, ``--dead-letter-topic`` and
 ``--config`` have their own flags). ``ready_*`` and ``live_*``: see ``/readyz`` and ``/healthz`` in
-docs/operations.md.
+docs/operations.md. A script target builds its own Application, so ``processing_guarantee``,
+``dead_letter_topic``, ``commit_interval`` and ``auto_offset_reset`` are its own to decide
+(:data:`SCRIPT_OWNED_SETTINGS`): given by a flag or the config file they are an error, from the
+environment a warning.
 
 Example::
 
@@ -38,11 +41,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from stream_edge.app_config import DEFAULT_CONSUMER_GROUP
 
-__all__ = ("ServiceSettings", "SettingsError")
+__all__ = ("ServiceSettings", "SettingsError", "SCRIPT_OWNED_SETTINGS")
 
 
 class SettingsError(ValueError):
@@ -117,6 +120,13 @@ _SETTINGS: Dict[str, Tuple[Tuple[str, ...], Optional[str], Callable[[str], Any]]
 }
 
 
+#: Application arguments that a script target's own ``Application(...)`` decides: the Application
+#: has its own defaults for them, so a value the script leaves out cannot be told from one it
+#: chose, and the command's settings cannot be applied either way (broker, group and state dir
+#: can: their Application default is "not given"). The command refuses them for a script target.
+SCRIPT_OWNED_SETTINGS = ("processing_guarantee", "dead_letter_topic", "commit_interval", "auto_offset_reset")
+
+
 # Settings with a flag of their own (the others: --set name=value)
 _FLAG_NAMES = {"metrics_port": "flag --metrics-port", "metrics_host": "flag --metrics-host",
                "dead_letter_topic": "flag --dead-letter-topic"}
@@ -162,6 +172,11 @@ class ServiceSettings:
         passes no argument (``ProcessHooks.application_defaults``): broker, group, state dir."""
         return {"broker_address": self.broker_address, "consumer_group": self.consumer_group,
                 "state_dir": self.state_dir}
+
+    def not_applied_to_a_script(self) -> List[Tuple[str, str]]:
+        """``(name, source)`` of each setting given (not a default) that a script target cannot
+        apply: see :data:`SCRIPT_OWNED_SETTINGS`."""
+        return [(name, self.source(name)) for name in SCRIPT_OWNED_SETTINGS if self.source(name) != "default"]
 
     @classmethod
     def resolve(cls, env: Mapping[str, str], config_file: Optional[str] = None,
