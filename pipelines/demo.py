@@ -37,6 +37,7 @@ import shutil
 import sys
 import threading
 import time
+import traceback
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -44,6 +45,7 @@ from pathlib import Path
 
 from infra.local import services
 from pipelines.demo_feed import DemoFeed, sensors_reported
+from pipelines.demo_pipeline import LateReadings
 
 # Silence is measured on the edge's clock (when records arrive), so a processing stall longer
 # than the threshold looks like silence: 10 s keeps a loaded laptop or CI machine clear of that.
@@ -185,9 +187,10 @@ def dead_letter(msg: Any) -> dict:
             "offset": int(headers.get("offset", -1)), "raw": msg.value()}
 
 
-def run_edge(env: dict[str, str], topics: DemoTopics, workdir: Path, feed: DemoFeed) -> Path:
+def run_edge(env: dict[str, str], topics: DemoTopics, workdir: Path, feed: DemoFeed, late: Any = None) -> Path:
     """Run the demo pipeline on the edge while the second phase of the feed arrives, until every
-    valid record is committed to the lake."""
+    valid record is committed to the lake; ``late`` (a ``LateReadings``) counts the readings the
+    window drops as late."""
     from pipelines.demo_pipeline import build
     from pipelines.edge_service import EdgeConfig
     from stream_edge import Application
@@ -202,7 +205,7 @@ def run_edge(env: dict[str, str], topics: DemoTopics, workdir: Path, feed: DemoF
     app = Application(broker_address=env["KAFKA_BOOTSTRAP"], consumer_group=f"demo-edge-{topics.run_id}",
                       auto_offset_reset="earliest", commit_interval=1.0, state_dir=str(workdir / "state"),
                       dead_letter_topic=topics.quarantine)
-    build(app, edge_env)
+    build(app, edge_env, late)
     progress = _Progress(feed.records, table_root)
     app.add_run_observer(progress.observer)
     failure: list[BaseException] = []
@@ -283,6 +286,7 @@ class DemoReport:
     silence: dict
     silent_sensors: list
     edge_windows: int
+    late_dropped: int
     batch_windows: int
     expectations_passed: int
     expectations_total: int
@@ -319,7 +323,8 @@ class DemoReport:
             f"quarantined:         {len(self.quarantined)} on the quarantine topic "
             f"({', '.join(f'{n} x {r}' for r, n in sorted(reasons.items()))})",
             f"silent sensors:      {', '.join(f'{s} (x{self.silence.get(s, 0)})' for s in self.silent_sensors)}",
-            f"windows:             {self.edge_windows} closed by the edge (1 min, grace 5 s; late records dropped), "
+            f"windows:             {self.edge_windows} closed by the edge (1 min, grace 5 s; {self.late_dropped} late "
+            f"readings dropped), "
             f"{self.batch_windows} recomputed in Spark",
             f"expectations:        {self.expectations_passed}/{self.expectations_total} passed",
             f"data docs:           {self.data_docs / 'index.html'}",
@@ -362,7 +367,9 @@ def main(argv: list[str] | None = None) -> int:
         _step(f"running the edge (pipelines/demo_pipeline.py: quarantine, keyed state, 1-minute window, data-lake "
               f"sink with a {SILENCE_MS} ms silence threshold) while {len(second):,} more readings arrive; "
               f"{', '.join(feed.silent_sensors)} have gone silent")
-        table_root = run_edge(env, topics, workdir, feed)
+        late = LateReadings()
+        table_root = run_edge(env, topics, workdir, feed, late)
+        _step(f"edge: {late.summary()}")
         files = sum(1 for _ in table_root.rglob("*.parquet"))
         _step(f"the edge committed {feed.valid:,} records in {files} Parquet files under {table_root}")
         silence = sensors_reported(_read_topic(bootstrap, topics.silence))
@@ -391,7 +398,8 @@ def main(argv: list[str] | None = None) -> int:
         report = DemoReport(
             records_in=feed.records, malformed_sent=feed.malformed, valid_sent=feed.valid, late_sent=feed.late,
             lake_rows=_lake_rows(table_root), quarantined=quarantined, silence=silence,
-            silent_sensors=feed.silent_sensors, edge_windows=edge_windows, batch_windows=batch_windows,
+            silent_sensors=feed.silent_sensors, edge_windows=edge_windows, late_dropped=late.total,
+            batch_windows=batch_windows,
             expectations_passed=int(passed.group(1)), expectations_total=int(passed.group(2)), data_docs=docs)
         _step("report")
         for line in report.lines():
@@ -402,6 +410,8 @@ def main(argv: list[str] | None = None) -> int:
         _step(f"done in {time.monotonic() - t0:.0f}s: Kafka -> edge -> lake -> Iceberg -> windows -> validate -> SQL "
               f"(demo folder {workdir})")
     except DemoFailed as exc:
+        if exc.__cause__ is not None:  # a failing step's error in full (the jobs print their own)
+            traceback.print_exception(exc.__cause__, file=sys.stderr)
         print(f"[demo] FAILED: {exc}", file=sys.stderr)
         return 1
     finally:

@@ -23,6 +23,7 @@ Settings (environment): ``DEMO_INPUT_TOPIC``, ``DEMO_WINDOWS_TOPIC``, ``EDGE_TIM
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from datetime import timedelta
@@ -77,6 +78,52 @@ def _with_sequence(value: dict, state: Any) -> dict:
     return {**value, "temperature_f": round(value["temperature"] * 9 / 5 + 32, 2), "seq": seq}
 
 
+class LateReadings:
+    """The window's ``on_late`` callback: counts the readings it drops as late, per window, in place
+    of one log line each; :meth:`summary` says it in one line (logged once per run by :func:`build`,
+    or printed by the demo's report)."""
+
+    def __init__(self) -> None:
+        self.by_window: dict = {}  # window start (ms) -> late readings dropped
+
+    def __call__(self, value: Any, key: Any, timestamp_ms: int, late_by_ms: int, start: int, end: int,
+                 name: str, topic: Any, partition: Any, offset: Any) -> bool:
+        self.by_window[start] = self.by_window.get(start, 0) + 1
+        return False  # counted here: no log line per record
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_window.values())
+
+    def summary(self) -> str:
+        """``5 late readings dropped by the 1-minute window, in 4 windows (12:03 x2, 12:05, ...)``.
+
+        >>> late = LateReadings()
+        >>> for start in (60_000, 60_000, 180_000):
+        ...     _ = late(None, b"s", start + 1, 9_000, start, start + 60_000, "w", "t", 0, 1)
+        >>> late.summary()
+        '3 late readings dropped by the 1-minute window, in 2 windows (00:01 x2, 00:03)'
+        """
+        if not self.by_window:
+            return "no late readings dropped by the 1-minute window"
+        shown = [f"{time.strftime('%H:%M', time.gmtime(start / 1000))}" + (f" x{n}" if n > 1 else "")
+                 for start, n in sorted(self.by_window.items())]
+        more = f", ... {len(shown) - 8} more" if len(shown) > 8 else ""
+        return (f"{self.total} late readings dropped by the 1-minute window, in {len(shown)} windows "
+                f"({', '.join(shown[:8])}{more})")
+
+
+class _SummarizeLate(RunObserver):
+    """Logs the late readings' summary once, when the run ends."""
+
+    def __init__(self, late: LateReadings) -> None:
+        self.late = late
+
+    def on_stop(self, error: Optional[BaseException]) -> None:
+        if self.late.total:
+            logging.getLogger("pipelines.demo_pipeline").warning("%s", self.late.summary())
+
+
 class _CloseWhenStopped(RunObserver):
     """Delivers the silence events still queued and releases the side producer when the run ends."""
 
@@ -87,8 +134,10 @@ class _CloseWhenStopped(RunObserver):
         self.producer.close()
 
 
-def build(app: Any, env: Optional[Mapping[str, str]] = None) -> None:
-    """Define the demo pipeline on ``app`` (see the module docstring)."""
+def build(app: Any, env: Optional[Mapping[str, str]] = None, late: Optional[LateReadings] = None) -> None:
+    """Define the demo pipeline on ``app`` (see the module docstring). The window's late readings
+    are counted in ``late`` (a caller that reports them itself passes its own); without it, one
+    summary line is logged when the run ends."""
     from pipelines.edge_service import EdgeConfig, timeout_event
     from stream_edge.dataframe.windows import Count, Mean
     from stream_edge.sinks.core.quix_ts_datalake_sink import QuixTSDataLakeSink
@@ -122,7 +171,10 @@ def build(app: Any, env: Optional[Mapping[str, str]] = None) -> None:
     sdf = app.dataframe(app.topic(config.input_topic, value_deserializer="bytes"))
     valid = sdf.apply(parse_reading).apply(_with_sequence, stateful=True)
     valid.sink(lake)
-    (valid.tumbling_window(WINDOW, grace_ms=GRACE)
+    if late is None:
+        late = LateReadings()
+        app.add_run_observer(_SummarizeLate(late))
+    (valid.tumbling_window(WINDOW, grace_ms=GRACE, on_late=late)
           .agg(mean_temperature=Mean("temperature"), readings=Count())
           .final()
           .to_topic(windows))

@@ -32,6 +32,7 @@ def test_demo_report_accounts_for_every_record(tmp_path, services_env) -> None:
     assert result.returncode == 0, "\n".join(causes[:15]) + "\n...\n" + (out + result.stderr)[-4000:]
     # The feed is seeded: the same counts the demo sent (timestamps aside).
     feed = DemoFeed(records=RECORDS, start_ms=0, seed=1)
+    assert_nothing_alarming(out + result.stderr, feed)
     assert feed.malformed > 0 and feed.late > 0 and len(feed.silent_sensors) == 3
     report = {line.split(":", 1)[0].strip(): line.split(":", 1)[1].strip()
               for line in out.split("[demo] report", 1)[1].splitlines()[1:8]}
@@ -61,3 +62,16 @@ def test_demo_report_accounts_for_every_record(tmp_path, services_env) -> None:
     assert passed == total > 0
     assert (tmp_path / "demo" / "data-docs" / "index.html").is_file()
     assert "Using an existing Spark session" not in out + result.stderr
+
+
+def assert_nothing_alarming(screen: str, feed: DemoFeed) -> None:
+    """A successful run's screen: no ERROR line and no stack trace (the validate step once printed
+    a Spark listener's), and the window's late readings as one summary line with its count, not a
+    warning per record."""
+    alarming = [line for line in screen.splitlines()
+                if re.search(r"\bERROR\b|Traceback|^\s+at [\w.$]+\(", line)]
+    assert alarming == [], "\n".join(alarming[:10])
+    assert "Skipping window processing" not in screen
+    late = re.findall(r"\[demo\] edge: (\d+) late readings dropped by the 1-minute window, in \d+ windows", screen)
+    assert len(late) == 1 and 0 < int(late[0]) <= feed.late, late  # the malformed late ones are quarantined
+    assert f"grace 5 s; {late[0]} late readings dropped)" in screen
