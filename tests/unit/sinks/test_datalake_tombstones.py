@@ -1,4 +1,4 @@
-"""DataLakeSink lands a changelog: tombstones (value None) as rows with ``_deleted = true`` when the
+"""DataLakeSink lands a changelog: tombstones (value None) as rows with ``_kafka_tombstone = true`` when the
 Kafka metadata is landed, a record's error otherwise."""
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def test_tombstones_are_rows_with_deleted_true(tmp_path):
     sink.add({"name": "b", "v": 2}, b"k2", TS + 2, [], "devices", 0, 12)
     sink.flush("devices", 0)
     rows = all_rows(tmp_path / "lake" / "devices")
-    assert [(r["_kafka_offset"], r["_kafka_key"], r["_deleted"], r["name"], r["v"]) for r in rows] == [
+    assert [(r["_kafka_offset"], r["_kafka_key"], r["_kafka_tombstone"], r["name"], r["v"]) for r in rows] == [
         (10, b"k1", False, "a", 1), (11, b"k1", True, None, None), (12, b"k2", False, "b", 2)]
     assert rows[1]["_kafka_timestamp"] == TS + 1 and rows[1]["_kafka_partition"] == 0
 
@@ -58,9 +58,9 @@ def test_a_batch_of_tombstones_only_and_a_sealed_buffer(tmp_path):
     sink.flush("devices", 1)
     rows = all_rows(tmp_path / "lake" / "devices")
     assert [r["_kafka_offset"] for r in rows] == list(range(1201))
-    assert [r["_kafka_offset"] for r in rows if r["_deleted"]] == [0, *range(100, 1201, 100)]
-    assert all(r.get("v") is None for r in rows if r["_deleted"])
-    assert all(r["v"] == r["_kafka_offset"] for r in rows if not r["_deleted"])
+    assert [r["_kafka_offset"] for r in rows if r["_kafka_tombstone"]] == [0, *range(100, 1201, 100)]
+    assert all(r.get("v") is None for r in rows if r["_kafka_tombstone"])
+    assert all(r["v"] == r["_kafka_offset"] for r in rows if not r["_kafka_tombstone"])
 
 
 def test_a_tombstone_goes_to_the_hour_of_its_kafka_timestamp(tmp_path):
@@ -81,7 +81,7 @@ def test_write_api_lands_tombstones_too(tmp_path):
     batch.append(None, b"k", TS, [], 5)
     batch.append({"v": 1}, b"k", TS, [], 6)
     sink.write(batch)
-    assert [(r["_kafka_offset"], r["_deleted"]) for r in all_rows(tmp_path / "lake" / "devices")] == [(5, True), (6, False)]
+    assert [(r["_kafka_offset"], r["_kafka_tombstone"]) for r in all_rows(tmp_path / "lake" / "devices")] == [(5, True), (6, False)]
 
 
 def test_without_metadata_a_tombstone_is_that_records_error(tmp_path):

@@ -13,8 +13,10 @@
   written into the files as int32 columns as well as the paths (catalogs such as pyiceberg read
   partition values from the file); value hive columns stay in the file as they are.
 - Tombstones (a record whose value is None) are rows when the Kafka metadata is landed: every
-  value column NULL, the ``_kafka_*`` columns set and ``_deleted`` true (false on every other row),
-  in the time partition of their Kafka timestamp (they hold no timestamp field). The sink marks
+  value column NULL, the ``_kafka_*`` columns set and ``_kafka_tombstone`` true (false on every
+  other row), in the time partition of their Kafka timestamp (they hold no timestamp field). Not
+  ``_deleted``: Iceberg reserves that name for its row-deletion metadata column, and Spark refuses
+  to scan a table that has a column of that name. The sink marks
   them by offset (:meth:`TableBuilder.mark_tombstone`), so a tombstone stays one even after its
   buffer was converted to Arrow.
 """
@@ -35,7 +37,8 @@ __all__ = ("SchemaConflictError", "RecordTypeError", "PartitionedTable", "TableB
 
 _EXACT_FLOAT_INT = 2 ** 53
 _TIME_FORMATS = {"year": "{:04d}", "month": "{:02d}", "day": "{:02d}", "hour": "{:02d}"}
-METADATA_COLUMNS = ("_kafka_topic", "_kafka_partition", "_kafka_offset", "_kafka_timestamp", "_kafka_key", "_deleted")
+METADATA_COLUMNS = ("_kafka_topic", "_kafka_partition", "_kafka_offset", "_kafka_timestamp", "_kafka_key",
+                    "_kafka_tombstone")
 
 
 class RecordTypeError(TypeError):
@@ -46,7 +49,8 @@ class RecordTypeError(TypeError):
         self.topic, self.partition, self.offset = topic, partition, offset
         if value is None:
             message = (f"DataLakeSink got a tombstone (value None) at {topic}[{partition}] offset {offset}; "
-                       "it lands tombstones only with include_kafka_metadata=True (a row with _deleted = true), "
+                       "it lands tombstones only with include_kafka_metadata=True (a row with "
+                       "_kafka_tombstone = true), "
                        "else filter them out before sinking")
         else:
             message = (f"DataLakeSink needs dict records; got {type(value).__name__} at {topic}[{partition}] "
@@ -316,7 +320,7 @@ class TableBuilder:
             "_kafka_offset": pa.array(offsets, pa.int64()),
             "_kafka_timestamp": pa.array(timestamps, pa.int64()),
             "_kafka_key": pa.array(raw_keys, pa.binary()),
-            "_deleted": tombstones if tombstones is not None else pa.repeat(pa.scalar(False), n),
+            "_kafka_tombstone": tombstones if tombstones is not None else pa.repeat(pa.scalar(False), n),
         }
         for name, array in extra.items():
             if name in table.column_names:

@@ -63,7 +63,8 @@ class DataLakeSink(BatchingSink):
         for larger files), ``"all"`` or ``"none"``.
     :param s3_endpoint_url: S3 endpoint (default ``AWS_ENDPOINT_URL_S3``/``AWS_ENDPOINT_URL``).
     :param include_kafka_metadata: add ``_kafka_topic/_partition/_offset/_timestamp/_key`` and
-        ``_deleted``; a tombstone (value None) then lands as a row with ``_deleted = true``.
+        ``_kafka_tombstone``; a tombstone (value None) then lands as a row with
+        ``_kafka_tombstone = true``.
     :param fsync: fsync files and commit records on local disks.
     :param commit_log_retention: commit records kept per topic partition.
     :param catalog_url: Iceberg REST catalog URL (registration needs ``register_in_catalog``).
@@ -256,8 +257,8 @@ class DataLakeSink(BatchingSink):
     def _add_full(self, value: Any, key: Any, timestamp: int, headers: HeadersTuples,
                   topic: str, partition: int, offset: int) -> None:
         if value is None and self._builder.include_kafka_metadata:
-            # a tombstone: a row with _deleted = true (records.py); not the stream publishing, so
-            # the silence tracker is not touched (docs/design.md)
+            # a tombstone: a row with _kafka_tombstone = true (records.py); not the stream
+            # publishing, so the silence tracker is not touched (docs/design.md)
             self._builder.mark_tombstone(topic, partition, offset)
             value = {}
         else:
