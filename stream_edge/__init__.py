@@ -32,10 +32,12 @@ _LAZY = {
     "State": ("stream_edge.state", "State"),
     "StreamingDataFrame": ("stream_edge.dataframe", "StreamingDataFrame"),
     "StreamingSeries": ("stream_edge.dataframe", "StreamingSeries"),
+    "is_outage": ("stream_edge.errors", "is_outage"),
+    "OutageError": ("stream_edge.errors", "OutageError"),
 }
 
 __all__ = ("Application", "ApplicationConfig", "MessageContext", "State", "StreamingDataFrame",
-           "StreamingSeries", "message_context", "set_message_context", "__version__")
+           "StreamingSeries", "message_context", "set_message_context", "is_outage", "OutageError", "__version__")
 
 
 def __getattr__(name: str) -> Any:

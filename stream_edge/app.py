@@ -87,7 +87,7 @@ class Application:
                  topic_manager: Optional[TopicManager] = None, request_timeout: float = 30,
                  topic_create_timeout: float = 60, processing_guarantee: ProcessingGuarantee = "at-least-once",
                  max_partition_buffer_size: int = 10000, broker_availability_timeout: float = 120.0,
-                 dead_letter_topic: Optional[str] = None) -> None:
+                 dead_letter_topic: Optional[str] = None, max_retry_seconds: float = 300.0) -> None:
         configure_logging(loglevel)
         if dead_letter_topic is not None and (not isinstance(dead_letter_topic, str) or not dead_letter_topic.strip()):
             raise ValueError(f"dead_letter_topic must be a topic name, got {dead_letter_topic!r}")
@@ -116,6 +116,9 @@ class Application:
         self._user_on_consumer_error = on_consumer_error
         self._user_on_processing_error = on_processing_error
         self._dead_letter_topic = dead_letter_topic
+        if not max_retry_seconds > 0:
+            raise ValueError(f"max_retry_seconds must be positive, got {max_retry_seconds!r}")
+        self._max_retry_seconds = float(max_retry_seconds)  # how long an outage is retried (stream_edge/errors.py)
 
         self._topic_manager = topic_manager or TopicManager(
             topic_admin=TopicAdmin(cfg.broker_address, extra_config=cfg.producer_extra_config),
@@ -346,7 +349,8 @@ class Application:
             context=ctx, state_manager=ctx.existing_state_manager, sink_manager=ctx.sink_manager,
             sources=self._source_manager, on_consumer_error=self._on_consumer_error,
             on_processing_error=self._on_processing_error, on_message_processed=self._on_message_processed,
-            setup_topics=self.setup_topics, observers=list(self._observers), dead_letter=dead_letter)
+            setup_topics=self.setup_topics, observers=list(self._observers), dead_letter=dead_letter,
+            max_retry_seconds=self._max_retry_seconds)
         runner = Runner(parts, RunLimits(timeout=timeout, count=count, collect=collect, metadata=metadata,
                                           collect_limit=collect_limit))
         self._runner = runner

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable, List, Optional, Union
+from typing import Any, Callable, Dict, List, Optional, Union
 
 import confluent_kafka
 
@@ -92,6 +92,9 @@ class RowProducer:
         self._in_transaction = False
         self._transactions_initialized = False
         self._delivery_errors: List[Exception] = []
+        self._guarded: Dict[str, Callable[[Any], bool]] = {}  # topic -> resend a too-large message cut
+        self._guarded_errors: List[str] = []
+        self.max_message_bytes = int(config.get("message.max.bytes", 1_000_000))
         # the Application's MessageCursor (processing/cursor.py): names the input record on errors
         self._cursor = message_cursor
 
@@ -104,8 +107,18 @@ class RowProducer:
         # Purged messages were dropped on purpose: an aborted transaction (its partitions are
         # replayed) or purge(); they are not delivery failures.
         if err is not None and err.code() not in _PURGED:
-            self._delivery_errors.append(confluent_kafka.KafkaException(
-                f"delivery to topic '{msg.topic()}' failed: {err.str()}"))
+            guard = self._guarded.get(msg.topic())
+            if guard is None:
+                self._delivery_errors.append(confluent_kafka.KafkaException(
+                    f"delivery to topic '{msg.topic()}' failed: {err.str()}"))
+            elif not (err.code() == confluent_kafka.KafkaError.MSG_SIZE_TOO_LARGE and guard(msg)):
+                self._guarded_errors.append(f"delivery of a dead letter to topic '{msg.topic()}' failed: {err.str()}")
+
+    def guard_topic(self, topic: str, resend_smaller: Callable[[Any], bool]) -> None:
+        """Deliveries to ``topic`` (the dead-letter topic) are never the user's to ignore: a failed
+        one fails the checkpoint (nothing is committed, whatever ``on_producer_error`` says), except
+        a message the topic finds too large, which ``resend_smaller(msg)`` produces again cut (True)."""
+        self._guarded[topic] = resend_smaller
 
     def _current_row(self, value: Any, key: Any, timestamp: Any, headers: Any) -> Row:
         cursor = self._cursor
@@ -124,6 +137,10 @@ class RowProducer:
         raise ProducerError(f"failed to produce a message{where}: {exc}") from exc
 
     def _raise_delivery_errors(self) -> None:
+        guarded, self._guarded_errors = self._guarded_errors, []
+        if guarded:
+            self._delivery_errors = []
+            raise ProducerError(f"{guarded[0]} ({len(guarded)} failed); the offsets are not committed")
         errors, self._delivery_errors = self._delivery_errors, []
         for exc in errors:
             self.handle_error(exc, None)
@@ -180,7 +197,7 @@ class RowProducer:
     def poll(self, timeout: float = 0) -> None:
         """Serve delivery reports; failed deliveries go to on_producer_error."""
         self._producer.poll(timeout)
-        if self._delivery_errors:
+        if self._delivery_errors or self._guarded_errors:
             self._raise_delivery_errors()
 
     def release(self) -> None:
@@ -190,7 +207,7 @@ class RowProducer:
     def flush(self, timeout: Optional[float] = None) -> int:
         """Deliver everything; raise (via on_producer_error) if a delivery failed."""
         left = self._producer.flush(timeout)
-        if self._delivery_errors:
+        if self._delivery_errors or self._guarded_errors:
             self._raise_delivery_errors()
         if left:
             raise ProducerError(f"{left} messages were not delivered before the flush timeout")

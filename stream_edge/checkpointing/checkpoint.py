@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from confluent_kafka import KafkaException, TopicPartition
 
@@ -75,6 +75,16 @@ class BaseCheckpoint:
     @property
     def processed(self) -> int:
         return self._processed
+
+    @property
+    def first_offsets(self) -> Dict[Tuple[str, int], int]:
+        """Where each partition of this checkpoint started (known once the runner tracks it)."""
+        return dict(self._starting_tp_offsets)
+
+    @property
+    def partitions(self) -> List[Tuple[str, int]]:
+        """The partitions with an offset stored in this checkpoint."""
+        return list(self._tp_offsets)
 
 
 class Checkpoint(BaseCheckpoint):

@@ -21,9 +21,13 @@ every failing record goes to the dead-letter topic (logged at WARNING with its c
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from typing import Any, Callable, List, Optional, Tuple
 
+from confluent_kafka import KafkaError, KafkaException
+
+from stream_edge.logging import mask_secrets
 from stream_edge.models.types import RawConfluentKafkaMessageProto as RawMessage
 
 __all__ = ("DeadLetterTopic", "HEADER_PREFIX", "STAGE_DESERIALIZATION", "STAGE_PROCESSING", "error_headers")
@@ -34,6 +38,8 @@ HEADER_PREFIX = "__stream_edge.errors."
 STAGE_DESERIALIZATION = "deserialization"
 STAGE_PROCESSING = "processing"  # the pipeline's functions and a sink's add(), which runs inside it
 MESSAGE_LIMIT = 4096  # bytes of the exception text kept in the header
+ENVELOPE_BYTES = 1024  # what a record batch and a message add around a dead letter's key, value, headers
+DEFAULT_MAX_BYTES = 1_000_000  # librdkafka's message.max.bytes default
 
 
 def _class_name(exc: BaseException) -> str:
@@ -41,8 +47,22 @@ def _class_name(exc: BaseException) -> str:
     return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
 
 
+def _text(value: str, limit: int = MESSAGE_LIMIT) -> bytes:
+    """``value`` with secrets masked, as UTF-8 of at most ``limit`` bytes cut on a character
+    boundary (never half a character).
+
+    >>> _text("é" * 3, 5)
+    b'\\xc3\\xa9\\xc3\\xa9'
+    """
+    data = mask_secrets(value).encode("utf-8", "replace")
+    if len(data) > limit:
+        data = data[:limit].decode("utf-8", "ignore").encode("utf-8")
+    return data
+
+
 def error_headers(msg: RawMessage, exc: BaseException, stage: str) -> List[Tuple[str, bytes]]:
-    """The headers naming where ``msg`` came from and why it failed (appended to its own).
+    """The headers naming where ``msg`` came from and why it failed (appended to its own); every
+    value has its secrets masked (``stream_edge.logging.mask_secrets``).
 
     >>> from confluent_kafka import Message
     >>> hdrs = dict(error_headers(Message(topic="t", partition=1, offset=7), ValueError("bad"), "processing"))
@@ -51,12 +71,40 @@ def error_headers(msg: RawMessage, exc: BaseException, stage: str) -> List[Tuple
     """
     return [
         (HEADER_PREFIX + "stage", stage.encode()),
-        (HEADER_PREFIX + "topic", (msg.topic() or "").encode()),
+        (HEADER_PREFIX + "topic", _text(msg.topic() or "")),
         (HEADER_PREFIX + "partition", str(msg.partition()).encode()),
         (HEADER_PREFIX + "offset", str(msg.offset()).encode()),
-        (HEADER_PREFIX + "exception.class.name", _class_name(exc).encode()),
-        (HEADER_PREFIX + "exception.message", str(exc).encode("utf-8", "replace")[:MESSAGE_LIMIT]),
+        (HEADER_PREFIX + "exception.class.name", _text(_class_name(exc))),
+        (HEADER_PREFIX + "exception.message", _text(str(exc))),
     ]
+
+
+def _size(value: Optional[bytes], key: Optional[bytes], headers: List[Tuple[str, bytes]]) -> int:
+    return (len(value or b"") + len(key or b"") + ENVELOPE_BYTES
+            + sum(len(name) + len(data or b"") + 8 for name, data in headers))
+
+
+def _cut_headers(value: bytes) -> List[Tuple[str, bytes]]:
+    return [(HEADER_PREFIX + "value.truncated", b"true"),
+            (HEADER_PREFIX + "value.original.size", str(len(value)).encode()),
+            (HEADER_PREFIX + "value.sha256", hashlib.sha256(value).hexdigest().encode())]
+
+
+def fit(value: Optional[bytes], key: Optional[bytes], headers: List[Tuple[str, bytes]],
+        max_bytes: int) -> Tuple[Optional[bytes], List[Tuple[str, bytes]]]:
+    """The dead letter's value and headers cut to fit ``max_bytes`` (the producer's
+    ``message.max.bytes``): a value too large is cut, and headers say so (its original size, the
+    SHA-256 of the original bytes). A dead letter that fits is returned as is.
+
+    >>> value, headers = fit(b"x" * 100, None, [], 600)
+    >>> len(value) < 100, dict(headers)["__stream_edge.errors.value.original.size"]
+    (True, b'100')
+    """
+    if value is None or _size(value, key, headers) <= max_bytes:
+        return value, headers
+    headers = headers + _cut_headers(value)
+    room = max(0, max_bytes - _size(b"", key, headers))
+    return value[:room], headers
 
 
 class DeadLetterTopic:
@@ -82,6 +130,7 @@ class DeadLetterTopic:
         self._on_consumer_error = on_consumer_error
         self._on_processing_error = on_processing_error
         self.sent = 0  # dead letters produced by this run (delivered at the checkpoint)
+        self.max_bytes = DEFAULT_MAX_BYTES  # the producer's message.max.bytes (the runner sets it)
         # called after each dead letter with its stage and error (the runner reports it to the
         # run observers: metrics, the summary log); None: nobody watches
         self.on_sent: Optional[Callable[[str, BaseException], None]] = None
@@ -94,25 +143,71 @@ class DeadLetterTopic:
         """True if ``msg`` went to the dead-letter topic (the stream goes on); False: stop."""
         return self._decide(self._on_processing_error, exc, row, msg, STAGE_PROCESSING)
 
+    @property
+    def has_processing_callback(self) -> bool:
+        return self._on_processing_error is not None
+
+    @property
+    def has_consumer_callback(self) -> bool:
+        return self._on_consumer_error is not None
+
+    def approves_processing(self, exc: Exception, row: Any, msg: RawMessage) -> bool:
+        """Whether a failing record is to be dead-lettered (the callback's answer, True without
+        one), without sending it: under exactly-once the runner sends it when it replays the
+        aborted checkpoint, before the record runs."""
+        return self._approves(self._on_processing_error, exc, row, msg, STAGE_PROCESSING)
+
+    def _approves(self, callback: Optional[Callable[..., bool]], exc: Exception, subject: Any, msg: RawMessage,
+                  stage: str) -> bool:
+        if callback is not None:
+            return bool(callback(exc, subject, logger))
+        logger.warning("%s failed at topic '%s' partition %s offset %s (%s: %s): sent to the dead-letter "
+                       "topic '%s'", stage, msg.topic(), msg.partition(), msg.offset(), type(exc).__name__,
+                       mask_secrets(str(exc)), self.name)
+        return True
+
     def _decide(self, callback: Optional[Callable[..., bool]], exc: Exception, subject: Any, msg: RawMessage,
                 stage: str) -> bool:
-        if callback is not None:
-            if not callback(exc, subject, logger):
-                return False
-        else:
-            logger.warning("%s failed at topic '%s' partition %s offset %s (%s: %s): sent to the dead-letter "
-                           "topic '%s'", stage, msg.topic(), msg.partition(), msg.offset(), type(exc).__name__,
-                           exc, self.name)
+        if not self._approves(callback, exc, subject, msg, stage):
+            return False
         self.send(msg, exc, stage)
         return True
 
     def send(self, msg: RawMessage, exc: BaseException, stage: str) -> None:
-        """Produce ``msg`` as it was read (key, value, timestamp, headers) plus the error headers."""
-        headers = list(msg.headers() or ())
-        headers.extend(error_headers(msg, exc, stage))
+        """Produce ``msg`` as it was read (key, value, timestamp, headers) plus the error headers;
+        a value too large for the producer is cut to fit (see :func:`fit`), never refused."""
+        original = list(msg.headers() or ())
+        original.extend(error_headers(msg, exc, stage))
         kind, timestamp = msg.timestamp()
-        self._produce(self.name, value=msg.value(), key=msg.key(), headers=headers,
-                      timestamp=timestamp if kind and timestamp >= 0 else None)
+        key = msg.key()
+        value, headers = fit(msg.value(), key, original, self.max_bytes)
+        stamp = timestamp if kind and timestamp >= 0 else None
+        try:
+            self._produce(self.name, value=value, key=key, headers=headers, timestamp=stamp)
+        except KafkaException as error:
+            code = error.args[0].code() if error.args and isinstance(error.args[0], KafkaError) else None
+            if code != KafkaError.MSG_SIZE_TOO_LARGE or not value:
+                raise
+            # the record's own headers or key are what is too large: the value goes entirely
+            value, headers = fit(msg.value(), key, original, 0)
+            self._produce(self.name, value=value, key=key, headers=headers, timestamp=stamp)
         self.sent += 1
         if self.on_sent is not None:
             self.on_sent(stage, exc)
+
+    def resend_smaller(self, delivered: Any) -> bool:
+        """A dead letter the topic found too large (its ``max.message.bytes`` is below the
+        producer's): produce it again without its value, with the size and SHA-256 headers
+        (called from the producer's delivery report). False when it has no value to cut."""
+        value = delivered.value()
+        if not value:
+            return False
+        headers = list(delivered.headers() or ())
+        if not any(name == HEADER_PREFIX + "value.original.size" for name, _ in headers):
+            headers.extend(_cut_headers(value))
+        kind, timestamp = delivered.timestamp()
+        logger.warning("a dead letter of %d bytes was too large for topic '%s': sent again without its value",
+                       len(value), self.name)
+        self._produce(self.name, value=b"", key=delivered.key(), headers=headers,
+                      timestamp=timestamp if kind and timestamp >= 0 else None)
+        return True

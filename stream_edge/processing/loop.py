@@ -15,7 +15,9 @@ from typing import Any, Callable, Dict, Mapping, NamedTuple, Optional, Sequence,
 from confluent_kafka import KafkaError
 
 from stream_edge.core.stream import VoidExecutor
-from stream_edge.error_callbacks import ConsumerErrorCallback, ProcessingErrorCallback
+from stream_edge.error_callbacks import (ConsumerErrorCallback, ProcessingErrorCallback, default_on_consumer_error,
+                                         default_on_processing_error)
+from stream_edge.errors import OUTAGE, PERMANENT, error_kind
 from stream_edge.kafka.exceptions import KafkaConsumerException
 from stream_edge.models.messagecontext import MessageContext
 from stream_edge.models.rows import Row
@@ -24,10 +26,11 @@ from stream_edge.models.timestamps import TimestampExtractor, TimestampType
 from stream_edge.models.topics import Topic
 from stream_edge.models.types import RawConfluentKafkaMessageProto as RawMessage
 from stream_edge.processing.context import ProcessingContext
-from stream_edge.processing.dead_letter import DeadLetterTopic
+from stream_edge.processing.dead_letter import STAGE_DESERIALIZATION, STAGE_PROCESSING, DeadLetterTopic
 from stream_edge.rowproducer import ProducerError
 
-__all__ = ("TopicRoute", "BatchProcessor", "OutputCounter", "last_offsets", "first_offsets", "ConsumerError")
+__all__ = ("TopicRoute", "BatchProcessor", "OutputCounter", "last_offsets", "first_offsets", "ConsumerError",
+           "Interruption")
 
 logger = logging.getLogger("stream_edge")
 TopicPartitionKey = Tuple[str, int]
@@ -35,6 +38,23 @@ TopicPartitionKey = Tuple[str, int]
 
 class ConsumerError(Exception):
     """Consuming or deserializing failed and on_consumer_error did not ignore it."""
+
+
+class Interruption(Exception):
+    """Why the loop stopped a batch before ``msg`` (the runner rewinds and resumes there).
+
+    ``replay`` False: an outage (``exc``): the record is retried after a backoff. ``replay`` True:
+    under exactly-once, the record is to be dead-lettered (or skipped) with no partial effect:
+    the checkpoint is aborted and replayed, and the record is skipped before it runs.
+    """
+
+    def __init__(self, exc: BaseException, msg: RawMessage, stage: str, replay: bool, row: Optional[int] = None) -> None:
+        super().__init__(str(exc))
+        self.exc = exc
+        self.msg = msg
+        self.stage = stage
+        self.replay = replay
+        self.row = row  # the failing row of a message split into rows (None: the whole message)
 
 
 class OutputCounter:
@@ -87,7 +107,7 @@ class BatchProcessor:
                  on_message_processed: Optional[Callable[[str, int, int], None]] = None,
                  counter: Optional[OutputCounter] = None,
                  on_failed_message: Optional[Callable[[BaseException], None]] = None,
-                 dead_letter: Optional[DeadLetterTopic] = None) -> None:
+                 dead_letter: Optional[DeadLetterTopic] = None, exactly_once: bool = False) -> None:
         self._routes = dict(routes)
         self._cursor = ctx.cursor  # owned by this loop while it runs (processing/cursor.py)
         self._on_consumer_error = on_consumer_error
@@ -96,6 +116,22 @@ class BatchProcessor:
         self._counter = counter if counter is not None else OutputCounter()
         self._on_failed_message = on_failed_message
         self._dead_letter = dead_letter
+        # Did the user give a callback? Without one, an outage is retried and a permanent fault
+        # stops the app (stream_edge/errors.py); with one, the callback decides.
+        if dead_letter is not None:
+            self._user_processing = dead_letter.has_processing_callback
+            self._user_consumer = dead_letter.has_consumer_callback
+        else:
+            self._user_processing = on_processing_error is not default_on_processing_error
+            self._user_consumer = on_consumer_error is not default_on_consumer_error
+        self.exactly_once = exactly_once
+        # (topic, partition, offset) -> {row index (None: the whole message): (error, stage)}:
+        # records to skip (dead-letter) before they run, when the runner replays an aborted
+        # checkpoint (exactly-once)
+        self.skip: Dict[Tuple[str, int, int], Dict[Optional[int], Tuple[BaseException, str]]] = {}
+        self._skip_rows: Dict[Optional[int], Tuple[BaseException, str]] = {}  # of the message being split
+        self._row = -1  # the index of the row being processed, in a split message
+        self.interruption: Optional[Interruption] = None  # why the last batch stopped early
 
     def __call__(self, msgs: Sequence[RawMessage]) -> int:
         cursor, routes, counter = self._cursor, self._routes, self._counter
@@ -105,56 +141,81 @@ class BatchProcessor:
         single = len(routes) == 1
         vloads, kloads, extractor, split, executor = next(iter(routes.values()))
         done = 0
-        for msg in msgs:
-            done += 1
-            if msg.error() is not None:
-                self._message_error(msg)
-                continue
-            if not single:
-                vloads, kloads, extractor, split, executor = routes[msg.topic()]
-            cursor.message = msg  # the one run-time write: operators read the cursor
-            value: Any = msg.value()
-            if vloads is not None and value is not None:
-                try:
-                    value = vloads(value)
-                except Exception as exc:  # noqa: BLE001 - bad input: the callback decides
-                    self._deserialize_failed(exc, msg, "value")
+        skip = self.skip
+        self.interruption = None
+        try:
+            for msg in msgs:
+                done += 1
+                if msg.error() is not None:
+                    self._message_error(msg)
                     continue
-            key: Any = msg.key()
-            if kloads is not None and key is not None:
-                try:
-                    key = kloads(key)
-                except Exception as exc:  # noqa: BLE001
-                    self._deserialize_failed(exc, msg, "key")
+                if skip and self._skipped(msg):
                     continue
-            timestamp = msg.timestamp()[1]
-            headers = msg.headers()
-            try:
+                if not single:
+                    vloads, kloads, extractor, split, executor = routes[msg.topic()]
+                cursor.message = msg  # the one run-time write: operators read the cursor
+                value: Any = msg.value()
+                if vloads is not None and value is not None:
+                    try:
+                        value = vloads(value)
+                    except Exception as exc:  # noqa: BLE001 - bad input: the callback decides
+                        self._deserialize_failed(exc, msg, "value")
+                        continue
+                key: Any = msg.key()
+                if kloads is not None and key is not None:
+                    try:
+                        key = kloads(key)
+                    except Exception as exc:  # noqa: BLE001
+                        self._deserialize_failed(exc, msg, "key")
+                        continue
+                timestamp = msg.timestamp()[1]
+                headers = msg.headers()
                 if split and value is not None:
-                    if extractor is None:
-                        for item in value:
-                            executor(item, key, timestamp, headers)
-                    else:
-                        # as Topic.row_deserialize and 3.28.1: the extractor sees each item and the
-                        # timestamp it gave the previous one, every item's before any is processed
-                        ts_type = TimestampType(msg.timestamp()[0])
-                        stamped = []
-                        for item in value:
-                            timestamp = extractor(item, headers, timestamp, ts_type)
-                            stamped.append((item, timestamp))
-                        for item, timestamp in stamped:
-                            executor(item, key, timestamp, headers)
+                    self._split_rows(value, key, timestamp, headers, msg, extractor, executor)
                 else:
-                    if extractor is not None:
-                        timestamp = extractor(value, headers, timestamp, TimestampType(msg.timestamp()[0]))
-                    executor(value, key, timestamp, headers)
-            except Exception as exc:  # noqa: BLE001 - the callback decides
-                self._processing_failed(exc, value, key, timestamp, headers, msg)
-            if processed_cb is not None:
-                processed_cb(msg.topic(), msg.partition(), msg.offset())
-            if counter.count >= limit:  # run(count=...): stop right after the n-th output
-                break
+                    try:
+                        if extractor is not None:
+                            timestamp = extractor(value, headers, timestamp, TimestampType(msg.timestamp()[0]))
+                        executor(value, key, timestamp, headers)
+                    except Exception as exc:  # noqa: BLE001 - the callback decides
+                        self._processing_failed(exc, value, key, timestamp, headers, msg)
+                if processed_cb is not None:
+                    processed_cb(msg.topic(), msg.partition(), msg.offset())
+                if counter.count >= limit:  # run(count=...): stop right after the n-th output
+                    break
+        except Interruption as stop:  # the message is not processed: the runner rewinds to it
+            self.interruption = stop
+            return done - 1
         return done
+
+    def _split_rows(self, value: Any, key: Any, timestamp: Any, headers: Any, msg: RawMessage,
+                    extractor: Optional[TimestampExtractor], executor: VoidExecutor) -> None:
+        """A message split into rows: each row runs, and fails, on its own (as in Quix 3.28.1)."""
+        if extractor is not None:
+            # as Topic.row_deserialize and 3.28.1: the extractor sees each item and the timestamp it
+            # gave the previous one, every item's before any is processed
+            ts_type = TimestampType(msg.timestamp()[0])
+            stamped = []
+            try:
+                for item in value:
+                    timestamp = extractor(item, headers, timestamp, ts_type)
+                    stamped.append((item, timestamp))
+            except Exception as exc:  # noqa: BLE001 - the message's timestamps: one failure
+                self._processing_failed(exc, value, key, timestamp, headers, msg)
+                return
+        else:
+            stamped = [(item, timestamp) for item in value]
+        skip_rows, self._skip_rows = self._skip_rows, {}
+        for row, (item, timestamp) in enumerate(stamped):
+            if skip_rows and row in skip_rows:
+                self._send(msg, *skip_rows[row])
+                continue
+            self._row = row
+            try:
+                executor(item, key, timestamp, headers)
+            except Exception as exc:  # noqa: BLE001 - this row's error; the next rows still run
+                self._processing_failed(exc, item, key, timestamp, headers, msg)
+        self._row = -1
 
     # -- errors (off the hot path) ----------------------------------------------------------------
     def _message_error(self, msg: RawMessage) -> None:
@@ -165,10 +226,42 @@ class BatchProcessor:
         if not self._on_consumer_error(exc, msg, logger):
             raise ConsumerError(str(exc)) from exc
 
+    def _skipped(self, msg: RawMessage) -> bool:
+        """A record an aborted checkpoint's replay skips: dead-lettered (or dropped, as its
+        callback said) before it runs, so none of its effects exist. A split message's failing
+        rows are skipped one by one (:meth:`_split_rows`)."""
+        decided = self.skip.pop((msg.topic(), msg.partition(), msg.offset()), None)
+        if decided is None:
+            return False
+        whole = decided.pop(None, None)
+        if whole is None:
+            self._skip_rows = decided
+            return False
+        self._send(msg, *whole)
+        return True
+
+    def _send(self, msg: RawMessage, exc: BaseException, stage: str) -> None:
+        if self._dead_letter is not None:
+            self._dead_letter.send(msg, exc, stage)
+
+    def _outage_or_permanent(self, exc: BaseException, msg: RawMessage, stage: str, user_callback: bool) -> None:
+        """Without a user's callback: an outage interrupts the batch (the runner retries the record
+        after a backoff), a permanent fault stops the app; with one, the callback decides."""
+        if user_callback:
+            return
+        kind = error_kind(exc)
+        if kind == OUTAGE:
+            raise Interruption(exc, msg, stage, replay=False)
+        if kind == PERMANENT:
+            logger.error("%s failed at %s with a fault no retry fixes (%s: %s): stopping (not dead-lettered)",
+                         stage, _where(msg), type(exc).__name__, exc)
+            raise exc
+
     def _deserialize_failed(self, exc: Exception, msg: RawMessage, field: str) -> None:
         """Skip the message (IgnoreMessage, or the callback says so) or raise with its coordinates."""
         if isinstance(exc, IgnoreMessage):
             return
+        self._outage_or_permanent(exc, msg, STAGE_DESERIALIZATION, self._user_consumer)
         error = SerializationError(f"cannot deserialize the message {field} at {_where(msg)}: "
                                    f"{type(exc).__name__}: {exc}")
         error.__cause__ = exc
@@ -180,18 +273,30 @@ class BatchProcessor:
             return
         raise ConsumerError(str(error)) from exc
 
+    def _row_index(self) -> Optional[int]:
+        row, self._row = self._row, -1
+        return None if row < 0 else row
+
     def _processing_failed(self, exc: Exception, value: Any, key: Any, timestamp: Any, headers: Any,
                            msg: RawMessage) -> None:
-        if isinstance(exc, (ProducerError, ConsumerError)):
+        if isinstance(exc, (ProducerError, ConsumerError, Interruption)):
             raise exc
+        self._outage_or_permanent(exc, msg, STAGE_PROCESSING, self._user_processing)
         if self._on_failed_message is not None:
             self._on_failed_message(exc)
         row = Row(value, key, timestamp, _context(msg), headers)
         dead_letter = self._dead_letter
         if dead_letter is not None:
-            if dead_letter.processing_failed(exc, row, msg):
+            if self.exactly_once:
+                if dead_letter.approves_processing(exc, row, msg):
+                    # its partial effects (outputs, state, sink records) are in this checkpoint:
+                    # the runner aborts it and replays it, dead-lettering the record before it runs
+                    raise Interruption(exc, msg, STAGE_PROCESSING, replay=True, row=self._row_index())
+            elif dead_letter.processing_failed(exc, row, msg):
                 return
         elif self._on_processing_error(exc, row, logger):
+            if self.exactly_once:
+                raise Interruption(exc, msg, STAGE_PROCESSING, replay=True, row=self._row_index())
             return
         logger.error("processing failed at %s", _where(msg))
         raise exc

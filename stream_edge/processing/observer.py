@@ -77,6 +77,14 @@ class RunObserver:
         """A failing record was sent to the dead-letter topic (``stage``: ``deserialization`` or
         ``processing``); see :mod:`stream_edge.processing.dead_letter`."""
 
+    def on_outage(self, stage: str, exc: BaseException) -> None:
+        """A record met an outage (``stream_edge.errors.is_outage``) at ``stage``: its partition
+        pauses and it is retried after a backoff (not dead-lettered)."""
+
+    def on_outage_state(self, service: Optional[str], since: Optional[float]) -> None:
+        """The outage state changed: ``service`` is unavailable since ``since``
+        (``time.monotonic()``), or both None: every partition is processed again."""
+
     def on_stop(self, error: Optional[BaseException]) -> None:
         """The run ended, normally (``error`` None) or with ``error``."""
 

@@ -28,7 +28,8 @@ from stream_edge.processing.collector import OutputCollector, collect_limit_for
 from stream_edge.processing.cursor import MessageCursor, activate, deactivate
 from stream_edge.processing.dead_letter import DeadLetterTopic
 from stream_edge.processing.gc_freeze import StartupFreezer
-from stream_edge.processing.loop import BatchProcessor, build_routes, first_offsets, last_offsets
+from stream_edge.processing.loop import BatchProcessor, Interruption, build_routes, first_offsets, last_offsets
+from stream_edge.processing.outage import DEFAULT_MAX_RETRY_SECONDS, OutageTracker
 from stream_edge.processing.observer import RunObserver
 from stream_edge.processing.pausing import PausingManager
 
@@ -70,6 +71,7 @@ class RunnerParts:
     setup_topics: Callable[[], None]
     observers: Sequence[RunObserver] = field(default_factory=list)
     dead_letter: Optional[DeadLetterTopic] = None  # where failing records go (None: the callbacks decide)
+    max_retry_seconds: float = DEFAULT_MAX_RETRY_SECONDS  # how long an outage is retried before stopping
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,8 @@ class Runner:
         self._rebalances = 0  # assign/revoke/lost callbacks so far (positions taken before one are stale)
         self._checkpoint: Optional[Checkpoint] = None
         self._pausing = PausingManager(parts.consumer)
+        self._outages = OutageTracker(parts.max_retry_seconds)
+        self._commit_now = False  # a replayed checkpoint passed its dead-lettered record: commit it
 
     def stop(self, fail: bool = False) -> None:
         self._stopping = True
@@ -144,6 +148,7 @@ class Runner:
             started = time.monotonic()
             offsets = checkpoint.commit()
             self._pausing.committed(offsets)  # a committed partition is no longer blocked
+            self._outages.recovered(offsets)
             self._notify("on_checkpoint", time.monotonic() - started, offsets)
         self._checkpoint = self._new_checkpoint()
 
@@ -191,6 +196,7 @@ class Runner:
         self._positions = [TopicPartition(t, p) for t, p in sorted(self._assigned)]
         for topic, partition in tps:
             self._pausing.revoke(topic, partition)
+            self._outages.forget((topic, partition))
             if parts.sink_manager is not None:
                 parts.sink_manager.on_revoke(topic, partition)
             if parts.state_manager is not None:
@@ -277,7 +283,12 @@ class Runner:
             parts.dead_letter.on_sent = self._on_dead_letter if parts.observers else None
         process = BatchProcessor(build_routes(topics, executors), ctx, parts.on_consumer_error,
                                  parts.on_processing_error, parts.on_message_processed, collector, on_failed,
-                                 parts.dead_letter)
+                                 parts.dead_letter, exactly_once=cfg.exactly_once)
+        if parts.dead_letter is not None:  # always deliverable; a failed delivery is never committed
+            parts.dead_letter.max_bytes = parts.producer.max_message_bytes
+            parts.producer.guard_topic(parts.dead_letter.name, parts.dead_letter.resend_smaller)
+        if parts.sink_manager is not None:
+            parts.sink_manager.outages = self._outages  # a sink's write meeting an outage backs off
 
         if parts.sink_manager is not None:
             parts.sink_manager.start_sinks()
@@ -312,7 +323,10 @@ class Runner:
         cfg = parts.config
         consumer, producer, pausing, sources = parts.consumer, parts.producer, self._pausing, parts.sources
         broker_timeout = cfg.broker_availability_timeout
-        track_first = bool(parts.sink_manager is not None and parts.sink_manager.sinks)
+        # first offsets: where a backpressured partition rewinds to, and (exactly-once) where an
+        # interrupted checkpoint is replayed from
+        track_first = bool(parts.sink_manager is not None and parts.sink_manager.sinks) or cfg.exactly_once
+        outages = self._outages
         observers = parts.observers
         poll_timeout, producer_poll_timeout = cfg.consumer_poll_timeout, cfg.producer_poll_timeout
         monotonic = time.monotonic
@@ -345,9 +359,16 @@ class Runner:
                 self._store_batch(checkpoint, msgs, done, track_first, before)
                 if observers:
                     self._notify("on_batch", msgs, done, elapsed)
+                if process.interruption is not None:
+                    self._interrupted(process, process.interruption, msgs, done)
+                    checkpoint = self._current()
             producer.poll(producer_poll_timeout)
-            if checkpoint.expired():
+            if checkpoint.expired() or self._commit_now:
+                self._commit_now = False
                 self._commit()
+            if outages.changed and observers:
+                outages.changed = False
+                self._notify("on_outage_state", outages.service, outages.since)
             freezer.freeze_if_imported()  # a sink's lazy imports (its first write or checkpoint)
             if msgs:  # after the commit, as Quix refreshes it: a slow commit is not idle time
                 self._last_activity = monotonic()
@@ -367,6 +388,55 @@ class Runner:
             if timeout and self._assigned and monotonic() - self._last_activity >= timeout:
                 logger.info("Timeout of %ss reached.", timeout)
                 break
+
+    def _interrupted(self, process: BatchProcessor, stop: Interruption, msgs: Sequence["RawMessage"],
+                     done: int) -> None:
+        """The batch stopped before ``stop.msg``: rewind so it and what follows are read again.
+
+        An outage pauses the record's partition for a backoff (``OutageTracker``); a record to
+        dead-letter under exactly-once is remembered, to be skipped before it runs in the replay.
+        At-least-once seeks the partitions with unprocessed messages back to the first of them;
+        exactly-once aborts the checkpoint (its outputs, state changes and sink buffers) and
+        replays every partition of it from its first offset, so nothing of the record survives.
+        """
+        parts = self._parts
+        msg = stop.msg
+        tp = (msg.topic(), msg.partition())
+        delay = 0.0
+        if stop.replay:
+            process.skip.setdefault((tp[0], tp[1], msg.offset()), {})[stop.row] = (stop.exc, stop.stage)
+            self._commit_now = True
+        else:
+            where = f"topic '{tp[0]}' partition {tp[1]} offset {msg.offset()} ({stop.stage})"
+            delay = self._outages.failed(tp, stop.exc, where, msg.offset())
+            self._notify("on_outage", stop.stage, stop.exc)
+        rest = range(done, len(msgs))
+        resume = {key: offset for key, offset in first_offsets([msgs[i] for i in rest], len(rest),
+                                                               len(self._assigned) or 1).items()}
+        if parts.config.exactly_once:
+            checkpoint = self._current()
+            starts = checkpoint.first_offsets
+            unknown = [TopicPartition(t, p) for t, p in checkpoint.partitions if (t, p) not in starts]
+            if unknown:  # not expected (first offsets are tracked under exactly-once): the commit
+                for known in parts.consumer.committed(unknown, timeout=parts.config.request_timeout):
+                    if known.offset >= 0:
+                        starts[(known.topic, known.partition)] = known.offset
+            for key in checkpoint.partitions:
+                if key in starts:
+                    resume[key] = starts[key]
+            parts.producer.abort_transaction()
+            if parts.state_manager is not None:
+                parts.state_manager.abort_checkpoint()
+            if parts.sink_manager is not None:
+                for topic, partition in checkpoint.partitions:
+                    parts.sink_manager.on_paused(topic, partition)
+            self._checkpoint = self._new_checkpoint()
+        consumer = parts.consumer
+        for (topic, partition), offset in resume.items():
+            if (topic, partition) == tp and delay > 0:
+                self._pausing.pause(topic, partition, offset, delay)
+            else:
+                consumer.seek(TopicPartition(topic, partition, offset))
 
     def _position_map(self) -> Optional[Dict[Tuple[str, int], int]]:
         """The consumer's position (next offset to return) of every assigned partition that has one."""

@@ -5,8 +5,9 @@ pyarrow's S3 error text (``AWS Error SLOW_DOWN``, ``HTTP status 503``), a botoco
 code and status, an HTTP status on the exception or its response -- and answers :data:`TRANSIENT`
 (connection reset or refused, timeouts, 5xx, 429/408, throttling such as ``SlowDown``, a disk
 full) or :data:`PERMANENT` (``ENAMETOOLONG``, ``EACCES``/``EPERM``, a read-only disk, access
-denied, a bad key or signature, a missing bucket, a key too long, any other 4xx). An ``OSError``
-it does not recognise is transient (storage is usually right again later, and the retry is
+denied, a bad key or signature, a missing bucket, a key too long, any other 4xx, an operation the
+filesystem does not support: ``EOPNOTSUPP``, ``ENOSYS``, ``EMLINK``; botocore's
+``NoCredentialsError``). An ``OSError`` it does not recognise is transient (storage is usually right again later, and the retry is
 logged and counted, never silent); any other exception is permanent.
 
 :class:`StorageBackoff` is the retry state a sink keeps per partition: exponential backoff
@@ -28,6 +29,8 @@ import logging
 import re
 from typing import Any, Dict, Hashable, Iterator, Optional
 
+from stream_edge.errors import PERMANENT_ERRNOS, error_kind, PERMANENT as _MODEL_PERMANENT
+
 __all__ = ("TRANSIENT", "PERMANENT", "classify", "StorageBackoff", "PermanentStorageError")
 
 logger = logging.getLogger(__name__)
@@ -41,9 +44,9 @@ _TRANSIENT_ERRNOS = frozenset(getattr(errno, name) for name in (
     "ESTALE", "ENOENT") if hasattr(errno, name))
 # ENOENT is transient: a file listed then removed by a concurrent cleanup (another writer's
 # recovery) is a race that a retry resolves; a missing bucket is reported by name (below).
-_PERMANENT_ERRNOS = frozenset(getattr(errno, name) for name in (
-    "ENAMETOOLONG", "EACCES", "EPERM", "EROFS", "EINVAL", "ENOTDIR", "EISDIR", "ELOOP", "EFBIG", "EBADF",
-    "EEXIST", "ENOTEMPTY", "EXDEV") if hasattr(errno, name))
+# The error model's "never" errnos (stream_edge/errors.py), EOPNOTSUPP / ENOSYS / EMLINK included:
+# a lake on a filesystem without hard links or an operation (s3fs, gcsfuse, blobfuse) stops.
+_PERMANENT_ERRNOS = PERMANENT_ERRNOS
 
 # S3 error codes (botocore's ``Error.Code``, pyarrow's ``AWS Error NAME`` in upper snake case).
 _TRANSIENT_CODES = frozenset(code.upper() for code in (
@@ -143,6 +146,8 @@ def _verdict(exc: BaseException) -> Optional[str]:
             return TRANSIENT
     if isinstance(exc, (TimeoutError, ConnectionError)):
         return TRANSIENT
+    if error_kind(exc) == _MODEL_PERMANENT:  # botocore's NoCredentialsError...: configuration
+        return PERMANENT
     return None
 
 

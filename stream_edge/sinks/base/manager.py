@@ -19,6 +19,8 @@ import logging
 import time
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
+from stream_edge.errors import is_outage
+
 from .exceptions import SinkBackpressureError
 from .sink import BaseSink
 
@@ -48,6 +50,10 @@ class SinkManager:
         self._whole_sinks: List[BaseSink] = []  # flush(): Quix Streams 3.28.1's form
         self._pause_all: Dict[int, bool] = {}  # id(sink) -> on_paused takes no arguments
         self._started = False
+        # the run's OutageTracker (stream_edge.processing.outage), set by the runner: an outage
+        # met by a sink's flush() backs off and is bounded by max_retry_seconds
+        self.outages: Optional[Any] = None
+        self._whole_failures = 0
 
     def register(self, sink: BaseSink) -> None:
         """Register a sink; registering the same instance twice keeps one entry."""
@@ -88,8 +94,16 @@ class SinkManager:
             except SinkBackpressureError as exc:
                 if exc.topic is None:
                     exc.topic, exc.partition = topic, partition
+                if self.outages is not None:  # bounded by max_retry_seconds like any outage
+                    self.outages.failed((topic, partition), exc, self._where(sink, topic, partition),
+                                        delay=exc.retry_after or 0.0, service=f"the destination of {type(sink).__name__}")
                 self.on_paused(topic, partition)
                 raise
+            except Exception as exc:
+                error = self._outage(sink, exc, topic, partition)
+                if error is exc:
+                    raise
+                raise error from exc
 
     @property
     def has_whole_sinks(self) -> bool:
@@ -104,9 +118,35 @@ class SinkManager:
         """
         for sink in self._whole_sinks:
             started = time.monotonic()
-            sink.flush()
+            try:
+                sink.flush()
+            except SinkBackpressureError:
+                raise
+            except Exception as exc:
+                if self.outages is None or not is_outage(exc):
+                    raise
+                self._whole_failures += 1  # every partition pauses (as for backpressure)
+                logger.warning("%s met an outage (%s: %s): every partition pauses and is replayed",
+                               self._where(sink, None, None), type(exc).__name__, exc)
+                raise SinkBackpressureError(min(30.0, 2.0 ** (self._whole_failures - 1))) from exc
+            self._whole_failures = 0
             if on_flushed is not None:
                 on_flushed(sink, "", -1, time.monotonic() - started)
+
+    @staticmethod
+    def _where(sink: BaseSink, topic: Optional[str], partition: Optional[int]) -> str:
+        return (f"{type(sink).__name__}.flush() of topic '{topic}' partition {partition}" if topic is not None
+                else f"{type(sink).__name__}.flush()")
+
+    def _outage(self, sink: BaseSink, exc: Exception, topic: str, partition: int) -> Exception:
+        """A sink's write that met an outage (``stream_edge.errors``) becomes backpressure with
+        exponential backoff (the partition pauses and is replayed); anything else is returned as
+        is (it propagates: the checkpoint fails and the application stops)."""
+        if self.outages is None or not is_outage(exc):
+            return exc
+        delay = self.outages.failed((topic, partition), exc, self._where(sink, topic, partition))
+        self.on_paused(topic, partition)
+        return SinkBackpressureError(delay, topic, partition)
 
     def on_paused(self, topic: str, partition: int) -> None:
         """Tell every sink a partition was paused (argument-less ``on_paused()``: called as is)."""
