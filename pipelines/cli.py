@@ -10,6 +10,7 @@ Examples::
     lakehouse register --source s3://bucket/time-series/sensor_readings --table db.sensors --format delta
     lakehouse compact  --table lake.db.sensor_readings --since 2d --target-file-size 128MB
     lakehouse windows  --table lake.db.sensor_readings --output lake.db.temp_1m --duration 1m --value-column temp
+    lakehouse upsert   --source lake.db.devices_changelog --table lake.db.devices
     lakehouse validate --table lake.db.sensor_readings --spec pipelines/quality/sensor_readings.json
     lakehouse sql "SELECT sensor, avg(value) FROM lake.db.sensor_readings GROUP BY sensor"
 
@@ -100,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     conn.add_argument("--quiet", action="store_true", help="only warnings and the summary line")
 
     parser = argparse.ArgumentParser(prog="lakehouse", description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{register,compact,maintain,windows,validate,publish,sql}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{register,compact,maintain,windows,upsert,validate,publish,sql}")
 
     def table_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("--table", required=True,
@@ -190,6 +191,30 @@ def build_parser() -> argparse.ArgumentParser:
     win.add_argument("--full", action="store_true",
                      help="recompute every window; by default a run reads only the records added since the "
                           "source snapshot the output records (Iceberg source and output)")
+
+    ups = sub.add_parser(
+        "upsert", parents=[common], help="merge a changelog table's new changes into a keyed table",
+        description="Merge every change the changelog table (the edge's lake with Kafka metadata, registered) "
+                    "gained since the last run into the keyed Iceberg table, exactly once: the last change per "
+                    "Kafka key wins, tombstones and Debezium deletes remove the key. The table is created by the "
+                    "first run; the bookmark is committed with the merge, through a branch.")
+    ups.add_argument("--source", required=True, help="the registered changelog table: [catalog.]db.table (Iceberg)")
+    ups.add_argument("--table", required=True, help="the keyed table: [catalog.]db.table (Iceberg)")
+    ups.add_argument("--key-column", default="key",
+                     help="plain changes: the column holding the Kafka key, as a string (default key)")
+    ups.add_argument("--cdc", choices=("debezium",),
+                     help="the values are Debezium envelopes: key columns from the Kafka key's fields, rows "
+                          "from after, op c/u/r/d")
+    ups.add_argument("--partition-by", default="",
+                     help="first run: the table's partitioning, e.g. \"bucket(16, key)\" or \"region, days(ts)\"")
+    ups.add_argument("--merge-mode", choices=("merge-on-read", "copy-on-write"), default="merge-on-read",
+                     help="first run: how merges change the table (default merge-on-read: deletion vectors, "
+                          "never equality deletes; docs/keyed-tables.md)")
+    ups.add_argument("--format-version", type=int, choices=(2, 3), default=3,
+                     help="first run: Iceberg format version (default 3: deletion vectors; 2: position delete files)")
+    ups.add_argument("--rejects-table", help="where changes without a key or with an unreadable envelope go "
+                                             "(default <table>_rejects)")
+    ups.set_defaults(table_format="iceberg")
 
     val = sub.add_parser("validate", parents=[common], help="check a table against its expectations spec",
                          description="Check a table against a JSON expectations spec with Great Expectations; "
@@ -305,6 +330,15 @@ def run_command(spark, args: argparse.Namespace, default_catalog: str | None = N
             output_format=args.output_format, where=args.where, default_catalog=default_catalog,
             engine=args.engine, full=args.full))
         return report.summary_line()
+    if args.command == "upsert":
+        from lakehouse.upsert import UpsertOptions, run_upsert
+        from lakehouse.upsert.options import parse_partition_by
+
+        upserted = run_upsert(spark, UpsertOptions(
+            source=args.source, table=args.table, key_column=args.key_column, cdc=args.cdc,
+            partition_by=parse_partition_by(args.partition_by), merge_mode=args.merge_mode,
+            format_version=args.format_version, rejects_table=args.rejects_table, default_catalog=default_catalog))
+        return upserted.summary_line()
     if args.command == "validate":
         from lakehouse.quality import ValidateOptions, run_validate
 
@@ -380,6 +414,16 @@ def _window_problem(args: argparse.Namespace) -> str | None:
     return None
 
 
+def _partition_problem(text: str) -> str | None:
+    from lakehouse.upsert.options import parse_partition_by
+
+    try:
+        parse_partition_by(text)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point ``lakehouse``; also called by ``pipelines/jobs/<job>.py``."""
     parser = build_parser()
@@ -388,6 +432,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         problem = _table_problem(args.table, args.table_format)
         if problem:
             parser.error(f"--table: {problem}")
+    if args.command == "upsert":
+        problem = _table_problem(args.source, "iceberg") or _partition_problem(args.partition_by)
+        if problem:
+            parser.error(problem if problem.startswith("--") else f"--source: {problem}")
     if args.command == "windows":
         problem = _table_problem(args.output, args.output_format) or _window_problem(args)
         if problem:

@@ -1,0 +1,171 @@
+"""The ``upsert`` job: merge every change a changelog table gained since the last run into the keyed table.
+
+One run:
+
+1. reads the keyed table's bookmark (:mod:`lakehouse.upsert.history`) and the changelog's current
+   snapshot; nothing new, nothing to do;
+2. reads the changes in between (Iceberg's incremental append scan; the whole changelog on the
+   first run), sets aside those without a key or with an unreadable envelope, and keeps the last
+   change per key (:mod:`lakehouse.upsert.changes`), computed once;
+3. writes the set-aside changes to the rejects table (each once, by its coordinates);
+4. commits the merge and the bookmark in one commit (:mod:`lakehouse.upsert.commit`); when
+   another run committed first, plans again from its bookmark (once).
+
+Example::
+
+    report = run_upsert(spark, UpsertOptions(source="lake.db.devices_changelog", table="lake.db.devices"))
+    print(report.summary_line())
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from typing import TYPE_CHECKING, Callable
+
+from lakehouse.fault_injection import pause_point
+from lakehouse.iceberg_tables import IcebergTable
+from lakehouse.identifiers import split_multipart
+from lakehouse.upsert.changes import (Layout, debezium_layout, key_fields_of, last_change_per_key, normalize,
+                                      plain_layout, rejects_of)
+from lakehouse.upsert.commit import (ConcurrentRunError, create_table, evolve_schema, merge_and_publish,
+                                     table_properties, write_rejects)
+from lakehouse.upsert.history import TableState, main_snapshot, read_state
+from lakehouse.upsert.options import BOOKMARK_PROPERTY, SOURCE_PROPERTY, UpsertOptions, UpsertReport
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger("lakehouse.upsert")
+
+__all__ = ("CONCURRENT_RETRIES", "run_upsert")
+
+#: how many times a run plans again after another run committed to the table first
+CONCURRENT_RETRIES = 1
+_KEY_SAMPLE = 50
+
+
+def _table(spark: "SparkSession", name: str, default_catalog: str | None) -> IcebergTable:
+    if len(split_multipart(name)) == 2 and default_catalog:
+        name = f"{default_catalog}.{name}"
+    return IcebergTable(spark, name)
+
+
+def run_upsert(spark: "SparkSession", options: UpsertOptions,
+               progress: Callable[[str], None] | None = None) -> UpsertReport:
+    """Merge the changes of ``options.source`` into ``options.table``; returns the report.
+
+    Raises :class:`ConcurrentRunError` when other runs kept committing first."""
+    say = progress or log.info
+    for attempt in range(CONCURRENT_RETRIES + 1):
+        try:
+            report = _run_once(spark, options, say)
+            report.retried = attempt > 0
+            return report
+        except ConcurrentRunError as error:
+            if attempt == CONCURRENT_RETRIES:
+                raise
+            say(f"upsert: {error}; planning again from the table's new bookmark")
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _stats(summary: dict[str, str]) -> tuple[int, tuple[int, int]]:
+    """(live rows, (data files, delete files)) from a snapshot summary's running totals."""
+    rows = int(summary.get("total-records", 0)) - int(summary.get("total-position-deletes", 0))
+    return rows, (int(summary.get("total-data-files", 0)), int(summary.get("total-delete-files", 0)))
+
+
+def _time_partitions(spark: "SparkSession", sql_name: str) -> set[str]:
+    """The source's partition field names (the edge's hive columns)."""
+    schema = spark.table(f"{sql_name}.partitions").schema
+    if "partition" not in schema.fieldNames():
+        return set()
+    return set(getattr(schema["partition"].dataType, "names", []))
+
+
+def _layout(spark: "SparkSession", options: UpsertOptions, raw: "DataFrame", source: IcebergTable,
+            target: IcebergTable, exists: bool) -> Layout:
+    if options.cdc is None:
+        return plain_layout(raw.columns, _time_partitions(spark, source.sql_name), options.key_column)
+    rows = raw.where("_kafka_key IS NOT NULL").selectExpr("CAST(_kafka_key AS STRING) AS k").limit(_KEY_SAMPLE).collect()
+    fields, wrapped = key_fields_of(r[0] for r in rows)
+    types = {f.name: f.dataType for f in raw.schema.fields}
+    after = types.get("after")
+    if after is None and "payload" in types and hasattr(types["payload"], "fields"):
+        after = {f.name: f.dataType for f in types["payload"].fields}.get("after")
+    from lakehouse.schema_evolution import spark_type_text
+
+    key_types = {f.name: spark_type_text(f.dataType) for f in getattr(after, "fields", [])}
+    if exists:
+        key_types.update({f.name: spark_type_text(f.dataType) for f in spark.table(target.sql_name).schema.fields})
+    return debezium_layout(raw.columns, types, fields, key_types, wrapped)
+
+
+def _run_once(spark: "SparkSession", options: UpsertOptions, say: Callable[[str], None]) -> UpsertReport:
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    started = time.monotonic()
+    source = _table(spark, options.source, options.default_catalog)
+    target = _table(spark, options.table, options.default_catalog)
+    report = UpsertReport(source.identifier, target.identifier, options.merge_mode)
+    if not source.exists():
+        raise ValueError(f"source table {source.identifier} does not exist (register the changelog first)")
+    exists = target.exists()
+    state = read_state(spark, target.sql_name) if exists else TableState(None, None, (), {})
+    if exists:
+        properties = {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {target.sql_name}").collect()}
+        report.merge_mode = properties.get("write.merge.mode", "copy-on-write")
+    report.rows_before, report.files_before = _stats(state.summary)
+    report.since = state.bookmark
+    until = main_snapshot(spark, source.sql_name)
+    report.until = until if until is not None else state.bookmark
+    if until is None or until == state.bookmark:
+        report.rows_after, report.files_after = report.rows_before, report.files_before
+        report.notes.append("nothing new")
+        report.seconds = time.monotonic() - started
+        return report
+    if state.bookmark is None:
+        raw = spark.sql(f"SELECT * FROM {source.sql_name} VERSION AS OF {int(until)}")
+    else:
+        raw = (spark.read.format("iceberg").option("start-snapshot-id", str(state.bookmark))
+               .option("end-snapshot-id", str(until)).load(source.identifier))
+    layout = _layout(spark, options, raw, source, target, exists)
+    observed = Observation(f"upsert_read_{uuid.uuid4().hex}")
+    normalized = normalize(raw, layout).observe(
+        observed, F.count(F.lit(1)).alias("rows"), F.expr("count(__reject) AS rejected"))
+    say(f"upsert: {source.identifier} snapshot {state.bookmark or 'start'} -> {until} into {target.identifier}")
+    # computed once: the merge joins its source more than once, the counts and the rejects come from it
+    changes = last_change_per_key(normalized.where("__reject IS NULL"), layout).localCheckpoint(eager=True)
+    counts = observed.get
+    report.changes_read, report.rejected = int(counts["rows"] or 0), int(counts["rejected"] or 0)
+    actions = {str(r[0]): int(r[1]) for r in changes.groupBy("__action").count().collect()}
+    report.keys_changed = sum(actions.values())
+    report.deletes = actions.get("delete", 0)
+    report.upserts = report.keys_changed - report.deletes
+    if report.rejected:
+        rejects = _table(spark, options.rejects_table or f"{target.identifier}_rejects", None)
+        report.rejects_table = rejects.identifier
+        write_rejects(spark, rejects.identifier, rejects.sql_name, rejects_of(normalize(raw, layout)),
+                      source.identifier, until)
+        say(f"upsert: {report.rejected} change(s) set aside in {rejects.identifier} (no key or unreadable)")
+    bookmark = {BOOKMARK_PROPERTY: str(until), SOURCE_PROPERTY: source.identifier}
+    if not exists:
+        rows = changes.where("__action <> 'delete'").drop("__action")
+        create_table(spark, target.identifier, target.sql_name, rows, options.partition_by,
+                     table_properties(options.merge_mode, options.format_version), bookmark)
+        report.created = True
+    else:
+        if state.main is None:
+            raise ValueError(f"{target.identifier} exists but has no snapshot: drop it, or let the first run create it")
+        evolve_schema(spark, target.sql_name, changes.drop("__action").schema, say)
+        merge_and_publish(spark, target.identifier, target.sql_name, changes, layout.key_columns, state.main,
+                          bookmark, state.refs)
+    pause_point("upsert.after-commit")
+    changes.unpersist()
+    after = read_state(spark, target.sql_name)
+    report.rows_after, report.files_after = _stats(after.summary)
+    report.seconds = time.monotonic() - started
+    return report
+
