@@ -152,8 +152,11 @@ def debezium_layout(columns: Sequence[str], field_types: dict[str, Any], key_fie
     after_fields = [f.name for f in after_type.fields] if after_type is not None and hasattr(after_type, "fields") else []
     op = f"{prefix}op" if "op" in names else "CAST(NULL AS STRING)"
     after = f"{prefix}after" if "after" in names else None
-    key_struct = ", ".join(f"{q(name)}: {key_types.get(name, 'STRING')}" for name in key_fields)
-    schema = f"payload STRUCT<{key_struct}>" if wrapped_key else key_struct
+    typed = [(q(name), key_types.get(name, "STRING")) for name in key_fields]
+    if wrapped_key:
+        schema = "payload STRUCT<" + ", ".join(f"{name}: {kind}" for name, kind in typed) + ">"
+    else:
+        schema = ", ".join(f"{name} {kind}" for name, kind in typed)
     key_parse = f"from_json(CAST(_kafka_key AS STRING), {sql_string(schema)})"
     base = "__k.payload" if wrapped_key else "__k"
     keys = tuple((name, f"{base}.{q(name)}") for name in key_fields)
