@@ -8,6 +8,10 @@ of an older checkout with the one on ``influxdb3-python``'s ``InfluxDBClient3``:
 
     PYTHONPATH=. .venv/bin/python bench/influxdb3_writer.py
     PYTHONPATH=/tmp/before .venv/bin/python bench/influxdb3_writer.py   # git archive <commit> | tar -x -C /tmp/before
+
+``--package quixstreams`` measures quixstreams 3.28.1's sink instead (run it with the python of its
+venv, ``bench/quix_venv.py``, which needs ``influxdb3-python`` installed there). The server reports
+version 2.7 on ``/ping``: quixstreams then skips its Arrow Flight query at set-up.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ class _Handler(BaseHTTPRequestHandler):
         return None
 
     def do_GET(self) -> None:
-        self._answer(200, b'{"status":"pass","version":"3.0.0"}')
+        self._answer(200, b'{"status":"pass","version":"2.7.0"}')
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
@@ -49,9 +53,12 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=20_000, help="records per batch")
     parser.add_argument("--batches", type=int, default=10)
     parser.add_argument("--no-gzip", action="store_true", help="enable_gzip=False")
+    parser.add_argument("--package", default="stream_edge", choices=("stream_edge", "quixstreams"))
     args = parser.parse_args()
-    from stream_edge.sinks.base.batch import SinkBatch
-    from stream_edge.sinks.core.influxdb3 import InfluxDB3Sink
+    import importlib
+
+    SinkBatch = importlib.import_module(f"{args.package}.sinks.base.batch").SinkBatch
+    InfluxDB3Sink = importlib.import_module(f"{args.package}.sinks.core.influxdb3").InfluxDB3Sink
 
     ports: "multiprocessing.Queue[int]" = multiprocessing.Queue()
     server = multiprocessing.Process(target=_serve, args=(ports,), daemon=True)
@@ -75,7 +82,7 @@ def main() -> None:
             sink.write(batch)
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu
         records = args.records * (args.batches - 1)
-        print(f"{records:,} records: {records / wall:,.0f} records/s wall, {records / cpu:,.0f} records/s "
+        print(f"{args.package}: {records:,} records: {records / wall:,.0f} records/s wall, {records / cpu:,.0f} records/s "
               f"per CPU-second of the writer's process")
     finally:
         server.terminate()

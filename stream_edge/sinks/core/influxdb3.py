@@ -1,18 +1,28 @@
 """``InfluxDB3Sink``: processed records as InfluxDB points (Quix Streams 3.x API, ``sinks.core.influxdb3``).
 
 Records are batched per topic partition and written at each checkpoint through InfluxDB's official
-Python client, ``influxdb3-python``'s ``InfluxDBClient3`` (extra ``edge-influxdb3``), as Quix does:
-the client is built in :meth:`InfluxDB3Sink.setup` from ``self._client_args`` (token, host, org,
-database, gzip, TLS verification, and ``write_client_options`` with synchronous writes and the
-request timeout). The sink turns each record into a line of line protocol itself (escaping, field
-types, time precision: the checks below name the record and the field) and hands the client
-``batch_size`` lines per write. A point is identified by measurement, tags and time, so a replay
-after a crash rewrites the same points.
+Python client, ``influxdb3-python``'s ``InfluxDBClient3`` (extra ``edge-influxdb3``), exactly as Quix
+Streams 3.28 hands them to it: the client is built in :meth:`InfluxDB3Sink.setup` from
+``self._client_args``, and each chunk of ``batch_size`` records is one
+``client.write(record=[{"measurement", "tags", "fields", "time"}, ...], write_precision=...)``; the
+client turns the point dicts into line protocol (escaping, field types, time conversion), so the
+server receives the same lines from both packages. As in Quix, the tag keys are taken out of the
+record's value (``fields`` is what remains, a ``time_setter`` column included, or ``fields_keys``),
+``include_metadata_tags`` adds ``__key`` (the record's key as it is), ``__topic`` and
+``__partition``, and the client leaves out ``None`` values and non-finite floats. A point is identified by measurement, tags and time, so a
+replay after a crash rewrites the same points.
 
-Backpressure: HTTP 429 and 503 (``Retry-After`` honoured), other 5xx answers, refused connections and
-timeouts raise :class:`SinkBackpressureError`: the partition is paused and replayed. A write rejected
-for the retention period logs a warning (or raises with ``raise_on_retention_violation``); any
-other 4xx answer stops the application with the server's message.
+A record the sink cannot write raises the error Quix raises (``TypeError`` for a value that is not a
+dict or a time of another type, ``ValueError`` for an integer time of the wrong number of digits or
+a field type the client refuses, ``KeyError`` for a missing field or time column), as a subclass of
+:class:`InfluxDB3SinkException` whose message ends with the record's topic, partition, offset and
+field.
+
+Backpressure: HTTP 429 and other 5xx answers (``Retry-After`` honoured), refused connections and
+timeouts raise :class:`SinkBackpressureError`: the partition is paused and replayed. A 422 answer for
+points outside the retention policy logs Quix's warning (or raises with
+``raise_on_retention_violation``); any other rejection raises :class:`InfluxDB3WriteError`, an
+``InfluxDBError`` naming the batch.
 
 Example::
 
@@ -26,13 +36,15 @@ Example::
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timezone
-from typing import Any, Callable, Dict, Iterable, List, Literal, Optional, Union
+import time
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, Callable, Dict, Iterable, List, Literal, Mapping, Optional, Tuple, Union
 
 from stream_edge.exceptions import QuixException
 from stream_edge.sinks.base.batch import SinkBatch
 from stream_edge.sinks.base.exceptions import SinkBackpressureError
-from stream_edge.sinks.base.item import SinkItem
+from stream_edge.sinks.base.item import HeadersTuples
 from stream_edge.sinks.base.sink import BatchingSink, ClientConnectFailureCallback, ClientConnectSuccessCallback
 
 try:  # the module imports without the client; constructing the sink then names the extra
@@ -41,13 +53,19 @@ try:  # the module imports without the client; constructing the sink then names 
 except ImportError:  # pragma: no cover - exercised by the import test without the package
     InfluxDBClient3 = None  # type: ignore[assignment,misc]
 
-__all__ = ("InfluxDB3Sink", "InfluxDB3SinkException", "InfluxDB3WriteError")
+    class InfluxDBError(Exception):  # type: ignore[no-redef]
+        """Stands in for the client's error class when the client is not installed."""
+
+__all__ = ("InfluxDB3Sink", "InfluxDB3SinkException", "InfluxDB3WriteError", "TimePrecision")
 
 logger = logging.getLogger(__name__)
 
 _EXTRA = "pip install streaming-lakehouse[edge-influxdb3]"
 TimePrecision = Literal["ms", "ns", "us", "s"]
+_PRECISIONS = ("ms", "ns", "us", "s")
 _PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+_DIGITS = {"s": 10, "ms": 13, "us": 16, "ns": 19}  # an integer epoch's length in each precision (as Quix checks)
+_TIME_TYPES = (str, int, datetime)
 InfluxDBValueMap = Dict[str, Union[str, int, float, bool]]
 FieldsSetter = Union[Iterable[str], Callable[[InfluxDBValueMap], Iterable[str]]]
 MeasurementSetter = Union[str, Callable[[InfluxDBValueMap], str]]
@@ -56,32 +74,49 @@ TimeSetter = Union[str, Callable[[InfluxDBValueMap], Optional[Union[str, int, da
 
 
 class InfluxDB3SinkException(QuixException):
-    """A record the sink cannot write (not a dict, a missing or unsupported field, a bad time)."""
+    """A record the sink cannot write; the subclasses below are also the builtin error Quix raises."""
 
 
-class InfluxDB3WriteError(QuixException):
-    """The server rejected a write for good (a 4xx answer other than 429)."""
+class InfluxDB3SinkTypeError(InfluxDB3SinkException, TypeError):
+    """A value that is not a dict, or a time of another type than ``int``, ``str`` or ``datetime``."""
 
 
-def _escape(text: str, specials: str) -> str:
-    out = text.replace("\\", "\\\\") if "\\" in specials else text
-    for char in specials.replace("\\", ""):
-        out = out.replace(char, "\\" + char)
-    return out.replace("\n", "\\n")
+class InfluxDB3SinkValueError(InfluxDB3SinkException, ValueError):
+    """An integer time of the wrong length for ``time_precision``, or a field the client cannot write."""
 
 
-def _field_value(value: Any, ints_to_floats: bool) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return repr(float(value)) if ints_to_floats else f"{value}i"
-    if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
-            raise ValueError(f"{value!r} is not a number InfluxDB stores")
-        return repr(value)
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    raise TypeError(f"{type(value).__name__} {value!r} is not a str, int, float or bool")
+class InfluxDB3SinkKeyError(InfluxDB3SinkException, KeyError):
+    """A field of ``fields_keys`` or the ``time_setter`` column missing from the value."""
+
+    def __str__(self) -> str:  # the message itself, not KeyError's repr of it
+        return str(self.args[0]) if self.args else ""
+
+
+class InfluxDB3WriteError(QuixException, InfluxDBError):
+    """The server rejected a write for good (a 4xx answer other than 429): the client's
+    ``InfluxDBError`` (its ``response`` kept), its text followed by the batch's topic, partition and
+    offsets."""
+
+    def __init__(self, message: str, cause: Optional[BaseException] = None) -> None:
+        Exception.__init__(self, message)
+        self.message = message
+        self.response = getattr(cause, "response", None)  # type: ignore[assignment]
+        self.retry_after = getattr(cause, "retry_after", None)
+
+
+def _record_error(kind: type, text: str, batch_topic: str, partition: int, offset: int, field: str) -> Exception:
+    """``kind`` (a subclass above) with Quix's ``text`` followed by where the record is."""
+    return kind(f"{text} [InfluxDB3Sink: field '{field}' of topic '{batch_topic}' partition {partition} "
+                f"offset {offset}]")
+
+
+def _field_error(value: Any) -> Optional[str]:
+    """The client's complaint about a field value it cannot serialize, or None if it can."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return None
+    if isinstance(value, Decimal) or hasattr(value, "dtype"):  # numpy scalars: the client decides
+        return None
+    return f'Type: "{type(value)}" of field: "%s" is not supported.'
 
 
 class InfluxDB3Sink(BatchingSink):
@@ -92,16 +127,18 @@ class InfluxDB3Sink(BatchingSink):
     :param organization_id: organization (sent as ``org``; InfluxDB 3 ignores it).
     :param database: database (bucket) name.
     :param measurement: a name, or ``value -> name``.
-    :param fields_keys: field names, or ``value -> names``; empty: every key that is not a tag.
-    :param tags_keys: tag names, or ``value -> names`` (values are sent as strings).
+    :param fields_keys: field names, or ``value -> names``; empty: the whole value (tags taken out).
+    :param tags_keys: tag names, or ``value -> names`` (taken out of the value; the client sends them
+        as strings).
     :param time_setter: a column name or ``value -> time`` (``int`` in ``time_precision``, RFC 3339
-        ``str`` or ``datetime``; ``None`` means the message timestamp); default the message timestamp.
+        ``str`` or ``datetime``; ``None`` means the message timestamp); default the message timestamp
+        (converted to ``time_precision``).
     :param time_precision: ``"ms"``, ``"ns"``, ``"us"`` or ``"s"``.
     :param allow_missing_fields: skip missing field keys instead of failing.
     :param include_metadata_tags: add the tags ``__key``, ``__topic``, ``__partition``.
     :param convert_ints_to_floats: write integers as floats.
-    :param batch_size: lines per request. :param enable_gzip: gzip the request body.
-    :param request_timeout_ms: HTTP timeout. :param debug: log every request.
+    :param batch_size: records per request. :param enable_gzip: gzip the request body.
+    :param request_timeout_ms: HTTP timeout. :param debug: the client's debug logs.
     :param raise_on_retention_violation: fail instead of warning when points are older than the
         database's retention. :param verify_ssl: verify TLS certificates.
     :param backpressure_retry_seconds: pause when the server gives no ``Retry-After`` (edge extension).
@@ -117,12 +154,16 @@ class InfluxDB3Sink(BatchingSink):
                  raise_on_retention_violation: bool = False, verify_ssl: bool = True,
                  backpressure_retry_seconds: float = 5.0) -> None:
         super().__init__(on_client_connect_success, on_client_connect_failure)
-        if time_precision not in _PER_SECOND:
-            raise ValueError(f"time_precision must be one of {sorted(_PER_SECOND)}, got {time_precision!r}")
+        if time_precision not in _PRECISIONS:
+            raise ValueError(f"Invalid 'time_precision' argument {time_precision}; valid options: {_PRECISIONS}")
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        if not callable(fields_keys) and not callable(tags_keys) and set(fields_keys) & set(tags_keys):
-            raise ValueError(f"fields_keys and tags_keys overlap: {sorted(set(fields_keys) & set(tags_keys))}")
+        if not callable(fields_keys) and not callable(tags_keys):
+            tag_set = set(tags_keys)
+            overlap = [key for key in dict.fromkeys(fields_keys) if key in tag_set]
+            if overlap:
+                raise ValueError(f'Keys {",".join(str(k) for k in overlap)} are present in both "fields_keys" '
+                                 f'and "tags_keys"')
         if InfluxDBClient3 is None:
             raise ImportError(f"InfluxDB3Sink needs the 'influxdb3-python' package: {_EXTRA}")
         self._host = host.rstrip("/")
@@ -149,7 +190,6 @@ class InfluxDB3Sink(BatchingSink):
         self._metadata_tags = include_metadata_tags
         self._ints_to_floats = convert_ints_to_floats
         self._batch_size = batch_size
-        self._debug = debug
         self._raise_on_retention = raise_on_retention_violation
         self.backpressure_retry_seconds = backpressure_retry_seconds
 
@@ -170,107 +210,114 @@ class InfluxDB3Sink(BatchingSink):
             logger.warning("InfluxDB at %s is version %s; InfluxDB3Sink is made for InfluxDB 3 (its v2 write API "
                            "is compatible)", self._host, version)
 
-    # -- records -> line protocol --------------------------------------------------------------------
-    def _line(self, item: SinkItem, batch: SinkBatch) -> Optional[str]:
-        where = f"topic '{batch.topic}' partition {batch.partition} offset {item.offset}"
-        value = item.value
-        if not isinstance(value, dict):
-            raise InfluxDB3SinkException(f"InfluxDB3Sink cannot write the value of {where}: it is "
-                                         f"{type(value).__name__}, not a dict")
-        field = "measurement"
-        try:
-            measurement = self._measurement(value) if callable(self._measurement) else self._measurement
-            field = "tags_keys"
-            tag_names = list(self._tags_keys(value) if callable(self._tags_keys) else self._tags_keys)
-            tags = {}
-            for name in tag_names:
-                field = name
-                if name in value and value[name] is not None:
-                    tags[name] = str(value[name])
-            if self._metadata_tags:
-                key = item.key.decode(errors="replace") if isinstance(item.key, bytes) else item.key
-                tags.update({"__key": str(key), "__topic": batch.topic, "__partition": str(batch.partition)})
-            field = "fields_keys"
-            names = list(self._fields_keys(value) if callable(self._fields_keys) else self._fields_keys)
-            time_column = self._time_setter if isinstance(self._time_setter, str) else None
-            if not names:
-                names = [k for k in value if k not in tag_names and k != time_column]
-            fields = []
-            for name in names:
-                field = name
-                if name not in value:
-                    if self._allow_missing:
-                        continue
-                    raise KeyError(f"the field is missing (allow_missing_fields=True skips it)")
-                if value[name] is None:
-                    continue
-                fields.append(f"{_escape(str(name), ', =')}={_field_value(value[name], self._ints_to_floats)}")
-            field = "time"
-            timestamp = self._time(value, item.timestamp)
-        except Exception as exc:
-            raise InfluxDB3SinkException(f"InfluxDB3Sink cannot write field '{field}' of {where}: {exc}") from exc
-        if not fields:
-            logger.debug("InfluxDB3Sink: %s has no field to write; skipped", where)
-            return None
-        tag_text = "".join(f",{_escape(k, ', =')}={_escape(v, ', =')}" for k, v in sorted(tags.items()) if v != "")
-        return f"{_escape(str(measurement), ', ')}{tag_text} {','.join(fields)} {timestamp}"
+    def add(self, value: Any, key: Any, timestamp: int, headers: HeadersTuples, topic: str, partition: int,
+            offset: int) -> None:
+        """Add a record to its partition's batch; a value that is not a dict is refused here, as in Quix."""
+        if type(value) is not dict:
+            error = _not_a_dict(self, value, topic, partition, offset)
+            if error is not None:
+                raise error
+        super().add(value, key, timestamp, headers, topic, partition, offset)
 
-    def _time(self, value: Dict[str, Any], kafka_ms: int) -> int:
+    # -- records -> point dicts -------------------------------------------------------------------
+    def _point(self, value: Any, key: Any, kafka_ms: int, offset: int, batch: SinkBatch) -> Dict[str, Any]:
+        """The point dict Quix hands the client for one record (its tag keys taken out of ``value``)."""
+        if type(value) is not dict:  # a batch filled by SinkBatch.append() rather than add()
+            error = _not_a_dict(self, value, batch.topic, batch.partition, offset)
+            if error is not None:
+                raise error
+        measurement = self._measurement(value) if callable(self._measurement) else self._measurement
+        tag_names = self._tags_keys(value) if callable(self._tags_keys) else self._tags_keys
+        field_names = self._fields_keys(value) if callable(self._fields_keys) else self._fields_keys
+        ts = self._time(value, kafka_ms, offset, batch)
+        tags = {name: value.pop(name) for name in tag_names if name in value}
+        if self._metadata_tags:
+            tags["__key"] = key
+            tags["__topic"] = batch.topic
+            tags["__partition"] = batch.partition
+        if field_names:
+            fields = {}
+            for name in field_names:
+                if name in value:
+                    fields[name] = value[name]
+                elif not self._allow_missing:
+                    raise _record_error(InfluxDB3SinkKeyError, repr(name), batch.topic, batch.partition, offset,
+                                        name)
+        else:
+            fields = value
+        if self._ints_to_floats:
+            fields = {k: float(v) if type(v) is int else v for k, v in fields.items()}
+        return {"measurement": measurement, "tags": tags, "fields": fields, "time": ts}
+
+    def _time(self, value: Any, kafka_ms: int, offset: int, batch: SinkBatch) -> Union[int, str, datetime]:
         setter = self._time_setter
-        raw: Any = None
-        if isinstance(setter, str):
-            raw = value.get(setter)
-        elif setter is not None:
-            raw = setter(value)
-        if raw is None:
-            return kafka_ms * _PER_SECOND[self._precision] // 1000
-        if isinstance(raw, str):
-            raw = datetime.fromisoformat(raw.replace("Z", "+00:00"))
-        if isinstance(raw, datetime):
-            moment = raw if raw.tzinfo else raw.replace(tzinfo=timezone.utc)
-            delta = moment - datetime(1970, 1, 1, tzinfo=timezone.utc)
-            micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-            return micros * _PER_SECOND[self._precision] // 1_000_000
-        if isinstance(raw, int) and not isinstance(raw, bool):
-            return raw
-        raise TypeError(f"the time is {type(raw).__name__} {raw!r}, not an int, RFC 3339 str or datetime")
+        if setter is None:
+            ts: Any = None
+        elif callable(setter):
+            ts = setter(value)
+        elif setter in value:
+            ts = value[setter]
+        else:
+            raise _record_error(InfluxDB3SinkKeyError, repr(setter), batch.topic, batch.partition, offset, setter)
+        if ts is None:
+            ts = kafka_ms if self._precision == "ms" else kafka_ms * _PER_SECOND[self._precision] // 1000
+        elif not isinstance(ts, _TIME_TYPES):
+            raise _record_error(InfluxDB3SinkTypeError, f'InfluxDB3 "time" field expects: {_TIME_TYPES}, got '
+                                f"{type(ts)}", batch.topic, batch.partition, offset, "time")
+        if isinstance(ts, int):
+            digits, expected = len(str(ts)), _DIGITS[self._precision]
+            if digits != expected:
+                raise _record_error(InfluxDB3SinkValueError, f'`time_precision` of "{self._precision}" expects a '
+                                    f"{expected}-digit integer epoch, got {digits} (timestamp: {ts}).",
+                                    batch.topic, batch.partition, offset, "time")
+        return ts
 
     # -- writing ------------------------------------------------------------------------------------
     def write(self, batch: SinkBatch) -> None:
-        """Write the batch, ``batch_size`` lines per write; see the module docstring."""
-        if self._client is None:
-            self.setup()
-        lines = [line for line in (self._line(item, batch) for item in batch) if line is not None]
-        for start in range(0, len(lines), self._batch_size):
-            self._write_lines(lines[start:start + self._batch_size], batch)
-
-    def _write_lines(self, lines: List[str], batch: SinkBatch) -> None:
+        """Write the batch, one ``client.write(record=[...], write_precision=...)`` per ``batch_size``
+        records; see the module docstring."""
         import urllib3
 
-        if self._debug:
-            logger.debug("InfluxDB3Sink: writing %d lines of %s[%s]", len(lines), batch.topic, batch.partition)
-        try:
-            # one payload: the client walks a list record by record (~2x the CPU of the request)
-            self._client.write(record="\n".join(lines).encode(), write_precision=self._precision)
-        except InfluxDBError as exc:
-            status, message = _status(exc), _message(exc)
-            if status is None or status == 0 or status == 429 or status >= 500:
-                retry_after = self._retry_after(getattr(exc, "retry_after", None))
-                self._backpressure(batch, f"HTTP {status}: {message}", retry_after, exc)
-            if "retention" in message.lower() and not self._raise_on_retention:
-                logger.warning("InfluxDB refused points of %s[%s] outside the retention period: %s", batch.topic,
-                               batch.partition, message)
-                return
-            raise InfluxDB3WriteError(f"InfluxDB rejected the write of topic '{batch.topic}' partition "
-                                      f"{batch.partition} offsets {batch.start_offset}-{batch.end_offset}: "
-                                      f"HTTP {status}: {message}") from None
-        except (urllib3.exceptions.HTTPError, OSError) as exc:  # refused, reset, timed out
-            self._backpressure(batch, str(exc), self.backpressure_retry_seconds, exc)
+        if self._client is None:
+            self.setup()
+        for chunk in map(tuple, batch.iter_chunks(n=self._batch_size)):
+            points = [self._point(item.value, item.key, item.timestamp, item.offset, batch) for item in chunk]
+            low, high = _time_range(points)
+            try:
+                started = time.monotonic()
+                self._client.write(record=points, write_precision=self._precision)
+                logger.info(f"Sent data to InfluxDB; total_records={len(points)} min_timestamp={low} "
+                            f"max_timestamp={high} time_elapsed={round(time.monotonic() - started, 2)}s")
+            except InfluxDBError as exc:
+                if self._rejected_for_retention(exc):
+                    logger.warning(f"InfluxDB rejected batch (retention policy violation); min_timestamp={low} "
+                                   f"max_timestamp={high} topic={batch.topic} partition={batch.partition} "
+                                   f"error={exc}")
+                    continue
+                self._raise_write_error(exc, batch, chunk[0].offset, chunk[-1].offset)
+            except (urllib3.exceptions.HTTPError, OSError) as exc:  # refused, reset, timed out
+                self._backpressure(batch, str(exc), self.backpressure_retry_seconds, exc)
+            except (ValueError, TypeError, OverflowError) as exc:  # the client could not serialize a point
+                raise _unwritable_point(points, chunk, batch) or exc
 
-    def _retry_after(self, header: Optional[str]) -> float:
+    def _rejected_for_retention(self, exc: BaseException) -> bool:
+        """Quix's test: a 422 answer whose text mentions the retention policy (a warning unless
+        ``raise_on_retention_violation``)."""
+        return _status(exc) == 422 and "retention policy" in str(exc).lower() and not self._raise_on_retention
+
+    def _raise_write_error(self, exc: BaseException, batch: SinkBatch, first: int, last: int) -> None:
+        status, message = _status(exc), _message(exc)
+        if status is not None and (status == 429 or status >= 500):  # the server is busy or down: pause, retry
+            self._backpressure(batch, f"HTTP {status}: {message}",
+                               self._retry_after(getattr(exc, "retry_after", None)), exc)
+        answer = f", HTTP {status}: {message}" if status else ""
+        raise InfluxDB3WriteError(f"{str(exc).rstrip()} [InfluxDB3Sink: the write of topic '{batch.topic}' partition "
+                                  f"{batch.partition} offsets {first}-{last} was rejected{answer}]", exc) from exc
+
+    def _retry_after(self, header: Any) -> float:
         try:
             return max(0.0, float(header)) if header else self.backpressure_retry_seconds
-        except ValueError:
+        except (TypeError, ValueError):
             return self.backpressure_retry_seconds
 
     def _backpressure(self, batch: SinkBatch, reason: str, retry_after: float, cause: BaseException) -> None:
@@ -279,17 +326,57 @@ class InfluxDB3Sink(BatchingSink):
         raise SinkBackpressureError(retry_after, batch.topic, batch.partition) from cause
 
 
+def _not_a_dict(sink: BatchingSink, value: Any, topic: str, partition: int, offset: int) -> Optional[Exception]:
+    """Quix's ``TypeError`` for a value that is not a dict (None for a dict)."""
+    if isinstance(value, Mapping):
+        return None
+    return _record_error(InfluxDB3SinkTypeError, f'Sink "{type(sink).__name__}" supports only dictionaries, got '
+                         f"{type(value)}", topic, partition, offset, "value")
+
+
+def _unwritable_point(points: List[Dict[str, Any]], chunk: Tuple[Any, ...], batch: SinkBatch) -> Optional[Exception]:
+    """The client refused to serialize a chunk (its error names neither the record nor, for a time, the
+    field): the first point it cannot write, as an error naming the record and the field, if found."""
+    from influxdb_client_3.write_client.client.util.date_utils import get_date_helper
+
+    for point, item in zip(points, chunk):
+        for name, value in point["fields"].items():
+            problem = _field_error(value)
+            if problem:
+                return _record_error(InfluxDB3SinkValueError, problem % name, batch.topic, batch.partition,
+                                     item.offset, name)
+        if isinstance(point["time"], str):
+            try:
+                get_date_helper().parse_date(point["time"])
+            except (ValueError, OverflowError) as exc:
+                return _record_error(InfluxDB3SinkValueError, f"cannot parse the time {point['time']!r}: {exc}",
+                                     batch.topic, batch.partition, item.offset, "time")
+    return None
+
+
+def _time_range(points: List[Dict[str, Any]]) -> Tuple[Any, Any]:
+    """The least and greatest time of a chunk, for the log lines (None when they do not compare)."""
+    try:
+        times = [point["time"] for point in points]
+        return min(times), max(times)
+    except (TypeError, ValueError):
+        return None, None
+
+
 def _status(exc: BaseException) -> Optional[int]:
-    """The HTTP status of a client error (0: no answer, e.g. a TLS failure; None: unknown)."""
+    """The HTTP status of a client error (0: the client's own refusal, e.g. an unsupported endpoint;
+    None: no answer)."""
     status = getattr(exc, "status", None)
     if status is None:
         response = getattr(exc, "response", None)
         status = getattr(response, "status", None)
-    return status
+    return status if isinstance(status, int) else None
 
 
 def _message(exc: BaseException) -> str:
-    """The server's message of a client error (its body), cut to 500 characters."""
-    body = getattr(exc, "body", None)
-    text = body if isinstance(body, str) and body else getattr(exc, "message", None) or str(exc)
-    return str(text)[:500]
+    """The server's message of a client error, cut to 500 characters."""
+    message = getattr(exc, "message", None)
+    if not message:
+        body = getattr(exc, "body", None)
+        message = body.decode(errors="replace") if isinstance(body, bytes) else body
+    return str(message or exc)[:500]
