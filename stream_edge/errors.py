@@ -49,8 +49,13 @@ PERMANENT_ERRNOS = frozenset(getattr(errno, name) for name in (
 # botocore's and google-auth's "no credentials" errors: configuration, not an outage
 _PERMANENT_CLASS_NAMES = frozenset(("NoCredentialsError", "PartialCredentialsError", "NoRegionError",
                                     "DefaultCredentialsError", "InvalidConfigError", "ProfileNotFound"))
+# pyiceberg's REST answers (it keeps no status): a server error, the service down, credentials refused,
+# commit conflicts that outlived its attempts
+_OUTAGE_CLASS_NAMES = frozenset(("ServerError", "ServiceUnavailableError", "UnauthorizedError", "ForbiddenError",
+                                 "AuthorizationExpiredError", "CommitFailedException", "CommitStateUnknownException"))
 _OUTAGE_CLASS_WORDS = ("Connection", "Connect", "Timeout", "Transport", "Unavailable", "Network")
-_CLIENT_MODULES = ("httpx", "httpcore", "requests", "urllib", "urllib3", "botocore", "aiohttp", "grpc", "paho")
+_CLIENT_MODULES = ("httpx", "httpcore", "requests", "urllib", "urllib3", "botocore", "aiohttp", "grpc", "paho",
+                   "pyiceberg")
 
 
 class OutageError(ConnectionError):
@@ -124,6 +129,8 @@ def _own_kind(exc: BaseException) -> Optional[str]:
     if names & _PERMANENT_CLASS_NAMES or "PermanentStorageError" in names:
         return PERMANENT
     if "SinkBackpressureError" in names:
+        return OUTAGE
+    if kind.__module__.startswith("pyiceberg") and names & _OUTAGE_CLASS_NAMES:
         return OUTAGE
     status = http_status(exc)
     if status is not None:

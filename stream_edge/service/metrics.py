@@ -92,6 +92,11 @@ class EdgeMetrics(RunObserver):
                                          registry=r)
         self.dead_letters = Counter("stream_edge_dead_letters", "Failing records sent to the dead-letter topic",
                                     ["stage"], registry=r)
+        self.outage_retries = Counter("stream_edge_outage_retries", "Records that met an outage (a service that "
+                                      "refused or did not answer) and wait in Kafka for a retry", ["stage"],
+                                      registry=r)
+        self.outage_active = Gauge("stream_edge_outage", "1 while a partition waits for an unavailable service",
+                                   registry=r)
         self.checkpoints = Counter("stream_edge_checkpoints", "Checkpoints committed", registry=r)
         self.checkpoint_seconds = Histogram("stream_edge_checkpoint_duration_seconds", "Checkpoint commit time",
                                             registry=r)
@@ -115,6 +120,7 @@ class EdgeMetrics(RunObserver):
         self._started: Optional[float] = None
         self._last_loop: Optional[float] = None  # written by the processing thread, read by HTTP ones
         self._blocked_since: Optional[float] = None
+        self._outage: Optional[Tuple[str, float]] = None  # (service, since: time.monotonic())
         self._next_lag = 0.0
         self.stopped = False
 
@@ -176,6 +182,13 @@ class EdgeMetrics(RunObserver):
     def on_dead_letter(self, stage: str, exc: BaseException) -> None:
         self.dead_letters.labels(stage).inc()
 
+    def on_outage(self, stage: str, exc: BaseException) -> None:
+        self.outage_retries.labels(stage).inc()
+
+    def on_outage_state(self, service: Optional[str], since: Optional[float]) -> None:
+        self._outage = None if service is None or since is None else (service, since)
+        self.outage_active.set(0 if self._outage is None else 1)
+
     def on_stop(self, error: Optional[BaseException]) -> None:
         self.stopped = True
 
@@ -199,6 +212,10 @@ class EdgeMetrics(RunObserver):
             return "no partition assigned"
         if loop_age > self.ready_stall_seconds:
             return f"the processing loop has not gone round for {loop_age:.0f}s (limit {self.ready_stall_seconds:g}s)"
+        outage = self._outage
+        if outage is not None:  # time.monotonic(), as the runner reports it
+            return (f"outage: {outage[0]} has been unavailable for {time.monotonic() - outage[1]:.0f}s; "
+                    f"its partitions are paused and retried, the records wait in Kafka")
         if blocked_age is not None and blocked_age > self.ready_paused_seconds:
             return (f"a partition has been paused by sink backpressure for {blocked_age:.0f}s "
                     f"(limit {self.ready_paused_seconds:g}s)")

@@ -21,7 +21,9 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Tuple
 
+from stream_edge.errors import OutageError
 from stream_edge.kafka.configuration import SecretStr  # the same masked secret as ConnectionConfig
+from stream_edge.logging import mask_secrets
 
 from .base import SerializationContext
 from .exceptions import SerializationError
@@ -29,11 +31,18 @@ from .exceptions import SerializationError
 __all__ = ("SchemaRegistryClientConfig", "SchemaRegistrySerializationConfig", "SchemaReference",
            "topic_subject_name_strategy", "topic_record_subject_name_strategy", "record_subject_name_strategy",
            "reference_subject_name_strategy", "header", "split_header", "registry_client", "serializer_conf",
-           "check_registry_settings", "registry_errors", "registry_module")
+           "check_registry_settings", "registry_errors", "registry_module", "SchemaRegistryUnavailable")
 
 _EXTRA = "pip install 'streaming-lakehouse[edge-schema-registry]'"
 
 MAGIC_BYTE = 0
+
+
+class SchemaRegistryUnavailable(OutageError, SerializationError):
+    """The Schema Registry did not answer, failed (5xx) or refused our credentials (401/403): an
+    outage, no record's fault (``stream_edge.is_outage`` is True). A ``SerializationError`` too,
+    as Quix Streams raises one."""
+
 _HEADER = struct.Struct(">bI")
 
 
@@ -210,9 +219,12 @@ def registry_errors(kind: str, config: SchemaRegistryClientConfig, call: Callabl
         raise
     except Exception as exc:
         module = type(exc).__module__.split(".")[0]
-        if module in ("httpx", "httpx2") or isinstance(exc, OSError):
-            raise SerializationError(f"{kind}: the Schema Registry at {config.url} is unreachable "
-                                     f"({type(exc).__name__}: {exc})") from exc
+        status = getattr(exc, "http_status_code", None)
+        if module in ("httpx", "httpx2") or isinstance(exc, OSError) or (
+                isinstance(status, int) and (status >= 500 or status in (401, 403, 407, 408, 429))):
+            # not the record's fault: the runtime pauses and retries (stream_edge/errors.py)
+            raise SchemaRegistryUnavailable(f"the Schema Registry at {mask_secrets(config.url)}",
+                                            mask_secrets(f"{kind}: {type(exc).__name__}: {exc}")) from exc
         if module in ("confluent_kafka", "fastavro", "google", "jsonschema") or isinstance(
                 exc, (ValueError, TypeError, KeyError, EOFError)):
             if "magic byte" in str(exc).lower() and isinstance(value, (bytes, bytearray)):

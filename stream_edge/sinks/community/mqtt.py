@@ -28,12 +28,13 @@ import threading
 import time
 from typing import Any, Callable, Dict, Literal, Optional, Set, Tuple, Union
 
+from stream_edge.errors import OutageError
 from stream_edge.exceptions import QuixException
 from stream_edge.sinks.base.exceptions import SinkBackpressureError
 from stream_edge.sinks.base.item import HeadersTuples
 from stream_edge.sinks.base.sink import BaseSink, ClientConnectFailureCallback, ClientConnectSuccessCallback
 
-__all__ = ("MQTTSink", "MQTTSinkException", "MqttPublishAckTimeout", "MqttPublishEnqueueFailed")
+__all__ = ("MQTTSink", "MQTTSinkException", "MqttBrokerUnavailable", "MqttPublishAckTimeout", "MqttPublishEnqueueFailed")
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +48,12 @@ _BACKPRESSURE_RETRY_SECONDS = 5.0
 
 class MQTTSinkException(QuixException):
     """A record the sink cannot publish (its key or value does not serialize)."""
+
+
+class MqttBrokerUnavailable(OutageError):
+    """The MQTT broker refused the session (e.g. bad credentials) or could not be reached: an
+    outage (``stream_edge.is_outage``), retried with backoff, never a record's error. A
+    ``ConnectionError``, as Quix Streams 3.28.1 raises."""
 
 
 class MqttPublishAckTimeout(SinkBackpressureError):
@@ -144,6 +151,7 @@ class MQTTSink(BaseSink):
         self._pending: Dict[Tuple[str, int], Set[int]] = {}
         self._failed: Dict[Tuple[str, int], str] = {}
         self._connect_error: Optional[str] = None
+        self._answered = threading.Event()  # the broker answered a CONNECT (accepted or refused)
         self._started = False
         self.backpressure_retry_seconds = _BACKPRESSURE_RETRY_SECONDS
         self.published = 0
@@ -151,6 +159,7 @@ class MQTTSink(BaseSink):
     # -- paho callbacks (network thread) ---------------------------------------------------------
     def _on_connect(self, client: Any, userdata: Any, flags: Any, reason_code: Any, properties: Any) -> None:
         self._connect_error = str(reason_code) if reason_code.is_failure else None
+        self._answered.set()
 
     def _on_disconnect(self, client: Any, userdata: Any, flags: Any, reason_code: Any, properties: Any) -> None:
         if reason_code.is_failure:
@@ -172,17 +181,45 @@ class MQTTSink(BaseSink):
         A server that cannot be reached raises what the socket raises (``ConnectionRefusedError``,
         ``socket.gaierror``, ...), as in 3.28.1. A broker that refuses the session (e.g. bad
         credentials) answers on paho's network thread: the next ``add()`` or ``flush()`` raises
-        ``ConnectionError`` naming the reason (3.28.1 raises it on that thread, where nothing sees it).
+        :class:`MqttBrokerUnavailable` (a ``ConnectionError``) naming the reason, an outage the
+        runtime retries with backoff (3.28.1 raises it on that thread, where nothing sees it).
         """
         self._client.connect(self._server, self._port)
         self._client.loop_start()
         self._started = True
 
     def _raise_if_refused(self) -> None:
+        if self._connect_error is not None:
+            self._reopen()
+
+    def _reopen(self) -> None:
+        """The broker refused the session (or did not answer): an outage, no record's fault.
+
+        The first call closes the refused session and raises :class:`MqttBrokerUnavailable` (the
+        runtime pauses the partition and retries after a backoff); the next one, the retry,
+        connects again and waits for the broker's answer (up to ``mqtt_flush_timeout_seconds``),
+        raising again while it refuses."""
+        service = f"MQTT broker {self._server}:{self._port}"
+        if self._started:
+            refused = self._connect_error
+            self._cleanup()
+            raise MqttBrokerUnavailable(service, f"refused the session ({refused})")
+        self._answered.clear()
+        self._connect_error = None
+        try:
+            self._client.connect(self._server, self._port)
+        except OSError as exc:
+            self._connect_error = f"{type(exc).__name__}: {exc}"
+            raise MqttBrokerUnavailable(service, self._connect_error) from exc
+        self._client.loop_start()
+        self._started = True
+        if not self._answered.wait(self._flush_timeout):
+            self._connect_error = f"no answer within {self._flush_timeout}s"
         refused = self._connect_error
         if refused is not None:
             self._cleanup()
-            raise ConnectionError(f"MQTT broker {self._server}:{self._port} refused the connection: {refused}")
+            raise MqttBrokerUnavailable(service, f"refused the session ({refused})")
+        logger.info("%s accepted the session again", service)
 
     def add(self, value: Any, key: Any, timestamp: int, headers: HeadersTuples,
             topic: str, partition: int, offset: int) -> None:

@@ -58,13 +58,15 @@ def test_protobuf_serialization_config_needs_a_client_config():
                              schema_registry_serialization_config=SchemaRegistrySerializationConfig())
 
 
-def test_unreachable_registry_is_a_serialization_error_naming_it():
+def test_unreachable_registry_is_a_serialization_error_naming_it_and_an_outage():
+    from stream_edge import is_outage
     from stream_edge.models.serializers.avro import AvroSerializer
 
     serializer = AvroSerializer("string", schema_registry_client_config=SchemaRegistryClientConfig(
-        url="http://127.0.0.1:9"))
-    with pytest.raises(SerializationError, match="127.0.0.1:9 is unreachable"):
+        url="http://edge:s3cret@127.0.0.1:9"))
+    with pytest.raises(SerializationError, match="Schema Registry at http://edge:\\*\\*\\*@127.0.0.1:9 is unavailable") as raised:
         serializer("x", SerializationContext("t", "value"))
+    assert is_outage(raised.value) and "s3cret" not in str(raised.value)
 
 
 def test_registry_settings_a_serializer_cannot_honour_are_refused():

@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
+from stream_edge.errors import OUTAGE, error_kind
 from stream_edge.lake import CommitRecord, first_unwritten_index, table_root, validate_hive_columns
 from stream_edge.lake.partitioning import TIME_PARTITION_COLUMNS
 from stream_edge.sinks.arrow_buffer import BufferPool, PartitionBuffer
@@ -153,6 +154,9 @@ class DataLakeSink(BatchingSink):
         self._writer: Optional[LakeTableWriter] = None
         self._registrar: Optional[IcebergRegistrar] = None
         self._registered: Dict[Tuple[str, int], int] = {}
+        # lake commits written but not yet registered (the catalog did not answer): retried at
+        # every flush, which backs off while the catalog is down (an outage, never a record's error)
+        self._unregistered: Written = []
         self._last_seen_commit: Optional[CommitRecord] = None
         if register_in_catalog:
             if not catalog_url:
@@ -310,7 +314,12 @@ class DataLakeSink(BatchingSink):
             self._pool.write_early(lambda topic, partition, pending: self._collect(
                 self._write_buffer(topic, partition, pending), written), "DataLakeSink")
         finally:
-            self._register_all(written)
+            self._defer(written)
+            try:
+                self._register_all()
+            except Exception as exc:  # noqa: BLE001 - the records are in the lake: not this record's error
+                logger.warning("%s: registering the early lake commits in the catalog failed (%s: %s); "
+                               "retried at the next checkpoint", self._backoff.name, type(exc).__name__, exc)
 
     # -- checkpoints ----------------------------------------------------------------------------
     def flush(self, topic: str, partition: int) -> None:
@@ -334,9 +343,24 @@ class DataLakeSink(BatchingSink):
                 for other in sorted(self._pool.buffers):
                     self._write_taken(other[0], other[1], written)
             finally:
-                self._register_all(written)
+                self._defer(written)
+            self._register_or_back_off(topic, partition)
         finally:
             self._tracker.check_now()
+
+    def _register_or_back_off(self, topic: str, partition: int) -> None:
+        """Register what waits; a catalog that does not answer (an outage) is backpressure with
+        exponential backoff (the partition pauses, is replayed, and the commits stay waiting);
+        any other registration error stops the application."""
+        try:
+            self._register_all()
+        except Exception as exc:
+            if error_kind(exc) != OUTAGE:
+                raise
+            delay = self._backoff.transient((topic, partition), f"registering lake commits in the Iceberg catalog "
+                                                               f"{self._registrar.identifier if self._registrar else ''}",
+                                            exc)
+            raise SinkBackpressureError(delay, topic, partition) from exc
 
     def _write_taken(self, topic: str, partition: int, written: Optional[Written]) -> None:
         """Write a partition's buffer; on any failure it is put back (never dropped)."""
@@ -395,7 +419,8 @@ class DataLakeSink(BatchingSink):
         if len(buffer):
             written: Written = []
             self._collect(self._write_buffer(batch.topic, batch.partition, buffer), written)
-            self._register_all(written)
+            self._defer(written)
+            self._register_or_back_off(batch.topic, batch.partition)
 
     def _learn(self, schema: pa.Schema) -> None:
         """Columns written earlier (by this table's commits): remembered for the files' schema and
@@ -468,27 +493,53 @@ class DataLakeSink(BatchingSink):
         delay = self._backoff.transient((topic, partition), what, exc)
         return SinkBackpressureError(delay, topic, partition)
 
-    def _register_all(self, written: List[Tuple[CommitRecord, pa.Schema]]) -> None:
-        """Register lake commits just written, all in one catalog commit (one already registered
-        by this sink is skipped)."""
-        if not written or self._registrar is None or self._writer is None:
+    def _defer(self, written: Written) -> None:
+        """Queue lake commits for registration (none when not registering; each commit once)."""
+        if self._registrar is None:
+            return
+        waiting = {(r.topic, r.partition, r.last_offset) for r, _schema in self._unregistered}
+        for record, schema in written:
+            if (record.topic, record.partition, record.last_offset) not in waiting:
+                self._unregistered.append((record, schema))
+
+    def _register_all(self) -> None:
+        """Register the lake commits that wait, all in one catalog commit (one already registered
+        by this sink is skipped); on failure they keep waiting."""
+        if not self._unregistered or self._registrar is None or self._writer is None:
             return
         root = self._writer.root
         entries = [(record, [path[len(root) + 1:] for path in self._writer.committed_file_paths(record)], schema)
-                   for record, schema in written
+                   for record, schema in self._unregistered
                    if self._registered.get((record.topic, record.partition)) != record.last_offset]
-        self._registrar.register_many(entries)
-        for record, _paths, _schema in entries:
-            self._registered[(record.topic, record.partition)] = record.last_offset
+        # one catalog commit per round, each holding at most one commit of a partition (the oldest first)
+        rounds: List[list] = []
+        for entry in sorted(entries, key=lambda e: e[0].last_offset):
+            key = (entry[0].topic, entry[0].partition)
+            for group in rounds:
+                if all((r.topic, r.partition) != key for r, _p, _s in group):
+                    group.append(entry)
+                    break
+            else:
+                rounds.append([entry])
+        for group in rounds:
+            self._registrar.register_many(group)
+            done = {(r.topic, r.partition, r.last_offset) for r, _p, _s in group}
+            self._unregistered = [(r, schema) for r, schema in self._unregistered
+                                  if (r.topic, r.partition, r.last_offset) not in done]
+            for record, _paths, _schema in group:
+                if self._registered.get((record.topic, record.partition), -1) < record.last_offset:
+                    self._registered[(record.topic, record.partition)] = record.last_offset
+        self._unregistered = []  # the rest were registered before (by this sink)
 
     def _register(self, record: CommitRecord) -> None:
-        """Register a commit read back from the lake (its file schema decoded from the commit)."""
+        """Queue a commit read back from the lake for registration (its file schema decoded from
+        the commit): registered with the next ones, at the latest at the checkpoint."""
         if self._registered.get((record.topic, record.partition)) == record.last_offset:
             return  # the common case on every flush: nothing to decode
         schema = _decode_schema(record.schema_ipc) if record.schema_ipc else None
         if schema is None:
             raise ValueError(f"commit {record.topic}[{record.partition}]@{record.last_offset} has no schema")
-        self._register_all([(record, pa.schema([schema.field(n) for n in record.schema if n in schema.names]))])
+        self._defer([(record, pa.schema([schema.field(n) for n in record.schema if n in schema.names]))])
 
 
 def _union_schema(schemas: List[pa.Schema]) -> pa.Schema:
