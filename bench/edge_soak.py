@@ -15,11 +15,13 @@ own process from the earliest offset with a fresh consumer group, at the default
   ``app.run(timeout=2)``;
 - ``iceberg``: ``sdf.sink(IcebergSink)`` on the local Iceberg REST catalog, ``app.run(timeout=2)``.
 
-Each process samples its own RSS (``/proc/self/status``) every ``--interval`` seconds with the
-number of records consumed so far. Prints the peak RSS up to 500k, 1M, 2M, 4M, 6M, ... records
+Each process samples its own RSS and ``VmHWM`` (``/proc/self/status``: the kernel's high-water
+mark, the true peak however short) every ``--interval`` seconds with the number of records
+consumed so far. Prints the peak (``VmHWM``) up to 500k, 1M, 2M, 4M, 6M, ... records
 and the goals of docs/operations.md ("Memory sizing"): peak at 6M <= 1.2x peak at 500k; data-lake
 sink <= 250 MB; IcebergSink <= 300 MB. Draws RSS against records (``--plot``, default
-``docs/img/edge-soak.png``) and saves the peaks to ``bench/results/edge_soak.json``.
+``docs/img/edge-soak.png``) and saves the peaks of every run (``--no-save``: none), each pipeline
+labelled with what it runs and any option given, to ``bench/results/edge_soak.json``.
 """
 
 from __future__ import annotations
@@ -45,7 +47,9 @@ MARKS = (500_000, 1_000_000, 2_000_000, 4_000_000, 6_000_000, 8_000_000, 10_000_
 GOALS_MB = {"datalake": 250.0, "iceberg": 300.0}  # peak RSS over a 6M-record backlog
 GROWTH_GOAL = 1.2  # peak at 6M / peak at 500k
 IDLE_SECONDS = 2.0  # run(timeout=...): the backlog is caught up once nothing came for this long
-Sample = Tuple[float, int, float]  # (seconds since start, records consumed, RSS MB)
+Sample = Tuple[float, ...]  # (seconds since start, records consumed, RSS MB, VmHWM MB); older files: no VmHWM
+LABELS = {"bare": "bare confluent-kafka consumer (the floor)", "noop": "edge, no-op pipeline",
+          "datalake": "edge + DataLakeSink (Hive year/month/day/hour)", "iceberg": "edge + IcebergSink (REST catalog)"}
 
 
 # -- the backlog ----------------------------------------------------------------------------------
@@ -85,22 +89,26 @@ def backlog(bootstrap: str, records: int) -> str:
 
 
 # -- one pipeline, in its own process ---------------------------------------------------------------
-def _rss_mb() -> float:
+def _rss_mb(field: str = "VmRSS") -> float:
     with open("/proc/self/status") as status:
         for line in status:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
     return 0.0
 
 
+def _now(started: float, consumed: int) -> Sample:
+    return round(time.monotonic() - started, 2), consumed, round(_rss_mb(), 1), round(_rss_mb("VmHWM"), 1)
+
+
 def _sampled(interval: float, consumed: Callable[[], int]) -> List[Sample]:
-    """Start a thread appending ``(seconds, consumed(), RSS MB)`` every ``interval`` seconds."""
+    """Start a thread appending ``(seconds, consumed(), RSS MB, VmHWM MB)`` every ``interval`` seconds."""
     samples: List[Sample] = []
     started = time.monotonic()
 
     def sample() -> None:
         while True:
-            samples.append((round(time.monotonic() - started, 2), consumed(), round(_rss_mb(), 1)))
+            samples.append(_now(started, consumed()))
             time.sleep(interval)
 
     threading.Thread(target=sample, daemon=True, name="rss-sampler").start()
@@ -127,7 +135,7 @@ def _bare(bootstrap: str, topic: str, records: int, interval: float) -> List[Sam
             count[0] += len(batch)
             idle_since = time.monotonic()
     consumer.close()
-    samples.append((samples[-1][0], count[0], round(_rss_mb(), 1)))
+    samples.append((samples[-1][0], count[0], round(_rss_mb(), 1), round(_rss_mb("VmHWM"), 1)))
     return samples
 
 
@@ -163,7 +171,7 @@ def _edge(pipeline: str, env: Dict[str, str], topic: str, interval: float,
                              config=RESTIcebergConfig(env["ICEBERG_REST_URI"]), data_catalog_spec="rest",
                              **sink_options))
     app.run(timeout=IDLE_SECONDS)
-    samples.append((samples[-1][0], consumed.count, round(_rss_mb(), 1)))
+    samples.append((samples[-1][0], consumed.count, round(_rss_mb(), 1), round(_rss_mb("VmHWM"), 1)))
     return samples
 
 
@@ -193,14 +201,18 @@ def run_pipeline(pipeline: str, env: Dict[str, str], topic: str, records: int, i
 
 # -- figures ----------------------------------------------------------------------------------------
 def peak_at(samples: List[Sample], mark: int) -> Optional[float]:
-    """The highest RSS sampled before ``mark`` records were consumed (None if the run never got
-    there); the sample that first reached ``mark`` counts too.
+    """The peak RSS before ``mark`` records were consumed (None if the run never got there): the
+    ``VmHWM`` of the sample that first reached ``mark`` (the kernel's peak so far, a peak between
+    samples included), or, for samples without it, the highest RSS sampled until then.
 
     >>> peak_at([(0, 0, 50.0), (1, 400, 80.0), (2, 900, 70.0), (3, 1000, 90.0)], 500)
     80.0
+    >>> peak_at([(0, 0, 50.0, 50.0), (1, 400, 80.0, 95.0), (2, 900, 70.0, 96.0)], 500)
+    96.0
     """
     peak = None
-    for _, consumed, rss in samples:
+    for sample in samples:
+        consumed, rss = int(sample[1]), max(sample[2:])
         peak = rss if peak is None else max(peak, rss)
         if consumed >= mark:
             return peak
@@ -244,8 +256,9 @@ def plot(runs: Dict[str, List[Sample]], records: int, output: Path, title: str,
     return output
 
 
-def report(runs: Dict[str, List[Sample]], records: int) -> List[Tuple[str, str, float]]:
-    """Print the peaks per mark and the goals; returns the bars for bench/results."""
+def report(runs: Dict[str, List[Sample]], records: int, suffix: str = "") -> List[Tuple[str, str, float]]:
+    """Print the peaks per mark and the goals; returns the bars for bench/results, each pipeline
+    labelled (:data:`LABELS`, plus ``suffix``: the run's options)."""
     marks = [m for m in MARKS if m <= records] or [records]
     print(f"{'peak RSS MB':12}" + "".join(f"{m / 1e6:>8g}M" for m in marks) + f"{'run':>9}{'rec/s':>10}")
     bars = []
@@ -254,7 +267,7 @@ def report(runs: Dict[str, List[Sample]], records: int) -> List[Tuple[str, str, 
         seconds = samples[-1][0] or 1
         print(f"{name:12}" + "".join(f"{p:>9.0f}" if p is not None else f"{'-':>9}" for p in peaks)
               + f"{max(s[2] for s in samples):>9.0f}{samples[-1][1] / seconds:>10,.0f}")
-        bars += [(f"{m / 1e6:g}M", name, p) for m, p in zip(marks, peaks) if p is not None]
+        bars += [(f"{m / 1e6:g}M", LABELS.get(name, name) + suffix, p) for m, p in zip(marks, peaks) if p is not None]
     for name, samples in runs.items():
         first, at6m = peak_at(samples, 500_000), peak_at(samples, 6_000_000)
         if first is None or at6m is None:
@@ -275,7 +288,8 @@ def main() -> None:
     parser.add_argument("--tree", help="import stream_edge from this checkout (before/after comparisons)")
     parser.add_argument("--plot", default=str(ROOT / "docs" / "img" / "edge-soak.png"))
     parser.add_argument("--samples", help="also write every sample to this JSON file")
-    parser.add_argument("--no-save", action="store_true", help="do not write bench/results/edge_soak.json")
+    parser.add_argument("--no-save", action="store_true", help="do not write bench/results/edge_soak.json "
+                        "(a run the README quotes is always saved)")
     parser.add_argument("--from-samples", metavar="FILE", help="report and draw the samples of an earlier run "
                         "(--samples) instead of running the pipelines")
     parser.add_argument("--compare", metavar="FILE", help="also draw another run's samples, dashed (e.g. --tree's)")
@@ -309,7 +323,9 @@ def main() -> None:
             if runs[name][-1][1] < args.records:
                 raise SystemExit(f"{name} consumed {runs[name][-1][1]:,} of {args.records:,} records")
     compare = json.loads(Path(args.compare).read_text()) if args.compare else None
-    bars = report(runs, args.records)
+    options = "".join([f", max_buffer_bytes={args.max_buffer_bytes}" if args.max_buffer_bytes is not None else "",
+                       f", stream_edge from {args.tree}" if args.tree else ""])
+    bars = report(runs, args.records, options)
     if compare:
         print(f"{args.compare_label} ({args.compare}):")
         report(compare, max(samples[-1][1] for samples in compare.values()))
@@ -318,10 +334,13 @@ def main() -> None:
     print(f"plot: {plot(runs, args.records, Path(args.plot), title, compare, args.compare_label)}")
     if args.samples and not args.from_samples:
         Path(args.samples).write_text(json.dumps(runs))
-    if not args.no_save and not args.tree and args.max_buffer_bytes is None:
+    if not args.no_save and not args.from_samples:
         from results import save
 
-        save("edge_soak", f"peak RSS over a backlog of {args.records:,} records", "MB", bars)
+        goals = {"growth": f"peak at 6M at most {GROWTH_GOAL}x the peak at 500k",
+                 **{name: f"at most {mb:.0f} MB" for name, mb in GOALS_MB.items()}}
+        save("edge_soak", f"peak RSS (VmHWM) over a backlog of {args.records:,} records{options}", "MB", bars,
+             goals=goals)
 
 
 if __name__ == "__main__":

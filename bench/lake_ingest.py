@@ -53,12 +53,12 @@ sys.path.insert(0, str(ROOT / "bench"))
 from edge_venv import edge_python  # noqa: E402
 from infra.local import services  # noqa: E402
 from infra.local.kafka_connect_service import KafkaConnect, iceberg_sink_config, rest  # noqa: E402,F401
-from lake_ingest_connect import CONNECT_CONTENDERS, ConnectRun  # noqa: E402
+from lake_ingest_connect import CONNECT_CONTENDERS, ConnectRun, hardened_tasks  # noqa: E402
 from lake_ingest_data import BASE_MS, PARTITIONS, ensure_topic  # noqa: E402
 from lake_ingest_freshness import FRESH_CONTENDERS, run_freshness  # noqa: E402
 from lake_ingest_meter import Meter, tree_cpu  # noqa: E402
 from lake_ingest_visible import DATA_COLUMNS, HIVE, VisibleClock, create_lake_table, table_shape  # noqa: E402,F401
-from results import RESULTS_DIR, save  # noqa: E402
+from results import median_spread, save  # noqa: E402
 
 PY = sys.executable
 #: the edge contenders' interpreter: the edge as users install it (bench/edge_venv.py), set by main()
@@ -74,6 +74,12 @@ class Run(dict):
     @property
     def rows_per_s(self) -> float:
         return self["rows"] / self["seconds"] if self["seconds"] else 0.0
+
+    @property
+    def rows_per_s_net(self) -> float:
+        """Rows/s with the contender's start-up (to its first record, or Connect's tasks running) left out."""
+        net = self["seconds"] - self.get("startup_s", 0.0)
+        return self["rows"] / net if self["seconds"] and net > 0 else 0.0
 
     @property
     def cpu_per_m(self) -> float:
@@ -157,11 +163,12 @@ def run_edge_datalake(env, topic, n, tag, work: Path, args) -> Run:
     table = f"{namespace}.readings"
     create_lake_table(catalog(env), table)
     run = run_processes("edge-datalake", [inline_edge_cmd(env, topic, f"bench-lake-{tag}", namespace,
-                                                          work / "lake", args.commit_interval)], env, table, n,
+                                                          work / f"lake-{tag}", args.commit_interval)], env, table, n,
                         work, args)
+    run["startup_s"] = edge_startup(run)
     # Committed Parquet, the same worker without registration: a second, labelled column.
     parquet = run_processes("edge-datalake-parquet", [edge_cmd(env, topic, f"bench-lake-pq-{tag}", "datalake",
-                                                               "readings", (work / "lake-pq").as_uri(),
+                                                               "readings", (work / f"lake-pq-{tag}").as_uri(),
                                                                args.commit_interval)],
                             env, table, 0, work, args)
     run.update(seconds_parquet=parquet["done"][0]["done_ms"] / 1000 - parquet["started"],
@@ -172,16 +179,24 @@ def run_edge_datalake(env, topic, n, tag, work: Path, args) -> Run:
 def run_edge_iceberg(env, topic, n, tag, work: Path, args) -> Run:
     table = f"{NAMESPACE}.edge_iceberg_{tag}"
     create_lake_table(catalog(env), table)
-    return run_processes("edge-iceberg", [edge_cmd(env, topic, f"bench-lake-ice-{tag}", "iceberg", table,
-                                                   commit_interval=args.commit_interval)], env, table, n, work, args)
+    run = run_processes("edge-iceberg", [edge_cmd(env, topic, f"bench-lake-ice-{tag}", "iceberg", table,
+                                                  commit_interval=args.commit_interval)], env, table, n, work, args)
+    run["startup_s"] = edge_startup(run)
+    return run
+
+
+def edge_startup(run: Run) -> float:
+    """The edge's start-up: its process start to its first batch of records."""
+    firsts = [d["first_ms"] for d in run["done"] if d.get("first_ms")]
+    return min(firsts) / 1000 - run["started"] if firsts else 0.0
 
 
 def run_spark(env, topic, n, tag, work: Path, args) -> Run:
     table = f"{NAMESPACE}.spark_{tag}"
     create_lake_table(catalog(env), table)
-    run = run_processes("spark", [spark_cmd(topic, table, work / "spark-checkpoint")], spark_env(env, work),
+    run = run_processes("spark", [spark_cmd(topic, table, work / f"spark-checkpoint-{tag}")], spark_env(env, work),
                         table, n, work, args)
-    run["jvm_start_s"] = run["done"][0]["started_ms"] / 1000 - run["started"]
+    run["jvm_start_s"] = run["startup_s"] = run["done"][0]["started_ms"] / 1000 - run["started"]
     return run
 
 
@@ -192,14 +207,16 @@ def run_connect(name: str, env, topic, n, tag, work: Path, args, tasks: Optional
     clock = VisibleClock(catalog(env), table, n)
     broker, broker_before = broker_pid(), tree_cpu(broker_pid())
     try:
-        clock.start_clock(connect.submit())
-        clock.wait(args.timeout)
+        clock.start_clock(connect.started)  # the worker's start is inside the clock
+        connect.submit()
+        running = connect.wait_running(args.timeout)
+        clock.wait(max(1.0, args.timeout - (time.time() - connect.started)))
     finally:
         clock.stop()
         connect.finish()
     run = Run(name=name, rows=n, cpu=connect.meter.cpu_seconds, rss_mb=connect.meter.peak_rss_mb,
               broker_cpu=tree_cpu(broker) - broker_before, table=table, tasks=connect.config.get("tasks.max", "1"),
-              **clock.figures())
+              startup_s=running - connect.started, **clock.figures())
     if not run["seconds"]:
         run["log"] = str(connect.save_log(work / "logs"))
     return run
@@ -262,11 +279,20 @@ def compare(env, runs: List[Run], n: int) -> List[str]:
     return lines
 
 
+def print_round(env, runs: List[Run], n: int) -> None:
+    """A later round: its figures and each table's ids (the full comparison is the first round's)."""
+    for run in runs:
+        ids = check_ids(env, run["table"], n)
+        print(f"  {run['name']:<23} {run.rows_per_s:>9,.0f} rows/s ({run.rows_per_s_net:,.0f} net of a "
+              f"{run.get('startup_s', 0.0):.1f} s start-up), {run.cpu_per_m:.1f} CPU s/M, {run['rss_mb']:.0f} MB; "
+              f"{ids['rows']:,} rows, {ids['duplicates']} duplicate(s), {ids['missing']} missing")
+
+
 def report(env, runs: List[Run], n: int) -> None:
     print(f"\nKafka -> Iceberg, {n:,} JSON readings, {PARTITIONS} partitions, to visible in the catalog "
           f"({os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f} at the end)")
-    print(f"{'contender':<23} {'rows/s':>9} {'seconds':>8} {'CPU s/M rows':>12} {'peak RSS MB':>11} "
-          f"{'broker CPU s':>12} {'to Parquet rows/s':>17}  notes")
+    print(f"{'contender':<23} {'rows/s':>9} {'rows/s net':>10} {'seconds':>8} {'start-up s':>10} {'CPU s/M rows':>12} "
+          f"{'peak RSS MB':>11} {'broker CPU s':>12} {'to Parquet rows/s':>17}  notes")
     for run in runs:
         parquet = "-"
         notes = f"first rows visible after {run['first_visible_s'] or 0:.1f} s, {run['snapshots']} snapshots"
@@ -280,34 +306,57 @@ def report(env, runs: List[Run], n: int) -> None:
             notes += f"; {run['tasks']} task(s)"
         if not run["seconds"]:
             notes += f"; NOT ALL VISIBLE within the timeout: {run['visible']:,} rows, log {run.get('log', '-')}"
-        print(f"{run['name']:<23} {run.rows_per_s:>9,.0f} {run['seconds']:>8.1f} {run.cpu_per_m:>12.1f} "
+        print(f"{run['name']:<23} {run.rows_per_s:>9,.0f} {run.rows_per_s_net:>10,.0f} {run['seconds']:>8.1f} "
+              f"{run.get('startup_s', 0.0):>10.1f} {run.cpu_per_m:>12.1f} "
               f"{run['rss_mb']:>11.0f} {run['broker_cpu']:>12.1f} {parquet:>17}  {notes}")
     print("\ntables:")
     for line in compare(env, runs, n):
         print(line)
 
 
-def save_merged(bars: list, rate: int = 0, seconds: float = 0.0, records: int = 0) -> None:
-    """Save this part's bars to ``lake_ingest.json``, keeping the other part's (throughput/freshness)."""
-    path = RESULTS_DIR / "lake_ingest.json"
-    old = json.loads(path.read_text()) if path.exists() else {"bars": [], "title": ""}
-    fresh_part = bars[0][0].startswith("freshness")
-    measured = {series for _, series, _ in bars}  # a freshness run of a subset keeps the others' figures
-    kept = [(b["group"], b["series"], b["value"]) for b in old["bars"]
-            if b["group"].startswith("freshness") != fresh_part or (fresh_part and b["series"] not in measured)]
-    title = old.get("title", "").split(";")[0] or "Kafka -> Iceberg: edge vs Spark SS vs Kafka Connect"
-    if records:
-        title = f"Kafka -> Iceberg, {records:,} JSON readings, to visible: edge vs Spark SS vs Kafka Connect"
-    fresh_note = next((t for t in old.get("title", "").split(";")[1:] if "freshness" in t), "")
-    if rate:
-        fresh_note = f" freshness at {rate:,} rows/s for {seconds:.0f} s"
-    merged = sorted(kept + bars, key=lambda bar: bar[0].startswith("freshness"))  # throughput groups first
-    save("lake_ingest", title + (f";{fresh_note}" if fresh_note else ""), "mixed", merged)
+#: one stated goal per metric: the edge (edge-datalake) against the peers (spark, kafka-connect-*)
+GOALS = {"rows/s": "at least 1.5x the better peer's", "CPU s per M rows": "at most a third of the lower peer's",
+         "peak RSS MB": "at most half of the lower peer's"}
+PEERS = ("spark",) + CONNECT_CONTENDERS
+
+
+def throughput_bars(rounds: List[List[Run]]) -> List[tuple]:
+    """``(metric, contender, median, low, high)`` over the rounds, for every contender and metric."""
+    metrics: Dict[str, Callable[[Run], float]] = {
+        "rows/s to visible, start-up included (thousands)": lambda r: r.rows_per_s / 1000,
+        "rows/s to visible, start-up excluded (thousands)": lambda r: r.rows_per_s_net / 1000,
+        "start-up s": lambda r: r.get("startup_s", 0.0),
+        "CPU s per M rows": lambda r: r.cpu_per_m, "peak RSS MB": lambda r: r["rss_mb"]}
+    bars: List[tuple] = []
+    for metric, value in metrics.items():
+        for i, run in enumerate(rounds[0]):
+            bars.append((metric, run["name"], *median_spread([value(one[i]) for one in rounds])))
+    return bars
+
+
+def goal_check(bars: list) -> Dict[str, str]:
+    """The edge's medians against each goal (``met``/``NOT met``, with the ratio)."""
+    median = {(b[0], b[1]): b[2] for b in bars}
+    out: Dict[str, str] = {}
+    for metric, key, best, want in (
+            ("rows/s", "rows/s to visible, start-up included (thousands)", max, lambda x: x >= 1.5),
+            ("rows/s net of start-up", "rows/s to visible, start-up excluded (thousands)", max, lambda x: x >= 1.5),
+            ("CPU s per M rows", "CPU s per M rows", min, lambda x: x <= 1 / 3),
+            ("peak RSS MB", "peak RSS MB", min, lambda x: x <= 0.5)):
+        peers = [v for (m, name), v in median.items() if m == key and name in PEERS]
+        edge = median.get((key, "edge-datalake"))
+        if peers and edge is not None and best(peers):
+            ratio = edge / best(peers)
+            out[metric] = f"{ratio:.2f} of the {'better' if best is max else 'lower'} peer: " + (
+                "met" if want(ratio) else "NOT met")
+    return out
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--records", type=int, default=0, help="readings (default 2,000,000; --scale: 10,000,000)")
+    parser.add_argument("--records", type=int, default=0,
+                        help="readings (default 10,000,000, where start-up does not dominate; --kill: 2,000,000)")
+    parser.add_argument("--runs", type=int, default=3, help="rounds of every contender (the figures: medians)")
     parser.add_argument("--only", default="", help=f"comma-separated subset of {CONTENDERS} "
                         f"(--freshness: of {FRESH_CONTENDERS}); default all")
     parser.add_argument("--commit-interval", type=float, default=5.0, help="the edge's checkpoint interval (s)")
@@ -342,7 +391,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                        help="edge-datalake: start lakehouse register every N s (back to back if a run is longer)")
     fresh.add_argument("--spark-trigger", default="5 seconds", help="Spark's processing-time trigger")
     args = parser.parse_args(argv)
-    args.records = args.records or (10_000_000 if args.scale else 2_000_000)
+    args.records = args.records or (2_000_000 if args.kill else 10_000_000)
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
     known = FRESH_CONTENDERS if args.freshness else CONTENDERS
     args.only = [c.strip() for c in args.only.split(",") if c.strip()] or list(known)
     unknown = [c for c in args.only if c not in known]
@@ -372,7 +423,8 @@ def main(argv: Optional[List[str]] = None) -> None:
         bars = [(f"freshness {q} s", name, r[f"{q}_s"]) for name, r in results.items() for q in ("p50", "p99")
                 if f"{q}_s" in r]
         if not args.no_save and bars:
-            save_merged(bars, args.fresh_rate, args.fresh_seconds)
+            save("lake_ingest_freshness", f"produce -> visible at {args.fresh_rate:,} rows/s for "
+                 f"{args.fresh_seconds:.0f} s (p50, p99)", "s", bars)
         return
     if args.kill:
         from lake_ingest_kill import run_kills
@@ -386,17 +438,29 @@ def main(argv: Optional[List[str]] = None) -> None:
         return
     n = args.records
     topic = ensure_topic(env["KAFKA_BOOTSTRAP"], n)
-    runs: List[Run] = []
-    for name in args.only:
-        print(f"{name}: landing {n:,} readings ...", file=sys.stderr, flush=True)
-        runs.append(RUNNERS[name](env, topic, n, tag, work, args))
-    report(env, runs, n)
-    bars = []
-    for run in runs:
-        bars += [("rows/s to visible (thousands)", run["name"], run.rows_per_s / 1000),
-                 ("CPU s per M rows", run["name"], run.cpu_per_m), ("peak RSS MB", run["name"], run["rss_mb"])]
-    if not args.no_save and len(runs) == len(CONTENDERS):
-        save_merged(bars, records=n)
+    rounds: List[List[Run]] = []
+    for number in range(args.runs):  # interleaved: every contender once per round
+        runs: List[Run] = []
+        for name in args.only:
+            print(f"round {number + 1}/{args.runs}, {name}: landing {n:,} readings ...", file=sys.stderr, flush=True)
+            runs.append(RUNNERS[name](env, topic, n, f"{tag}r{number}", work, args))
+        if number == 0:
+            report(env, runs, n)
+        else:
+            print_round(env, runs, n)
+        rounds.append(runs)
+    headline = throughput_bars(rounds)
+    goals = goal_check(headline)
+    print(f"\nmedians of {args.runs} run(s) (low - high):")
+    for metric, name, median, low, high in headline:
+        print(f"  {metric:<50} {name:<23} {median:>10,.1f}  ({low:,.1f} - {high:,.1f})")
+    for metric, verdict in goals.items():
+        print(f"  goal, {metric} ({GOALS.get(metric, GOALS['rows/s'])}): {verdict}")
+    if not args.no_save and len(args.only) == len(CONTENDERS):
+        save("lake_ingest", f"Kafka -> Iceberg, {n:,} JSON readings, to visible: edge vs Spark SS vs Kafka Connect, "
+             f"median of {args.runs} runs", "mixed", headline, runs=args.runs, goals=GOALS,
+             extra={"goal check (edge-datalake)": goals, "kafka-connect-hardened tasks.max": hardened_tasks(),
+                    "connect worker start": "inside the clock (from the worker's restart)"})
 
 
 if __name__ == "__main__":

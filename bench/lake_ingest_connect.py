@@ -8,7 +8,8 @@
 - ``kafka-connect-hardened``: as Apache Iceberg's own integration tests and docs run it: both
   ``auto.offset.reset`` overrides ``earliest`` (the tasks' and the coordinator's, apache/iceberg
   PR 18006), a commit every 10 s (``--connect-commit-interval``), a 30 s commit timeout,
-  ``tasks.max`` = the topic's partitions, its own control topic.
+  ``tasks.max`` = the topic's partitions or the machine's cores, whichever is fewer (a task per
+  core at most: more only adds threads, consumers and buffers on the same cores), its own control topic.
 
 Each run restarts the worker first (its peak RSS and CPU are this run's, start-up included; the
 clock starts at the connector's submission), creates the common table, submits the connector and
@@ -64,6 +65,11 @@ def ensure_control_topic(bootstrap: str, topic: str) -> None:
         admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(timeout=30)
 
 
+def hardened_tasks() -> int:
+    """``tasks.max`` of ``kafka-connect-hardened``: no more than the topic's partitions and the cores."""
+    return max(1, min(PARTITIONS, os.cpu_count() or 1))
+
+
 def connector_config(name: str, env: Dict[str, str], topic: str, table: str, tag: str, args: Any,
                      tasks: Optional[int] = None) -> Dict[str, str]:
     """The configuration of contender ``name`` (``tasks`` overrides the hardened ``tasks.max``)."""
@@ -73,7 +79,7 @@ def connector_config(name: str, env: Dict[str, str], topic: str, table: str, tag
         return iceberg_sink_config(topic, table, uri, hardened=False, tasks=tasks, hive_columns=True)
     control = f"bench-lake-control-{tag}"
     ensure_control_topic(env["KAFKA_BOOTSTRAP"], control)
-    return iceberg_sink_config(topic, table, uri, control, tasks=tasks or PARTITIONS, hive_columns=True,
+    return iceberg_sink_config(topic, table, uri, control, tasks=tasks or hardened_tasks(), hive_columns=True,
                                commit_interval_ms=int(args.connect_commit_interval * 1000))
 
 
@@ -85,6 +91,7 @@ class ConnectRun:
         self.name, self.env, self.topic, self.table, self.tag = name, env, topic, table, tag
         self.config = connector_config(name, env, topic, table, tag, args, tasks)
         self.connector = f"bench-lake-{name.rsplit('-', 1)[1]}-{tag}"
+        self.started = time.time()  # the worker's start is inside the clock, as the others' process start
         self.worker = restart_worker()
         self.log_start = self._log_size()
         self.meter = Meter(self._pid())
@@ -153,6 +160,17 @@ class ConnectRun:
                 return True
             time.sleep(0.05)
         return False
+
+    def wait_running(self, timeout: float = 300.0) -> float:
+        """Block until every task of the connector runs; returns that wall time (the end of
+        Connect's start-up: worker start, submission, tasks assigned and started)."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            tasks = self.status().get("tasks") or []
+            if tasks and all(task.get("state") == "RUNNING" for task in tasks):
+                break
+            time.sleep(0.2)
+        return time.time()
 
     def status(self) -> Dict[str, Any]:
         try:

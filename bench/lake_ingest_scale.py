@@ -46,7 +46,7 @@ def connect_variant(li: Any, env: Dict[str, str], topic: str, n: int, tag: str, 
                     tasks: int) -> Any:
     run = li.run_connect("kafka-connect-hardened", env, topic, n, f"{tag}t{tasks}", work, args, tasks=tasks)
     run["name"] = f"kafka-connect-hardened, {tasks} task{'s' if tasks > 1 else ''}"
-    run["startup_s"] = run["first_visible_s"] or 0.0
+    # start-up: the worker's start to its tasks running (run_connect), as the edge's to its first batch
     return run
 
 
