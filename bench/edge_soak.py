@@ -266,7 +266,7 @@ def report(runs: Dict[str, List[Sample]], records: int, suffix: str = "") -> Lis
         peaks = [peak_at(samples, m) for m in marks]
         seconds = samples[-1][0] or 1
         print(f"{name:12}" + "".join(f"{p:>9.0f}" if p is not None else f"{'-':>9}" for p in peaks)
-              + f"{max(s[2] for s in samples):>9.0f}{samples[-1][1] / seconds:>10,.0f}")
+              + f"{max(max(s[2:]) for s in samples):>9.0f}{samples[-1][1] / seconds:>10,.0f}")
         bars += [(f"{m / 1e6:g}M", LABELS.get(name, name) + suffix, p) for m, p in zip(marks, peaks) if p is not None]
     for name, samples in runs.items():
         first, at6m = peak_at(samples, 500_000), peak_at(samples, 6_000_000)

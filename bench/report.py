@@ -8,9 +8,9 @@ the results left out are named on stderr. ``--any-date`` draws every result inst
 then carrying its own date and commit. One panel per benchmark, titled with what it compares and
 how it was measured (date, commit, runs): grouped bars (stream_edge next to quixstreams, a sink
 next to its server's bulk client, the edge next to Spark and Kafka Connect), the spread over the
-runs as error bars where the result has it, and for two or three contenders the ratio of the first
-two above each group. Run the benchmarks first (``./dev bench runtime_throughput`` ...): each
-saves its last run.
+runs as error bars where the result has it, and for two or three contenders measured in one
+unit (not a share) the ratio of the first two above each group. Run the benchmarks first
+(``./dev bench runtime_throughput`` ...): each saves its last run.
 """
 
 from __future__ import annotations
@@ -73,8 +73,8 @@ def render(results: list, output: Path, with_dates: bool = False) -> Path:
                          fontsize=7, padding=2)
         value = {key: bar["value"] for key, bar in bar_of.items()}
         for g, group in enumerate(groups):
-            if not 2 <= len(series) <= 3:
-                continue  # a ratio of the first two of many contenders would compare an arbitrary pair
+            if not 2 <= len(series) <= 3 or result["unit"] in ("%", "mixed"):
+                continue  # a ratio of shares, or of the first two of many contenders, compares nothing
             first, second = (value.get((group, s)) for s in series[:2])
             if first and second:
                 ax.annotate(f"{first / second:.2f}x", (g + 0.4 - width / 2, max(first, second)),

@@ -33,3 +33,21 @@ def test_no_figures_is_a_clear_error(tmp_path, capsys):
     assert "no results" in capsys.readouterr().err
     with pytest.raises(ValueError, match="no figures"):
         results.save("x", "t", "u", [], directory=tmp_path)
+
+
+def test_the_picture_holds_one_date_and_commit_and_names_what_it_left_out(tmp_path, capsys):
+    import json as _json
+
+    folder = tmp_path / "results"
+    results.save("upsert_bench", "upserts, 1,000 keys", "rows/s",
+                 [("1,000 keys", "edge", 10.0, 9.0, 12.0), ("1,000 keys", "pyiceberg", 4.0)], directory=folder, runs=3)
+    old = folder / "runtime_throughput.json"
+    old.write_text(_json.dumps({"bench": "runtime_throughput", "title": "t", "unit": "msg/s", "measured": "2020-01-01 00:00 UTC",
+                                "bars": [{"group": "g", "series": "s", "value": 1.0}]}))
+    kept, left_out = report.one_session(results.load_all(folder))
+    assert [r["bench"] for r in kept] == ["upsert_bench"] and [r["bench"] for r in left_out] == ["runtime_throughput"]
+    assert kept[0]["runs"] == 3 and kept[0]["bars"][0]["low"] == 9.0 and kept[0]["commit"]
+    assert "median of 3 runs" in report.panel_title(kept[0], with_date=False)
+    assert report.main(["--results", str(folder), "--output", str(tmp_path / "r.png")]) == 0
+    assert "left out runtime_throughput (2020-01-01 00:00 UTC, commit not recorded)" in capsys.readouterr().err
+    assert report.main(["--results", str(folder), "--output", str(tmp_path / "all.png"), "--any-date"]) == 0
