@@ -1,7 +1,7 @@
 """Kafka -> Iceberg: the edge next to what a data team would deploy instead, one finish line for all.
 
-    ./dev bench lake_ingest                          # 2,000,000 readings, every contender
-    ./dev bench lake_ingest --records 300000 --only edge-datalake,spark
+    ./dev bench lake_ingest                          # 10,000,000 readings, every contender, 3 rounds
+    ./dev bench lake_ingest --records 300000 --runs 1 --only edge-datalake,spark
     ./dev bench lake_ingest --kill                   # kill -9 each contender, 3 runs each (lake_ingest_kill.py)
     ./dev bench lake_ingest --scale                  # two edge instances vs one, Connect 2 tasks vs 1, 10M
     ./dev bench lake_ingest --only edge-datalake --edge-root /tmp/before --no-save   # an older edge
@@ -24,14 +24,18 @@ the event time, identity-partitioned: one partition per hour):
   (``bench/lake_ingest_connect.py``).
 
 The finish line is the same for all: the clock starts when the contender's process starts (Kafka
-Connect: when the connector is submitted to a freshly started worker) and stops at the first poll
+Connect: when its worker is restarted for the run, the connector submitted once it answers) and stops at the first poll
 of :class:`~lake_ingest_visible.VisibleClock` (every 0.25 s, the table's current snapshot's
-``total-records`` through pyiceberg) that sees every row. Per contender: rows/s to visible; CPU
+``total-records`` through pyiceberg) that sees every row. Per contender: rows/s to visible, with
+and without its start-up (the edge: its process start to its first batch; Spark: its JVM start;
+Connect: the worker's start to its tasks running); CPU
 seconds per million rows of every process of the contender (JVMs and their start-up included;
 the broker, the catalog and S3 excluded), the broker's CPU seconds during the run; peak RSS (the
 largest sum over the contender's processes, sampled every 0.1 s). Then every table's shape and
 content are compared (same columns and spec, ids once each, same values, same partition values).
-Figures go to ``bench/results/lake_ingest.json`` (``./dev bench report``) when every contender ran.
+Each contender runs ``--runs`` times (3 by default; rounds interleaved, each into a fresh table);
+the figures are the medians with their spread, checked against one goal per metric (:data:`GOALS`),
+and go to ``bench/results/lake_ingest.json`` (``./dev bench report``) when every contender ran.
 """
 
 from __future__ import annotations
