@@ -12,7 +12,8 @@ configuration (``spark.sql.catalog.<name>.*``, what :mod:`lakehouse.session` or 
   the layout Iceberg's ``HadoopCatalog`` keeps under the warehouse (``<ns>/<table>/metadata/
   v<N>.metadata.json`` and ``version-hint.text``). pyiceberg has no catalog of that kind.
 
-S3 settings (endpoint, keys) come from the session's S3A settings, else the standard AWS variables.
+S3 settings: the session's S3A endpoint and keys where it sets them, else what
+:meth:`stream_edge.lake.s3_settings.S3Settings.from_env` resolves (the edge's precedence).
 
 Example::
 
@@ -33,6 +34,8 @@ from pyiceberg.io import load_file_io
 from pyiceberg.serializers import FromInputFile, ToOutputFile
 from pyiceberg.table import CommitTableResponse, Table
 from pyiceberg.table.update import update_table_metadata
+
+from stream_edge.lake.s3_settings import S3Settings
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -143,18 +146,11 @@ def catalog_properties(spark: "SparkSession", name: str) -> dict[str, str]:
         value = _conf(spark, f"{prefix}.{key}")
         if value is not None:
             props[key] = value
-    endpoint = _conf(spark, "spark.hadoop.fs.s3a.endpoint") or os.environ.get("S3_ENDPOINT") \
-        or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
-    if endpoint:
-        props["s3.endpoint"] = endpoint if "://" in endpoint else f"https://{endpoint}"
-    key_id = _conf(spark, "spark.hadoop.fs.s3a.access.key") or os.environ.get("AWS_ACCESS_KEY_ID")
-    secret = _conf(spark, "spark.hadoop.fs.s3a.secret.key") or os.environ.get("AWS_SECRET_ACCESS_KEY")
-    if key_id and secret:
-        props.update({"s3.access-key-id": key_id, "s3.secret-access-key": secret})
-    if os.environ.get("AWS_REGION"):
-        props["s3.region"] = os.environ["AWS_REGION"]
-    if endpoint:
-        props["s3.force-virtual-addressing"] = "false"
+    s3 = S3Settings.from_env(endpoint_url=_conf(spark, "spark.hadoop.fs.s3a.endpoint"),
+                             access_key=_conf(spark, "spark.hadoop.fs.s3a.access.key"),
+                             secret_key=_conf(spark, "spark.hadoop.fs.s3a.secret.key"),
+                             session_token=_conf(spark, "spark.hadoop.fs.s3a.session.token"))
+    props.update(s3.pyiceberg_properties())
     return props
 
 

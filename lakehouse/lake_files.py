@@ -28,6 +28,7 @@ from stream_edge.lake import (  # the edge's layout code: one source of truth fo
     is_hidden_name,
     unescape_path_name,
 )
+from stream_edge.lake.s3_settings import S3Settings
 
 
 class LakeLayoutError(ValueError):
@@ -55,7 +56,9 @@ class LakeLocation:
     """A table root, as a URI Spark understands and as a pyarrow filesystem + path.
 
     ``s3://`` and ``s3a://`` both work: Spark and Iceberg get ``s3a://`` (hadoop-aws), pyarrow
-    gets its own S3 filesystem pointed at ``S3_ENDPOINT`` with the standard AWS variables.
+    gets its own S3 filesystem with the settings the edge resolves too
+    (:meth:`stream_edge.lake.s3_settings.S3Settings.from_env`: ``AWS_ENDPOINT_URL_S3``,
+    ``AWS_ENDPOINT_URL``, ``S3_ENDPOINT``, the region, keys and session token).
     """
 
     uri: str  # normalised: file:///abs/path or s3a://bucket/key (no trailing slash)
@@ -89,15 +92,7 @@ class LakeLocation:
 
         if self.is_local:
             return pafs.LocalFileSystem(), self.uri[len("file://"):]
-        endpoint = os.environ.get("S3_ENDPOINT")
-        kwargs: dict[str, object] = {"region": os.environ.get("AWS_REGION", "us-east-1")}
-        if endpoint:
-            scheme, _, host = endpoint.partition("://")
-            kwargs.update(endpoint_override=host or scheme, scheme=scheme if host else "https")
-        if os.environ.get("AWS_ACCESS_KEY_ID"):
-            kwargs.update(access_key=os.environ["AWS_ACCESS_KEY_ID"],
-                          secret_key=os.environ.get("AWS_SECRET_ACCESS_KEY", ""))
-        return pafs.S3FileSystem(**kwargs), self.uri[len("s3a://"):]
+        return S3Settings.from_env().filesystem(), self.uri[len("s3a://"):]
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,14 @@ One run:
 2. create the table on first run: schema from the files' Parquet footers, partitioned by the
    Hive columns of the paths (``year/month/day/hour`` as int, others as string);
 3. finish any batch a crashed run left pending (its intent is in the ledger; the commit is
-   idempotent, see ``lakehouse.register_ledger``);
+   idempotent);
 4. the new files = committed files - files in the ledger; evolve the schema for them (new
    nullable columns, safe widening), refuse incompatible types with the file and column named;
-5. per batch: write the intent, commit to the table, mark it done.
+5. per batch: claim it, commit the files it owns to the table, mark it done.
+
+Steps 3 and 5 are the registration protocol the data-lake sink's registrar runs too
+(:class:`stream_edge.lake.registrar.Registrar`, over the shared ledger); this module brings the
+table side: listing, footers, schema, and the Iceberg or Delta commit.
 
 Example::
 
@@ -32,10 +36,11 @@ from lakehouse.fault_injection import pause_point
 from lakehouse.job_report import JobReport, Progress
 from lakehouse.lake_files import (EdgeFile, LakeLayoutError, LakeLocation, edge_file_at, list_committed_files,
                                   partition_time_end, unescape_partition_value)
-from lakehouse.register_ledger import JOB_WRITER, LedgerError, RegistrationLedger
-from lakehouse.schema_evolution import IncompatibleSchemaError, SchemaPlan, plan_schema
+from lakehouse.register_ledger import JOB_WRITER, open_ledger
 from lakehouse.tables import Table, open_table
 from stream_edge.lake import unescape_path_name
+from stream_edge.lake.registrar import Claim, Registrar
+from stream_edge.lake.schema_plan import IncompatibleSchemaError, SchemaPlan, plan_schema
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -160,17 +165,13 @@ def _admit(table: Table, facts: Sequence[_FileFacts], root: LakeLocation) -> tup
     return admitted, set_aside
 
 
-def _commit_batch(table: Table, root: LakeLocation, ledger: RegistrationLedger, number: int,
-                  files: Sequence[EdgeFile]) -> bool:
-    """Commit one ledger batch idempotently, then mark it done.
+def _commit_batch(table: Table, root: LakeLocation, number: int, files: Sequence[EdgeFile]) -> bool:
+    """Commit one ledger batch idempotently (the registrar marks it done afterwards).
 
     Returns False when an earlier (crashed) run had already committed it.
     """
     from lakehouse.iceberg_tables import IcebergTable
 
-    if not files:  # every file of the batch is owned by a lower batch of another writer
-        ledger.mark_done(number)
-        return False
     pause_point("register.before-commit")
     if isinstance(table, IcebergTable):
         committed_now = table.last_batch() < number
@@ -183,23 +184,7 @@ def _commit_batch(table: Table, root: LakeLocation, ledger: RegistrationLedger, 
     if not committed_now:
         log.info("batch %d was already committed to %s by an earlier run", number, table.identifier)
     pause_point("register.after-commit")
-    ledger.mark_done(number)
     return committed_now
-
-
-def _write_job_intent(ledger: RegistrationLedger, files: list[str], table: str, attempts: int = 20) -> int:
-    """Record the job's next batch; a number taken by an edge partition's sink is skipped, one
-    taken by another register run is an error (two runs must not work on one table)."""
-    for _ in range(attempts):
-        number = ledger.next_number()
-        try:
-            ledger.write_intent(number, files, table, writer=JOB_WRITER)
-            return number
-        except LedgerError:
-            if ledger.writer_of(number) in (None, JOB_WRITER):
-                raise
-            log.info("batch number %d was taken by %s; trying the next one", number, ledger.writer_of(number))
-    raise LedgerError(f"could not record a registration batch in {ledger.dir} after {attempts} attempts")
 
 
 def run_register(spark: "SparkSession", options: RegisterOptions) -> JobReport:
@@ -239,7 +224,8 @@ def run_register(spark: "SparkSession", options: RegisterOptions) -> JobReport:
         report.extra["audit branch"] = options.audit_branch
     report.before(*table.file_stats())
 
-    ledger = RegistrationLedger(root, f"{table.table_format}-{table.uuid()}")
+    ledger = open_ledger(root, f"{table.table_format}-{table.uuid()}")
+    registrar = Registrar(ledger, table.identifier)
     others = [k for k in ledger.sibling_keys() if k.startswith("iceberg-") and k != ledger.key]
     if others:
         # An Iceberg table owns what it registered: its compaction deletes those edge files once
@@ -247,33 +233,22 @@ def run_register(spark: "SparkSession", options: RegisterOptions) -> JobReport:
         log.warning("the lake root %s is also registered into other Iceberg table(s) (ledgers %s): an "
                     "Iceberg table's compaction deletes the edge files it owns; feed one table per root",
                     root.uri, ", ".join(others))
-    batches = ledger.batches()
-    added_files = added_rows = 0
-    for batch in batches:
-        if batch.done or batch.writer != JOB_WRITER:
-            continue  # an edge partition's pending batch is finished by that partition's sink
-        if table.batch_committed(batch.number):
-            # Committed, but the run died before its done marker. Do not touch the files: a
-            # compaction since then may already have replaced and deleted them.
-            log.info("batch %d was committed by an earlier run; marking it done", batch.number)
-            ledger.mark_done(batch.number)
-            continue
-        log.info("finishing batch %d (%d files) left pending by an earlier run", batch.number, len(batch.files))
-        owned_paths = [rel for rel in batch.files if rel in set(ledger.owned_files(batch.number))]
-        gone = set(ledger.missing(owned_paths))
-        if gone:
-            # Not in the table (the batch is not committed) and not in the lake: nothing can
-            # register them again, so retrying would fail on every run; name them and go on.
-            log.warning("batch %d: %d file(s) no longer exist and are skipped: %s", batch.number, len(gone),
-                        ", ".join(sorted(gone)[:5]) + (" ..." if len(gone) > 5 else ""))
-        files = [edge_file_at(root, rel) for rel in owned_paths if rel not in gone]
+    added = {"files": 0, "rows": 0}
+
+    def finish_pending(claims: list[Claim]) -> None:
+        # Committed nowhere yet (resume asked the table): read, fit the schema, commit. An edge
+        # partition's pending batch is finished by that partition's sink.
+        [claim] = claims
+        files = [edge_file_at(root, rel) for rel in claim.files]
         facts = _read_footers(root, files)
         _prepare(table, facts, root)
-        if _commit_batch(table, root, ledger, batch.number, files):
-            added_files += len(files)
-            added_rows += sum(f.rows for f in facts)
+        if _commit_batch(table, root, claim.number, files):
+            added["files"] += len(files)
+            added["rows"] += sum(f.rows for f in facts)
 
-    known = {rel for batch in batches for rel in batch.files}
+    registrar.resume(JOB_WRITER, table.batch_committed, finish_pending)
+
+    known = ledger.registered()
     new_files = [f for f in committed if f.relative_path not in known]
     log.info("%d files are new to %s", len(new_files), table.identifier)
     set_aside: list[tuple[_FileFacts, str]] = []
@@ -281,36 +256,36 @@ def run_register(spark: "SparkSession", options: RegisterOptions) -> JobReport:
         chunk = new_files[start:start + options.max_files_per_commit]
         unread = [f for f in chunk if f.relative_path not in footers]
         facts = [footers[f.relative_path] for f in chunk if f.relative_path in footers] + _read_footers(root, unread)
-        # before the intent: a refused file is set aside, never recorded, never holds up the rest
+        # before the claim: a refused file is set aside, never recorded, never holds up the rest
         facts, refused = _admit(table, facts, root)
         set_aside += refused
         for fact, reason in refused:
             log.error("set aside (not registered): %s", reason)
         if not facts:
             continue
-        admitted = {f.file.relative_path for f in facts}
-        chunk = [f for f in chunk if f.relative_path in admitted]
-        number = _write_job_intent(ledger, [f.relative_path for f in chunk], table.identifier)
-        # The sink may have recorded some of these files in a lower batch meanwhile: it owns them.
-        owned = set(ledger.owned_files(number))
-        chunk = [f for f in chunk if f.relative_path in owned]
-        facts = [f for f in facts if f.file.relative_path in owned]
-        _commit_batch(table, root, ledger, number, chunk)
-        added_files += len(chunk)
-        added_rows += sum(f.rows for f in facts)
-        log.info("batch %d committed: %d files, %d rows", number, len(chunk), sum(f.rows for f in facts))
+
+        def commit_new(claims: list[Claim], facts: list[_FileFacts] = facts) -> None:
+            # The sink may have recorded some of these files in a lower batch meanwhile: it owns them.
+            [claim] = claims
+            owned = set(claim.files)
+            owned_facts = [f for f in facts if f.file.relative_path in owned]
+            _commit_batch(table, root, claim.number, [f.file for f in owned_facts])
+            added["files"] += len(owned_facts)
+            added["rows"] += sum(f.rows for f in owned_facts)
+            log.info("batch %d committed: %d files, %d rows", claim.number, len(owned_facts),
+                     sum(f.rows for f in owned_facts))
+
+        registrar.register([(JOB_WRITER, [f.file.relative_path for f in facts])], commit_new)
 
     # Folded on every run, so every writer's reads per run stay bounded by the batches since the
     # last fold. A path is forgotten only if this run's listing covered its partition, did not
     # find it, and it is gone now (compacted and deleted): files outside --since's partitions,
     # and files committed after the listing, are kept.
-    folded = ledger.checkpoint({f.relative_path for f in committed},
-                               listed=None if options.since is None else _listed_since(options.since))
-    if folded:
-        log.info("registration ledger: batches up to %d folded into one checkpoint", folded)
+    registrar.fold({f.relative_path for f in committed},
+                   listed=None if options.since is None else _listed_since(options.since))
     report.after(*table.file_stats())
-    report.extra["files added"] = added_files
-    report.extra["rows added"] = added_rows
+    report.extra["files added"] = added["files"]
+    report.extra["rows added"] = added["rows"]
     if set_aside:
         report.extra["files set aside"] = len(set_aside)
         report.problem = (f"{len(set_aside)} file(s) set aside, the table cannot take them (the others are "

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from stream_edge.lake.s3_settings import S3Settings
+
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
@@ -116,8 +118,10 @@ class SparkSettings:
     ICEBERG_WAREHOUSE           warehouse location (REST: optional; embedded: local folder)
     ICEBERG_TOKEN               bearer token for the REST catalog (never logged)
     ICEBERG_CREDENTIAL          OAuth2 ``client_id:client_secret`` for the REST catalog
-    S3_ENDPOINT                 S3-compatible endpoint for ``s3a://`` (MinIO, moto, ...)
-    AWS_ACCESS_KEY_ID/...       S3 credentials (standard AWS variables)
+    AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, S3_ENDPOINT
+                                S3-compatible endpoint for ``s3a://`` (MinIO, moto, ...), the
+                                first set wins (``stream_edge.lake.s3_settings``, as the edge)
+    AWS_ACCESS_KEY_ID/...       S3 credentials (standard AWS variables, session token included)
     LAKEHOUSE_LOCAL_DIR         where the embedded warehouse lives (default ``./.local/lakehouse``)
     SPARK_REMOTE                ``sc://host:port``: run over Spark Connect (as ``--remote``)
     ==========================  =============================================================
@@ -133,6 +137,7 @@ class SparkSettings:
     s3_endpoint: str | None = None
     s3_access_key: str | None = field(default=None, repr=False)
     s3_secret_key: str | None = field(default=None, repr=False)
+    s3_session_token: str | None = field(default=None, repr=False)
     local_dir: str = ".local/lakehouse"
     remote: str | None = None  # sc://host:port: run over Spark Connect
     extra_conf: dict[str, str] = field(default_factory=dict)
@@ -140,6 +145,7 @@ class SparkSettings:
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, **overrides: object) -> "SparkSettings":
         env = dict(os.environ if env is None else env)
+        s3 = S3Settings.from_env(env)
         settings = cls(
             master=env.get("LAKEHOUSE_SPARK_MASTER") or env.get("SPARK_MASTER") or None,
             catalog_name=env.get("LAKEHOUSE_CATALOG", "lake"),
@@ -147,9 +153,10 @@ class SparkSettings:
             warehouse=env.get("ICEBERG_WAREHOUSE") or None,
             token=env.get("ICEBERG_TOKEN") or None,
             credential=env.get("ICEBERG_CREDENTIAL") or None,
-            s3_endpoint=env.get("S3_ENDPOINT") or None,
-            s3_access_key=env.get("AWS_ACCESS_KEY_ID") or None,
-            s3_secret_key=env.get("AWS_SECRET_ACCESS_KEY") or None,
+            s3_endpoint=s3.endpoint_url,
+            s3_access_key=s3.access_key,
+            s3_secret_key=s3.secret_key,
+            s3_session_token=s3.session_token,
             local_dir=env.get("LAKEHOUSE_LOCAL_DIR", ".local/lakehouse"),
             remote=env.get("SPARK_REMOTE") or None,
         )
@@ -197,6 +204,10 @@ class SparkSettings:
         if self.s3_access_key and self.s3_secret_key:
             conf["spark.hadoop.fs.s3a.access.key"] = self.s3_access_key
             conf["spark.hadoop.fs.s3a.secret.key"] = self.s3_secret_key
+            if self.s3_session_token:
+                conf["spark.hadoop.fs.s3a.session.token"] = self.s3_session_token
+                conf["spark.hadoop.fs.s3a.aws.credentials.provider"] = \
+                    "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"
         if self.s3_endpoint and self.rest_uri:
             # With a custom S3 endpoint, a REST catalog's tables do their file IO through Hadoop's
             # S3A, configured above (the same client Spark reads with). Iceberg's own S3FileIO

@@ -4,6 +4,13 @@
 - :mod:`.naming`: data file names, staging area, commit log location.
 - :mod:`.commit_log`: the commit record format and the exactly-once decisions.
 - :mod:`.fencing`: who may write a partition's commit log (owner epochs, conditional slots).
+- :mod:`.exclusive_create`: create an entry only if absent (a link, a conditional PUT).
+- :mod:`.s3_settings`: the one S3 settings object (endpoint, region, keys; one precedence).
+- :mod:`.registration_ledger`, :mod:`.registrar`, :mod:`.schema_plan`,
+  :mod:`.iceberg_registration`: registering the lake's files in a table, for the sink's
+  registrar and ``lakehouse register`` alike.
+
+The Spark jobs (``lakehouse``) import from the edge only this package and the window rules.
 """
 
 from .commit_log import (

@@ -12,6 +12,13 @@ survives ``expire_snapshots``::
 
 The ``_`` prefix keeps it invisible to every reader of the lake (layout contract).
 
+An intent is created exclusively on every store (:class:`~stream_edge.lake.exclusive_create.ExclusiveCreator`:
+a link on a local disk, a conditional PUT ``If-None-Match: *`` on S3): of two writers racing for
+batch N exactly one records it, the other gets :class:`LedgerError` and takes the next number
+(:mod:`stream_edge.lake.registrar` holds that retry). Every writer claims ``max + 1`` of what it
+listed, so batch N exists before N+1 is created and :meth:`RegistrationLedger.owned_files` sees
+every lower batch: a file recorded by two writers is committed by exactly one.
+
 Protocol: write the intent (exclusive create), commit the batch to the table *idempotently*
 (the writer's last batch number is a table property set in the same commit:
 ``lakehouse.register.last-batch`` for the job, ``lakehouse.register.edge.<topic>.<partition>.last-batch``
@@ -35,11 +42,13 @@ Example::
 from __future__ import annotations
 
 import json
+import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, List, Optional, Set, Tuple
 
 from stream_edge.lake.durable import write_atomic
+from stream_edge.lake.exclusive_create import ExclusiveCreator
 
 __all__ = ("RegistrationLedger", "LedgerBatch", "LedgerError", "LEDGER_DIR", "JOB_WRITER",
            "JOB_BATCH_PROPERTY", "edge_writer", "edge_batch_property")
@@ -74,9 +83,12 @@ class LedgerBatch:
 class RegistrationLedger:
     """Append-only list of registration batches for one (edge table root, target table).
 
-    ``fs`` is a pyarrow filesystem, ``base`` the edge table root inside it, ``local`` whether it is
-    a local disk (exclusive creation by link; on S3 a check-then-PUT).
+    ``fs`` is a pyarrow filesystem, ``base`` the edge table root inside it (``bucket/prefix`` on
+    S3), ``local`` whether it is a local disk. Both registration paths open this one class.
     """
+
+    #: reads of the batch files retried when a concurrent fold deletes them mid-listing
+    READ_ATTEMPTS = 3
 
     def __init__(self, fs: Any, base: str, table_key: str, local: bool) -> None:
         self.fs = fs
@@ -84,6 +96,7 @@ class RegistrationLedger:
         self.key = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in table_key)
         self.parent = f"{base}/{LEDGER_DIR}"
         self.dir = f"{self.parent}/{self.key}"
+        self._create = ExclusiveCreator(fs, local=local)
 
     def sibling_keys(self) -> List[str]:
         """Keys of every table registered from this root (this one included)."""
@@ -109,7 +122,19 @@ class RegistrationLedger:
         return {i.base_name for i in infos if i.type == pafs.FileType.File}
 
     def batches(self) -> List[LedgerBatch]:
-        """Every batch in number order; a checkpoint stands for all batches up to its number."""
+        """Every batch in number order; a checkpoint stands for all batches up to its number.
+
+        Retried when a concurrent fold deletes the batch files being read (they go once the
+        checkpoint that replaces them is written)."""
+        for attempt in range(1, self.READ_ATTEMPTS + 1):
+            try:
+                return self._read_batches()
+            except LedgerError:
+                if attempt == self.READ_ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _read_batches(self) -> List[LedgerBatch]:
         names = self._names()
         checkpoints = sorted(n for n in names if n.startswith("checkpoint-") and n.endswith(".json"))
         out: List[LedgerBatch] = []
@@ -220,28 +245,17 @@ class RegistrationLedger:
         return None
 
     def write_intent(self, number: int, files: List[str], table: str, writer: str = JOB_WRITER) -> LedgerBatch:
-        """Durably record batch ``number`` before it is committed to the table (exclusive:
-        :class:`LedgerError` if that number is taken)."""
-        doc = {"batch": number, "table": table, "writer": writer, "files": files,
+        """Durably and exclusively record batch ``number`` before it is committed to the table
+        (:class:`LedgerError` if that number is taken). The intent carries a claim token of its
+        own, so a retried create can tell its own intent from another writer's."""
+        doc = {"batch": number, "table": table, "writer": writer, "files": files, "claim": uuid.uuid4().hex,
                "written_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-        data = json.dumps(doc, indent=0).encode()
         self.fs.create_dir(self.dir, recursive=True)
-        target = self._path(number, "json")
-        if self.local:
-            # Exclusive create: a second register run racing for the same batch fails here
-            # instead of registering the same files twice.
-            try:
-                write_atomic(target, data, exclusive=True)
-            except FileExistsError:
-                raise LedgerError(
-                    f"registration batch {number} already exists in {self.dir}: is another "
-                    "register run working on this table?"
-                ) from None
-        else:
-            if self.fs.get_file_info(target).type != 0:  # 0 = NotFound
-                raise LedgerError(f"registration batch {number} already exists in {self.dir}")
-            with self.fs.open_output_stream(target) as handle:  # an S3 PUT is atomic
-                handle.write(data)
+        try:
+            self._create(self._path(number, "json"), json.dumps(doc, indent=0).encode())
+        except FileExistsError:
+            raise LedgerError(f"registration batch {number} already exists in {self.dir}: another writer (an edge "
+                              "partition, or another register run) claimed it first") from None
         return LedgerBatch(number, tuple(files), False, writer)
 
     def mark_done(self, number: int) -> None:

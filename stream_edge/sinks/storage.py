@@ -1,10 +1,11 @@
 """Resolve a storage URL to a pyarrow filesystem: local paths and any S3 endpoint.
 
 ``file:///abs/path`` or a plain path -> ``LocalFileSystem``; ``s3://bucket[/prefix]`` ->
-``S3FileSystem`` with credentials from the standard AWS environment (``AWS_ACCESS_KEY_ID``,
-``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``, ``AWS_REGION``/``AWS_DEFAULT_REGION``) and the
-endpoint from the argument, ``AWS_ENDPOINT_URL_S3`` or ``AWS_ENDPOINT_URL`` (MinIO, moto, ...).
-Any other scheme pyarrow knows (``gs://``, ``hdfs://``...) goes through ``FileSystem.from_uri``.
+``S3FileSystem`` with the settings :meth:`stream_edge.lake.s3_settings.S3Settings.from_env`
+resolves (the arguments, then ``AWS_ENDPOINT_URL_S3``, ``AWS_ENDPOINT_URL``, ``S3_ENDPOINT`` for
+the endpoint, ``AWS_REGION``/``AWS_DEFAULT_REGION``, the standard AWS keys and session token): the
+same store the registrar and the Spark jobs resolve. Any other scheme pyarrow knows (``gs://``,
+``hdfs://``...) goes through ``FileSystem.from_uri``.
 
 Example::
 
@@ -15,14 +16,12 @@ Example::
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Optional, Tuple
+from typing import Optional, Tuple
 from urllib.parse import unquote, urlparse
 
+from stream_edge.lake.s3_settings import S3Settings
+
 __all__ = ("resolve_storage", "s3_filesystem", "display_url")
-
-
-def _env_endpoint() -> Optional[str]:
-    return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
 
 
 def s3_filesystem(
@@ -32,28 +31,9 @@ def s3_filesystem(
     secret_key: Optional[str] = None,
     session_token: Optional[str] = None,
 ):
-    """A pyarrow ``S3FileSystem``; arguments default to the standard AWS environment."""
-    from pyarrow import fs as pafs
-
-    endpoint = endpoint_url or _env_endpoint()
-    kwargs: Dict[str, Any] = {}
-    access_key = access_key or os.environ.get("AWS_ACCESS_KEY_ID")
-    secret_key = secret_key or os.environ.get("AWS_SECRET_ACCESS_KEY")
-    session_token = session_token or os.environ.get("AWS_SESSION_TOKEN")
-    if access_key and secret_key:
-        kwargs.update(access_key=access_key, secret_key=secret_key)
-        if session_token:
-            kwargs["session_token"] = session_token
-    region = region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
-    if region:
-        kwargs["region"] = region
-    if endpoint:
-        parsed = urlparse(endpoint if "://" in endpoint else f"https://{endpoint}")
-        kwargs["endpoint_override"] = parsed.netloc + parsed.path.rstrip("/")
-        kwargs["scheme"] = parsed.scheme or "https"
-        # Self-hosted endpoints (MinIO, moto) use path-style addressing.
-        kwargs["force_virtual_addressing"] = False
-    return pafs.S3FileSystem(**kwargs)
+    """A pyarrow ``S3FileSystem``; arguments default to the environment (:class:`S3Settings`)."""
+    return S3Settings.from_env(endpoint_url=endpoint_url, region=region, access_key=access_key,
+                               secret_key=secret_key, session_token=session_token).filesystem()
 
 
 def resolve_storage(url: str, *, endpoint_url: Optional[str] = None, region: Optional[str] = None,

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from lakehouse.register import RegisterOptions, run_register
-from lakehouse.register_ledger import ClaimingLedger, LedgerError
+from stream_edge.lake.registration_ledger import LedgerError, RegistrationLedger
 from stream_edge.sinks.core.datalake import DataLakeSink
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -40,7 +40,7 @@ def s3_fs(services_env):
 
 
 def test_a_batch_number_is_claimed_by_exactly_one_writer(services_env, s3_root):
-    ledgers = [ClaimingLedger(s3_fs(services_env), f"{s3_root}/t", "iceberg-race", local=False) for _ in range(6)]
+    ledgers = [RegistrationLedger(s3_fs(services_env), f"{s3_root}/t", "iceberg-race", local=False) for _ in range(6)]
     start = threading.Barrier(len(ledgers))
 
     def claim(i: int) -> bool:

@@ -124,7 +124,6 @@ def test_files_compacted_expired_and_forgotten_are_never_retried(spark, tmp_path
 
     from lakehouse.compaction import CompactOptions, run_compact
     from lakehouse.lake_files import LakeLocation, list_committed_files
-    from lakehouse.register_ledger import ClaimingLedger
 
     rest, namespace, table = names
     sink = make_sink(tmp_path / "lake", rest, namespace)
@@ -139,7 +138,7 @@ def test_files_compacted_expired_and_forgotten_are_never_retried(spark, tmp_path
     from pyiceberg.catalog import load_catalog
 
     uuid_ = load_catalog("check", type="rest", uri=rest).load_table((namespace, "readings")).metadata.table_uuid
-    ledger = ClaimingLedger(pafs.LocalFileSystem(), str(root), f"iceberg-{uuid_}", local=True)
+    ledger = RegistrationLedger(pafs.LocalFileSystem(), str(root), f"iceberg-{uuid_}", local=True)
     ledger.checkpoint(existing, min_batches=1)
     assert not ledger.registered() & set(newest)
     ledger.write_intent(ledger.next_number(), newest[:1], table, writer=edge_writer("sensors", 0))  # crashed

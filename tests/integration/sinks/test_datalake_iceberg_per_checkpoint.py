@@ -118,15 +118,15 @@ def test_a_commit_another_writer_made_meanwhile_is_retried_on_a_fresh_load(servi
     feed(sink, 0, 0, 3)
     sink.flush("sensors", 0)
     registrar = sink._registrar
-    real_ledger = registrar._ledger
+    real_registrar = registrar._registrar
 
-    def ledger_after_another_commit(table):
+    def registrar_after_another_commit(table):
         # Another writer commits between this registration's load and its commit.
         with load(rest, namespace).transaction() as tx:
             tx.set_properties({"other-writer": "was here"})
-        return real_ledger(table)
+        return real_registrar(table)
 
-    registrar._ledger = ledger_after_another_commit
+    registrar._registrar = registrar_after_another_commit
     feed(sink, 0, 3, 6)
     sink.flush("sensors", 0)
     table = load(rest, namespace)

@@ -10,7 +10,7 @@ import pytest
 from lakehouse.compaction import CompactOptions, _needing_partitions, partition_predicate, since_predicate
 from lakehouse.job_report import JobReport, redact
 from lakehouse.lake_files import LakeLocation
-from lakehouse.register_ledger import LedgerError, RegistrationLedger
+from lakehouse.register_ledger import LedgerError, open_ledger
 from lakehouse.sql_query import format_table
 from pipelines.cli import parse_duration, parse_size
 
@@ -71,7 +71,7 @@ def test_format_table():
 
 
 def test_ledger_intents_done_markers_and_exclusive_batches(tmp_path):
-    ledger = RegistrationLedger(LakeLocation.parse(str(tmp_path)), "iceberg-uuid-1")
+    ledger = open_ledger(LakeLocation.parse(str(tmp_path)), "iceberg-uuid-1")
     ledger.write_intent(1, ["a=1/f1.parquet", "a=1/f2.parquet"], "lake.db.t")
     ledger.mark_done(1)
     ledger.write_intent(2, ["a=2/f3.parquet"], "lake.db.t")
@@ -83,7 +83,7 @@ def test_ledger_intents_done_markers_and_exclusive_batches(tmp_path):
 
 
 def test_ledger_checkpoint_folds_done_batches_and_forgets_deleted_files(tmp_path):
-    ledger = RegistrationLedger(LakeLocation.parse(str(tmp_path)), "delta-uuid-2")
+    ledger = open_ledger(LakeLocation.parse(str(tmp_path)), "delta-uuid-2")
     for n in range(1, 5):
         ledger.write_intent(n, [f"h={n}/a.parquet", f"h={n}/b.parquet"], "db.t")
         ledger.mark_done(n)

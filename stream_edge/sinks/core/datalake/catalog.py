@@ -1,22 +1,25 @@
 """Optional registration of committed lake files in an Iceberg REST catalog (pyiceberg).
 
 Off by default: registering is the batch side's job (``lakehouse register``). When enabled,
-every lake commit is followed by an append of its files, under the same rules as the job, so the
-two paths are one path with two entry points (docs/design.md, "One registration path"):
+every lake commit is followed by an append of its files, by the same protocol as the job, so the
+two paths are one path with two entry points (docs/internals.md, "Iceberg registration"):
 
-* **one ledger**: ``lakehouse.register_ledger.ClaimingLedger`` next to the edge files, keyed by
-  the table's UUID, shared with the job. A batch number is claimed exclusively (a link on a local
-  disk, a conditional PUT ``If-None-Match: *`` on S3), and the lowest batch listing a file owns
-  it, so two writers never both commit a file. Each edge partition's batch number is a table
+* **one protocol, one ledger**: :class:`stream_edge.lake.registrar.Registrar` over the
+  :class:`~stream_edge.lake.registration_ledger.RegistrationLedger` next to the edge files, keyed
+  by the table's UUID, shared with the job. A batch number is claimed exclusively (a link on a
+  local disk, a conditional PUT ``If-None-Match: *`` on S3), and the lowest batch listing a file
+  owns it, so two writers never both commit a file. Each edge partition's batch number is a table
   property set in the same Iceberg commit as its files, so a crash anywhere registers nothing
-  twice; the ledger lives in the lake, so ``expire_snapshots`` cannot make it forget. The job
-  folds every writer's done batches into its checkpoints.
-* **one table shape**: created from the first files with ``lakehouse.schema_evolution`` (the
+  twice; the ledger lives in the lake, so ``expire_snapshots`` cannot make it forget.
+* **one table shape**: created from the first files by :mod:`stream_edge.lake.schema_plan` (the
   job's rules: Spark/Iceberg types from the Parquet schema, the Hive columns last and identity
   partitioned, ``year/month/day/hour`` int), format version 2, zstd, a name mapping;
 * **one evolution rule**: new nullable columns and safe widening (int -> bigint, float ->
   double, decimal precision), anything else refused with the column and types named;
 * **the same paths**: ``s3a://`` on S3 (what the job and Spark's S3A read), ``file://`` locally;
+* **the same store**: pyiceberg's S3 settings are the sink's own filesystem's
+  (:class:`~stream_edge.lake.s3_settings.S3Settings`), else the environment's, resolved as the
+  jobs resolve them;
 * **gone files are skipped**: a file a compaction rewrote and deleted (and the ledger forgot) is
   never claimed again, and a pending batch's missing files are dropped with a warning instead of
   failing every flush.
@@ -28,17 +31,16 @@ The Kafka position still goes into the snapshot summary
 from __future__ import annotations
 
 import logging
-import os
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
 from stream_edge.lake import CommitRecord
 from stream_edge.lake.iceberg_registration import append_files
-from stream_edge.lake.registration_ledger import LedgerError, edge_batch_property, edge_writer
-
-if TYPE_CHECKING:  # pragma: no cover
-    from lakehouse.register_ledger import ClaimingLedger
+from stream_edge.lake.registrar import Claim, Registrar
+from stream_edge.lake.registration_ledger import RegistrationLedger, edge_batch_property, edge_writer
+from stream_edge.lake.s3_settings import S3Settings
+from stream_edge.lake.schema_plan import arrow_to_spark, plan_schema
 
 __all__ = ("IcebergRegistrar", "offset_property", "TABLE_PROPERTIES")
 
@@ -99,6 +101,7 @@ class IcebergRegistrar:
         self._catalog: Any = None
         self._table: Any = None
         self._lake: Optional[Tuple[Any, str, bool]] = None
+        self._registrars: Dict[str, Registrar] = {}  # by table UUID: one ledger (and store probe) per table
         # True right after register_many loaded the table: its commit needs no second load
         # (between the two only the local ledger is read and written).
         self._fresh = False
@@ -107,32 +110,16 @@ class IcebergRegistrar:
         props = {"type": "rest", "uri": self.uri}
         if self._token:
             props["token"] = self._token
-        endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
-        for env_key, prop in (("AWS_ACCESS_KEY_ID", "s3.access-key-id"),
-                              ("AWS_SECRET_ACCESS_KEY", "s3.secret-access-key"),
-                              ("AWS_SESSION_TOKEN", "s3.session-token"), ("AWS_REGION", "s3.region")):
-            if os.environ.get(env_key):
-                props.setdefault(prop, os.environ[env_key])
-        if endpoint:
-            props.setdefault("s3.endpoint", endpoint)
-        props.update(self._lake_s3_properties())
+        props.update(self._s3_settings().pyiceberg_properties())
         props.update(self._properties)
         return props
 
-    def _lake_s3_properties(self) -> Dict[str, str]:
-        """pyiceberg's S3 settings from the sink's filesystem (it reads the footers of the files)."""
-        if self._lake is None or self._lake[2] or getattr(self._lake[0], "type_name", "") != "s3":
-            return {}
-        settings = self._lake[0].__reduce__()[1][0]
-        props: Dict[str, str] = {}
-        endpoint = settings.get("endpoint_override")
-        if endpoint:
-            props["s3.endpoint"] = endpoint if "://" in endpoint else f"{settings.get('scheme') or 'https'}://{endpoint}"
-        for key, prop in (("access_key", "s3.access-key-id"), ("secret_key", "s3.secret-access-key"),
-                          ("session_token", "s3.session-token"), ("region", "s3.region")):
-            if settings.get(key):
-                props[prop] = settings[key]
-        return props
+    def _s3_settings(self) -> S3Settings:
+        """The store pyiceberg reads the files' footers from: the sink's own S3 filesystem's
+        settings, else the environment's (one precedence for the edge and the jobs)."""
+        if self._lake is not None and not self._lake[2] and getattr(self._lake[0], "type_name", "") == "s3":
+            return S3Settings.from_filesystem(self._lake[0])
+        return S3Settings.from_env()
 
     def connect(self) -> None:
         from pyiceberg.catalog import load_catalog
@@ -172,8 +159,6 @@ class IcebergRegistrar:
 
     def _creation_schema(self, schema: pa.Schema) -> pa.Schema:
         """The table schema ``lakehouse register`` would create for files of ``schema``."""
-        from lakehouse.schema_evolution import plan_schema
-
         partition_columns = [c for c in self.hive_columns if c in schema.names]
         plan = plan_schema(None, [(".".join(self.identifier), schema)], partition_columns=partition_columns,
                            table_format="iceberg")
@@ -184,13 +169,16 @@ class IcebergRegistrar:
         """Where the edge table lives (the ledger is kept next to its files)."""
         self._lake = (filesystem, table_root.rstrip("/"), local)
 
-    def _ledger(self, table: Any) -> "ClaimingLedger":
-        from lakehouse.register_ledger import ClaimingLedger
-
+    def _registrar(self, table: Any) -> Registrar:
+        """The registration protocol over this table's ledger (one per table UUID)."""
         if self._lake is None:
             raise RuntimeError("IcebergRegistrar.attach_lake() must be called before registering")
-        fs, root, local = self._lake
-        return ClaimingLedger(fs, root, f"iceberg-{table.metadata.table_uuid}", local=local)
+        key = str(table.metadata.table_uuid)
+        if key not in self._registrars:
+            fs, root, local = self._lake
+            ledger = RegistrationLedger(fs, root, f"iceberg-{key}", local=local)
+            self._registrars[key] = Registrar(ledger, ".".join(self.identifier))
+        return self._registrars[key]
 
     def _uri(self, relative: str) -> str:
         assert self._lake is not None
@@ -204,61 +192,50 @@ class IcebergRegistrar:
 
     def register_many(self, entries: Sequence[Tuple[CommitRecord, List[str], pa.Schema]]) -> int:
         """Register commits (of different partitions) in ONE Iceberg commit: each partition still
-        records its own ledger batch and sets its own batch property in that commit, so a crash
+        claims its own ledger batch and sets its own batch property in that commit, so a crash
         anywhere registers nothing twice. Returns how many batches it added."""
         if not entries:
             return 0
         table = self._load_table(entries[0][2])
         table = self._table = table.refresh()
         self._fresh = True  # the first commit attempt below uses this load (one load per registration)
-        ledger = self._ledger(table)
-        for record, _paths, schema in entries:  # what a crash left half done, before reading what is known
-            self._finish_pending(ledger, edge_writer(record.topic, record.partition), record, schema)
-        known = ledger.registered()
-        batches: List[Tuple[int, CommitRecord, pa.Schema]] = []
-        for record, relative_paths, schema in entries:
-            new = [path for path in relative_paths if path not in known]
-            gone = set(ledger.missing(new))
-            if gone:
-                # Registered, compacted, deleted and forgotten by the ledger's checkpoint (or never
-                # there): claiming them again would fail on every flush.
-                logger.info("commit %s[%s]@%s: %d file(s) no longer exist (compacted); not registering them",
-                            record.topic, record.partition, record.last_offset, len(gone))
-                new = [path for path in new if path not in gone]
-            if not new:
+        registrar = self._registrar(table)
+        commits = {edge_writer(r.topic, r.partition): (r, schema) for r, _paths, schema in entries}
+
+        def commit(claims: List[Claim]) -> None:
+            self._commit([(c, *commits[c.writer]) for c in claims])
+
+        resumed: List[Claim] = []
+        for writer, (record, _schema) in commits.items():  # what a crash left half done, before the new
+            resumed += registrar.resume(writer, self._committed_check(record), commit)
+        known = registrar.ledger.registered()
+        requests = []
+        for record, relative_paths, _schema in entries:
+            new = registrar.unregistered(relative_paths, known=known, check_present=True)
+            if new:
+                requests.append((edge_writer(record.topic, record.partition), new))
+            else:
                 logger.info("commit %s[%s]@%s already registered in %s; skipping", record.topic,
                             record.partition, record.last_offset, ".".join(self.identifier))
-                continue
-            batches.append((self._write_intent(ledger, new, edge_writer(record.topic, record.partition)),
-                            record, schema))
-        if batches:
-            self._commit(ledger, batches)
+        claims = registrar.register(requests, commit, check_present=True)
         self._fresh = False
-        return len(batches)
+        if claims or resumed:
+            # Fold as the job does, so a sink that registers every checkpoint reads a bounded
+            # number of ledger files per commit; with no listing here every path is kept (the
+            # job's runs forget the ones compaction deleted).
+            registrar.fold()
+        return len(claims)
 
-    def _write_intent(self, ledger: "ClaimingLedger", files: List[str], writer: str) -> int:
-        """Record a batch under the next free number (other edge partitions and the job race for it;
-        the claim is exclusive, the loser takes the next number)."""
-        for _ in range(50):
-            number = ledger.next_number()
-            try:
-                ledger.write_intent(number, files, ".".join(self.identifier), writer=writer)
-                return number
-            except LedgerError:
-                continue
-        raise LedgerError(f"could not record a registration batch in {ledger.dir}: too many concurrent writers")
+    def _committed_check(self, record: CommitRecord) -> Callable[[int], bool]:
+        """Whether the table already holds batch ``number`` of the record's partition (its batch
+        property, set in the same commit as the files)."""
+        prop = edge_batch_property(record.topic, record.partition)
+        return lambda number: int(self._table.properties.get(prop, "0")) >= number
 
-    def _finish_pending(self, ledger: "ClaimingLedger", writer: str, record: CommitRecord,
-                        schema: pa.Schema) -> None:
-        """Batches this partition recorded but did not mark done (a crash): commit or mark them."""
-        for batch in ledger.batches():
-            if batch.done or batch.writer != writer:
-                continue
-            self._commit(ledger, [(batch.number, record, schema)])
-
-    def _commit(self, ledger: "ClaimingLedger", batches: List[Tuple[int, CommitRecord, pa.Schema]]) -> None:
-        """Commit ledger batches (``(number, record, schema)``, at most one per partition: the files
-        each owns) as one snapshot, each number as its partition's table property, once."""
+    def _commit(self, claims: List[Tuple[Claim, CommitRecord, pa.Schema]]) -> None:
+        """Commit claimed batches (at most one per partition: the files each owns) as one
+        snapshot, each number as its partition's table property, once; an Iceberg commit conflict
+        with another writer is retried on the refreshed table."""
         from pyiceberg.exceptions import CommitFailedException
 
         for attempt in range(1, COMMIT_ATTEMPTS + 1):
@@ -266,49 +243,32 @@ class IcebergRegistrar:
                 self._table = self._table.refresh()
             table, self._fresh = self._table, False
             # a batch whose number the table already has was committed before a crash cut off its done marker
-            todo = [(number, record, schema) for number, record, schema in batches
-                    if int(table.properties.get(edge_batch_property(record.topic, record.partition), "0")) < number]
-            files: List[str] = []
-            for number, _record, _schema in todo:
-                owned = ledger.owned_files(number)
-                gone = set(ledger.missing(owned))
-                if gone:
-                    logger.warning("batch %d: %d file(s) no longer exist and are skipped: %s", number, len(gone),
-                                   ", ".join(sorted(gone)[:5]))
-                files += [self._uri(path) for path in owned if path not in gone]
+            todo = [(c, record, schema) for c, record, schema in claims
+                    if int(table.properties.get(edge_batch_property(record.topic, record.partition), "0")) < c.number]
+            files = [self._uri(path) for c, _record, _schema in todo for path in c.files]
             if not files:
-                break  # every file is owned by a lower batch of another writer (or gone)
+                return
             seen: List[pa.Schema] = []
-            for _number, _record, schema in todo:
+            for _c, _record, schema in todo:
                 if not any(schema.equals(other) for other in seen):
                     seen.append(schema)
                     self._evolve(self._table, schema)
-            summary = {offset_property(r.topic, r.partition): str(r.last_offset) for _n, r, _s in todo}
+            summary = {offset_property(r.topic, r.partition): str(r.last_offset) for _c, r, _s in todo}
             if len(todo) == 1:  # one partition's commit: its offset range
                 summary["stream-edge.first-offset"] = str(todo[0][1].first_offset)
-            summary["lakehouse.register.batch"] = ",".join(str(n) for n, _r, _s in todo)
+            summary["lakehouse.register.batch"] = ",".join(str(c.number) for c, _r, _s in todo)
             try:  # the job's commit too: files, name mapping and batch properties in one transaction
                 self._table = append_files(self._table, files, snapshot_properties=summary, properties={
-                    edge_batch_property(r.topic, r.partition): str(n) for n, r, _s in todo})
-                break
+                    edge_batch_property(r.topic, r.partition): str(c.number) for c, r, _s in todo})
+                return
             except CommitFailedException as exc:
                 if attempt == COMMIT_ATTEMPTS:
                     raise
                 logger.info("Iceberg commit of batches %s conflicted (%s); retrying", summary["lakehouse.register.batch"], exc)
-        for number, _record, _schema in batches:
-            ledger.mark_done(number)
-        # Fold as the job does, so a sink that registers every checkpoint reads a bounded number of
-        # ledger files per commit; with no listing here every path is kept (the job's runs forget
-        # the ones compaction deleted).
-        folded = ledger.checkpoint(None)
-        if folded:
-            logger.info("registration ledger of %s: batches up to %d folded", ".".join(self.identifier), folded)
 
     def _evolve(self, table: Any, schema: pa.Schema) -> None:
         """Apply ``lakehouse register``'s evolution rules for files of ``schema`` (new nullable
-        columns, safe widening; :class:`~lakehouse.schema_evolution.IncompatibleSchemaError` else)."""
-        from lakehouse.schema_evolution import arrow_to_spark, plan_schema
-
+        columns, safe widening; :class:`~stream_edge.lake.schema_plan.IncompatibleSchemaError` else)."""
         columns = {f.name: arrow_to_spark(f.type) for f in table.schema().as_arrow()}
         partition_columns = [c for c in self.hive_columns if c in columns]
         plan = plan_schema(columns, [(".".join(self.identifier), schema)], partition_columns=partition_columns,
