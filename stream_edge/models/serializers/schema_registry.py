@@ -38,12 +38,13 @@ _EXTRA = "pip install 'streaming-lakehouse[edge-schema-registry]'"
 MAGIC_BYTE = 0
 
 
+_HEADER = struct.Struct(">bI")
+
+
 class SchemaRegistryUnavailable(OutageError, SerializationError):
     """The Schema Registry did not answer, failed (5xx) or refused our credentials (401/403): an
     outage, no record's fault (``stream_edge.is_outage`` is True). A ``SerializationError`` too,
     as Quix Streams raises one."""
-
-_HEADER = struct.Struct(">bI")
 
 
 @dataclass

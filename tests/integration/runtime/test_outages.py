@@ -1,0 +1,303 @@
+"""Outages on the real broker: a service that refuses or does not answer is no record's fault.
+
+The records that meet an outage wait in Kafka (their partition pauses and retries with backoff)
+and are processed once the service answers again; none is dead-lettered; under exactly-once
+every output is written once. Also: a dead letter too large for the producer is delivered cut
+and the stream goes on; a record dead-lettered under exactly-once leaves nothing of itself in the
+committed outputs or state. Services here are real servers the test controls: a TCP upstream, a
+Schema Registry (``tests/compat/serializers/registry_server.py``) that drops its connections or
+answers 401.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import socket
+import threading
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from stream_edge.errors import is_outage
+from stream_edge.processing.dead_letter import HEADER_PREFIX
+from stream_edge.service.metrics import EdgeMetrics
+from stream_edge.sinks import BatchingSink
+
+pytestmark = pytest.mark.integration
+
+
+class Upstream:
+    """A TCP service on a fixed loopback port the test can take down (connections refused) and
+    bring back."""
+
+    def __init__(self) -> None:
+        self._server = None
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        self.port = probe.getsockname()[1]
+        probe.close()
+        self.up()
+
+    def up(self) -> None:
+        server = socket.socket()
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(("127.0.0.1", self.port))
+        server.listen(64)
+        self._server = server
+        threading.Thread(target=self._serve, args=(server,), daemon=True).start()
+
+    def _serve(self, server: socket.socket) -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            conn.sendall(b"ok")
+            conn.close()
+
+    def down(self) -> None:
+        self._server.close()
+
+    def call(self) -> None:
+        with socket.create_connection(("127.0.0.1", self.port), timeout=2) as conn:
+            conn.recv(2)
+
+
+def _outage_after(upstream: Upstream, calls: int, seconds: float):
+    """A function counting its calls; at the ``calls``-th the upstream goes down for ``seconds``."""
+    state = {"n": 0}
+
+    def maybe() -> None:
+        state["n"] += 1
+        if state["n"] == calls:
+            upstream.down()
+            threading.Timer(seconds, upstream.up).start()
+
+    return maybe
+
+
+def _stop_when(app, done) -> threading.Thread:
+    def watch() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not done():
+            time.sleep(0.05)
+        app.stop()
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
+
+
+def _values(msgs) -> list:
+    return sorted(orjson.loads(m.value())["i"] for m in msgs)
+
+
+def test_an_upstream_outage_in_user_code_waits_in_kafka_and_each_output_is_written_once(
+        new_app, make_topic, produce, read_topic, committed):
+    src, out, dlq = make_topic(partitions=2), make_topic(partitions=2), make_topic()
+    n = 400
+    for partition in (0, 1):
+        produce(src, [(b"k", {"i": partition * n // 2 + i}) for i in range(n // 2)], partition=partition)
+    upstream = Upstream()
+    trigger = _outage_after(upstream, 150, 3.0)
+    seen: set = set()
+
+    def call_upstream(value):
+        trigger()
+        upstream.call()  # ConnectionRefusedError during the outage
+        seen.add(value["i"])
+        return value
+
+    app, group = new_app(dead_letter_topic=dlq, processing_guarantee="exactly-once", commit_interval=0.5)
+    app.dataframe(app.topic(src)).apply(call_upstream).to_topic(app.topic(out))
+    metrics = EdgeMetrics()
+    app.add_run_observer(metrics)
+    reasons = []
+    watcher = threading.Thread(target=lambda: [reasons.append(metrics.readiness().get("reason", "")) or time.sleep(0.1)
+                                               for _ in range(60)], daemon=True)
+    watcher.start()
+    _stop_when(app, lambda: len(seen) == n)
+    app.run()
+
+    outputs = read_topic(out, n, settle=1.0)
+    assert _values(outputs) == list(range(n))  # every record, each once, after the outage
+    assert read_topic(dlq, 1, timeout=2) == []  # none dead-lettered
+    assert metrics.registry.get_sample_value("stream_edge_outage_retries_total", {"stage": "processing"}) >= 1
+    assert any(r.startswith("outage: an upstream service (ConnectionRefusedError)") for r in reasons)
+    assert committed(group, src, partitions=2) == {0: n // 2, 1: n // 2}
+
+
+class FlakySink(BatchingSink):
+    """``add()`` refuses (ConnectionRefusedError) while ``down`` is set; ``write()`` times out
+    the first ``write_failures`` times: a destination having an outage."""
+
+    def __init__(self, write_failures: int) -> None:
+        super().__init__()
+        self.down = threading.Event()
+        self.write_failures = write_failures
+        self.written: list = []
+
+    def add(self, value, key, timestamp, headers, topic, partition, offset):
+        if self.down.is_set():
+            raise ConnectionRefusedError(111, "Connection refused")
+        super().add(value, key, timestamp, headers, topic, partition, offset)
+
+    def write(self, batch):
+        if self.write_failures:
+            self.write_failures -= 1
+            raise TimeoutError("the destination did not answer")
+        self.written.extend(item.value["i"] for item in batch)
+
+
+def test_an_outage_in_a_sink_is_retried_and_the_outputs_are_written_once(new_app, make_topic, produce, read_topic):
+    src, out, dlq = make_topic(), make_topic(), make_topic()
+    n = 200
+    produce(src, [(b"k", {"i": i}) for i in range(n)])
+    sink = FlakySink(write_failures=1)
+    count = {"n": 0}
+
+    def mark(value):
+        count["n"] += 1
+        if count["n"] == 60:
+            sink.down.set()
+            threading.Timer(2.0, sink.down.clear).start()
+        return value
+
+    app, _group = new_app(dead_letter_topic=dlq, processing_guarantee="exactly-once", commit_interval=0.3)
+    sdf = app.dataframe(app.topic(src)).apply(mark)
+    sdf.to_topic(app.topic(out))
+    sdf.sink(sink)
+    _stop_when(app, lambda: len(set(sink.written)) == n)
+    app.run()
+
+    assert sorted(set(sink.written)) == list(range(n))  # a sink is at-least-once; none lost
+    assert _values(read_topic(out, n, settle=1.0)) == list(range(n))  # exactly once
+    assert read_topic(dlq, 1, timeout=2) == []
+
+
+def _registry_server():
+    path = Path(__file__).resolve().parents[2] / "compat" / "serializers" / "registry_server.py"
+    spec = importlib.util.spec_from_file_location("outage_registry_server", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.RegistryServer()
+
+
+@pytest.mark.parametrize("failure", ["no answer", "401"])
+def test_a_schema_registry_outage_waits_and_nothing_is_dead_lettered(failure, new_app, make_topic, produce,
+                                                                     read_topic):
+    from stream_edge.models.serializers import SchemaRegistryClientConfig, SerializationContext
+    from stream_edge.models.serializers.avro import AvroDeserializer, AvroSerializer
+
+    registry = _registry_server()
+    real_answer = registry._answer
+    broken = threading.Event()
+
+    def answer(method, parts, body):
+        if broken.is_set():
+            if failure == "401":
+                return 401, {"error_code": 40101, "message": "Unauthorized"}
+            raise ConnectionAbortedError("the registry stops answering")  # the connection drops
+        return real_answer(method, parts, body)
+
+    registry._answer = answer
+    try:
+        schema = {"type": "record", "name": "R", "fields": [{"name": "i", "type": "int"}]}
+        writer = AvroSerializer(schema, schema_registry_client_config=SchemaRegistryClientConfig(
+            url=registry.url, basic_auth_user_info="writer:w"))
+        src, dlq = make_topic(), make_topic()
+        ctx = SerializationContext(src, "value")
+        produce(src, [(b"k", writer({"i": i}, ctx)) for i in range(20)])
+        broken.set()  # until the app met it (its client's own retries ride out short ones), at most 20 s
+        reader_url = registry.url.replace("http://", "http://edge:s3cret@")  # a fresh client, a secret in the URL
+        seen: list = []
+        app, _group = new_app(dead_letter_topic=dlq, commit_interval=0.5)
+        topic = app.topic(src, value_deserializer=AvroDeserializer(
+            schema_registry_client_config=SchemaRegistryClientConfig(url=reader_url)))
+        app.dataframe(topic).update(lambda v: seen.append(v["i"]))
+        metrics = EdgeMetrics()
+        app.add_run_observer(metrics)
+
+        def heal() -> None:
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and not metrics.registry.get_sample_value(
+                    "stream_edge_outage_retries_total", {"stage": "deserialization"}):
+                time.sleep(0.1)
+            broken.clear()
+
+        threading.Thread(target=heal, daemon=True).start()
+        _stop_when(app, lambda: len(seen) >= 20)
+        app.run()
+    finally:
+        registry.close()
+    assert sorted(seen) == list(range(20))
+    assert read_topic(dlq, 1, timeout=2) == []
+    assert metrics.registry.get_sample_value("stream_edge_outage_retries_total", {"stage": "deserialization"}) >= 1
+
+
+def test_a_dead_letter_too_large_is_delivered_cut_and_the_stream_goes_on(new_app, make_topic, produce, read_topic,
+                                                                         committed):
+    src, out, dlq = make_topic(), make_topic(), make_topic()
+    huge = b"\x01" + b"x" * 999_699  # 999,700 bytes, not JSON
+    produce(src, [(b"a", {"i": 0}), (b"big", huge), (b"b", {"i": 1})])
+    app, group = new_app(dead_letter_topic=dlq, commit_interval=0.3)
+    app.dataframe(app.topic(src)).to_topic(app.topic(out))
+    app.run(timeout=3)
+    assert _values(read_topic(out, 2, settle=0.5)) == [0, 1]  # once each: no crash, no replay
+    [letter] = read_topic(dlq, 1, settle=0.5)
+    headers = dict(letter.headers())
+    assert huge.startswith(letter.value()) and len(letter.value()) < len(huge)
+    assert headers[HEADER_PREFIX + "value.original.size"] == b"999700"
+    assert headers[HEADER_PREFIX + "value.sha256"] == hashlib.sha256(huge).hexdigest().encode()
+    assert headers[HEADER_PREFIX + "offset"] == b"1"
+    assert committed(group, src)[0] == 3
+
+
+def test_exactly_once_a_dead_lettered_record_leaves_no_output_and_no_state(new_app, make_topic, produce, read_topic):
+    """The bad record wrote to ``to_topic`` and to the state before it failed: the checkpoint is
+    aborted and replayed, the record dead-lettered before it runs; nothing of it is committed."""
+    src, early, late, dlq = make_topic(), make_topic(), make_topic(), make_topic()
+    items = [(b"k", {"i": i, "bad": i == 7}) for i in range(15)]
+    produce(src, items)
+
+    def count(value, state):
+        state.set("n", state.get("n", 0) + 1)
+        return {**value, "n": state.get("n")}
+
+    def check(value):
+        if value["bad"]:
+            raise ValueError(f"record {value['i']} is bad")
+        return value
+
+    app, _group = new_app(dead_letter_topic=dlq, processing_guarantee="exactly-once", commit_interval=0.3)
+    sdf = app.dataframe(app.topic(src)).apply(count, stateful=True)
+    sdf.to_topic(app.topic(early))
+    sdf.apply(check).to_topic(app.topic(late))
+    app.run(timeout=3)
+
+    firsts = [orjson.loads(m.value()) for m in read_topic(early, 14, settle=1.0)]
+    assert sorted(v["i"] for v in firsts) == [i for i in range(15) if i != 7]  # no output of the bad record
+    assert [v["n"] for v in sorted(firsts, key=lambda v: v["i"])] == list(range(1, 15))  # nor its state change
+    assert _values(read_topic(late, 14, settle=0.5)) == [i for i in range(15) if i != 7]
+    [letter] = read_topic(dlq, 1, settle=0.5)
+    assert dict(letter.headers())[HEADER_PREFIX + "offset"] == b"7"
+    assert orjson.loads(letter.value()) == {"i": 7, "bad": True}
+
+
+def test_is_outage_tells_an_error_callback_which_kind_it_got(new_app, make_topic, produce):
+    src = make_topic()
+    produce(src, [(b"k", {"i": 0})])
+    kinds = []
+
+    def on_processing_error(exc, row, logger):
+        kinds.append(is_outage(exc))
+        return False  # stop
+
+    app, _group = new_app(on_processing_error=on_processing_error)
+    app.dataframe(app.topic(src)).apply(lambda v: socket.create_connection(("127.0.0.1", 9), timeout=1))
+    with pytest.raises(ConnectionRefusedError):
+        app.run(timeout=5)
+    assert kinds == [True]
