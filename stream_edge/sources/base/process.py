@@ -120,7 +120,7 @@ def _run_source(source: Any, topic: Topic, settings: SourceSettings, changelog_t
             source.configure(topic, producer, store_partition=store)
         else:
             source.configure(topic, producer)
-        source._init_client()
+        source.init_client()
         source.start()
         producer.flush()
     except BaseException as exc:  # noqa: BLE001 - reported to the application
