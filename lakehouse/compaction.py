@@ -136,7 +136,9 @@ def _needing_partitions(files: list[dict], options: CompactOptions, partition_co
     return out
 
 
-def _check_retention(options: CompactOptions, table_format: str) -> None:
+def check_retention(options: CompactOptions, table_format: str) -> None:
+    """Refuse retentions below the safe minimum of ``table_format`` (``ValueError`` naming each
+    flag), unless ``options.allow_unsafe_retention``; what compaction and maintenance check first."""
     minimum = MIN_SAFE_RETENTION[table_format]
     problems = []
     if options.retention < minimum:
@@ -146,6 +148,9 @@ def _check_retention(options: CompactOptions, table_format: str) -> None:
                         f"{MIN_SAFE_ORPHAN_RETENTION} (files of running writers could be deleted)")
     if problems and not options.allow_unsafe_retention:
         raise ValueError("; ".join(problems) + " (pass --allow-unsafe-retention to accept the risk)")
+
+
+_check_retention = check_retention  # the old name, until every caller uses the public one
 
 
 # -- Iceberg -------------------------------------------------------------------------------------
@@ -318,7 +323,7 @@ def _compact_delta(table: DeltaTable, options: CompactOptions, report: JobReport
 
 def vacuum(table: DeltaTable, retention: timedelta) -> None:
     """``VACUUM`` a Delta table: delete files it removed more than ``retention`` ago (a retention
-    under the safe minimum must have been allowed by the caller, see ``_check_retention``)."""
+    under the safe minimum must have been allowed by the caller, see ``check_retention``)."""
     spark = table.spark
     hours = retention.total_seconds() / 3600
     key = "spark.databricks.delta.retentionDurationCheck.enabled"
@@ -357,7 +362,7 @@ def run_compact(spark: "SparkSession", options: CompactOptions) -> JobReport:
     if options.min_input_files < 1 or options.target_file_size < 1:
         raise ValueError("--min-input-files and --target-file-size must be positive")
     table = open_table(spark, options.table, options.table_format, options.default_catalog)
-    _check_retention(options, table.table_format)
+    check_retention(options, table.table_format)
     if not table.exists():
         raise ValueError(f"table {table.identifier} does not exist (run register first)")
     report = JobReport("compact", table.identifier, table.table_format)

@@ -105,11 +105,13 @@ class Checkpoint(BaseCheckpoint):
         if exactly_once:
             producer.begin_transaction()
 
-    def get_store_transaction(self, topic: str, partition: int, store_name: str = "default") -> Any:
-        """The state transaction of ``topic[partition]``."""
+    def get_store_transaction(self, stream_id: str, partition: int, store_name: str = "default") -> Any:
+        """The transaction of ``store_name`` of the stream ``stream_id`` (a dataframe's
+        ``stream_id``: its topic, or ``left--right`` after ``concat``) for ``partition``, as Quix
+        Streams 3.28 names it. Operators hold a ``StoreRef`` instead."""
         if self._state_manager is None:
             raise RuntimeError("this application has no state: register a stateful operation first")
-        return self._state_manager.get_transaction(topic, partition, store_name)
+        return self._state_manager.get_transaction(stream_id, partition, store_name)
 
     def close(self) -> None:
         """End an empty checkpoint (an empty Kafka transaction is aborted, it is timeboxed)."""

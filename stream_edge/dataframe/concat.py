@@ -20,19 +20,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Dict
 
+from .seams import Dataframe
+
 if TYPE_CHECKING:  # pragma: no cover
-    from stream_edge.dataframe.dataframe import StreamingDataFrame
     from stream_edge.models.topics import Topic
 
 __all__ = ("concat_dataframes",)
 
 
-def concat_dataframes(left: "StreamingDataFrame", right: "StreamingDataFrame") -> "StreamingDataFrame":
-    """A new StreamingDataFrame receiving every record of ``left`` and of ``right``."""
-    from stream_edge.dataframe.dataframe import StreamingDataFrame
-
-    if not isinstance(right, StreamingDataFrame):
-        raise TypeError(f"concat() needs a StreamingDataFrame, got {type(right).__name__}")
+def concat_dataframes(left: Dataframe, right: Dataframe) -> Dataframe:
+    """A new dataframe receiving every record of ``left`` and of ``right`` (both of one application)."""
     if right.processing_context is not left.processing_context:
         raise ValueError("concat() needs dataframes of the same Application")
     if right.stream is left.stream:
@@ -46,11 +43,8 @@ def concat_dataframes(left: "StreamingDataFrame", right: "StreamingDataFrame") -
         consumer = getattr(left.processing_context, "consumer", None)
         if consumer is not None:  # records of both topics in timestamp order, as Quix processes them
             consumer.order_by_timestamp(list(topics))
-    # As in Quix Streams: the stream of several topics is named by them (its state stores are fed
-    # by all of them); branches of one topic keep theirs, or join both names when they differ.
-    if len(topics) > 1:
-        stream_id = "--".join(sorted(topics))
-    else:
-        stream_id = "--".join(sorted({left.stream_id, right.stream_id}))
-    return StreamingDataFrame(*topics.values(), topic_manager=left._topic_manager, registry=left.registry,
-                              processing_context=left.processing_context, stream=out, stream_id=stream_id)
+        # As in Quix Streams: the stream of several topics is named by them (its state stores are
+        # fed by all of them: "a--b", the sorted names).
+        return left.__dataframe_clone__(*topics.values(), stream=out)
+    # Branches of one topic keep their stream id, or join both when they differ.
+    return left.__dataframe_clone__(stream=out, stream_id="--".join(sorted({left.stream_id, right.stream_id})))

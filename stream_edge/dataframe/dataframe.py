@@ -124,20 +124,47 @@ class StreamingDataFrame(BaseStreaming):
                                   processing_context=self._processing_context, stream=stream,
                                   stream_id=self._stream_id)
 
-    __dataframe_clone__ = _clone
+    # -- seams for windows, joins and concat (public, as Quix Streams 3.28 names them) ----------
+    def __dataframe_clone__(self, *topics: "Topic", stream: Optional[Stream] = None,
+                            stream_id: Optional[str] = None) -> "StreamingDataFrame":
+        """A dataframe of this application on ``stream`` (a new root when None), as Quix Streams' seam:
+        with ``topics``, a dataframe of those topics (repeated ones once) whose stream id is their
+        sorted names joined by ``--``; without, one of this dataframe's topics, under ``stream_id``
+        (default: this dataframe's). ``topics`` and ``stream_id`` together are refused.
 
-    # -- state stores -----------------------------------------------------------------------
-    def _store(self, store_name: str = "default", *, windowed: bool = False,
-               store_type: Optional[str] = None) -> "StoreRef":
-        """Register a store of this dataframe's stream (fed by its topics); return its reference."""
+        Example (what ``concat`` builds): ``left.__dataframe_clone__(*left.topics, *right.topics, stream=merged)``
+        """
+        if topics and stream_id:
+            raise ValueError('Cannot pass both "*topics" and "stream_id"')
+        if topics:
+            by_name: Dict[str, "Topic"] = {}
+            for topic in topics:
+                by_name.setdefault(topic.name, topic)
+            chosen, stream_id = tuple(by_name.values()), "--".join(sorted(by_name))
+        else:
+            chosen, stream_id = self._topics, stream_id or self._stream_id
+        return StreamingDataFrame(*chosen, topic_manager=self._topic_manager, registry=self._registry,
+                                  processing_context=self._processing_context, stream=stream,
+                                  stream_id=stream_id)
+
+    def register_store(self, store_type: Optional[str] = None, *, store_name: str = "default",
+                       windowed: bool = False) -> "StoreRef":
+        """Register a state store of this dataframe's stream (fed by all its topics); return its
+        :class:`~stream_edge.state.store_ref.StoreRef`, the one way to reach its transactions.
+
+        Without arguments: the default store, as Quix Streams' ``register_store()`` (e.g. before
+        functions that reach the state through ``message_context`` instead of ``stateful=True``).
+        Windows and joins register their named stores with ``windowed=True``.
+        """
         manager = self._processing_context.state_manager
         topics = [t.name for t in self._topics]
         if windowed:
             return manager.register_windowed_store(self._stream_id, store_name, topics=topics)
         return manager.register_store(self._stream_id, store_name, store_type, topics=topics)
 
-    def _current_transaction(self, ref: "StoreRef") -> Callable[[], Any]:
-        """A function returning ``ref``'s transaction for the partition being processed."""
+    def current_transaction(self, ref: "StoreRef") -> Callable[[], Any]:
+        """A function returning ``ref``'s transaction for the partition being processed (it reads the
+        processing context's cursor per call; take it once, when the operator is built)."""
         cursor = self._processing_context.cursor  # the loop moves it; read per message
         transaction = ref.transaction
 
@@ -145,10 +172,24 @@ class StreamingDataFrame(BaseStreaming):
             return transaction(cursor.message.partition())
         return current
 
+    def add_expanding_op(self, func: Callable[[Any, Any, int, Any], Any]) -> "StreamingDataFrame":
+        """A new dataframe after ``func(value, key, timestamp, headers) -> [(value, key, timestamp,
+        headers), ...]``, each returned record going on (none: the record stops). Windows and joins
+        are added this way; it may change keys and timestamps, so it is no user-facing operation
+        (as in Quix Streams, whose windows add ``stream.add_transform(expand=True)`` themselves)."""
+        return self._clone(self._stream.add_transform(func, expand=True))
+
+    # The names windows used before the seams were public (kept while callers move over).
+    def _store(self, store_name: str = "default", *, windowed: bool = False,
+               store_type: Optional[str] = None) -> "StoreRef":
+        return self.register_store(store_type, store_name=store_name, windowed=windowed)
+
+    _add_expanding_op = add_expanding_op
+
     def _stateful(self, func: Callable[..., Any], metadata: bool) -> Callable[[Any, Any, int, Any], Any]:
         """Wrap ``func`` so it gets the State of the current key as its last argument."""
         cursor = self._processing_context.cursor  # the loop moves it; read per message
-        transaction = self._store().transaction
+        transaction = self.register_store().transaction
         prefix = state_prefix
         if metadata:
             def stateful(value, key, timestamp, headers):
@@ -189,10 +230,6 @@ class StreamingDataFrame(BaseStreaming):
             func, metadata = self._stateful(func, metadata), True
         return self._clone(self._stream.add_filter(func, metadata=metadata))
 
-    def _add_expanding_op(self, func: Callable[[Any, Any, int, Any], Any]) -> "StreamingDataFrame":
-        """Internal seam for windows: ``func(value, key, ts, headers) -> [(value, key, ts, headers), ...]``."""
-        return self._clone(self._stream.add_transform(func, expand=True))
-
     def _add_transform(self, func: Callable[[Any, Any, int, Any], Any], expand: bool = False) -> "StreamingDataFrame":
         return self._clone(self._stream.add_transform(func, expand=expand))
 
@@ -222,7 +259,7 @@ class StreamingDataFrame(BaseStreaming):
         topic = cast("Topic", topic)
         if register is not None and topic.name not in self._topic_manager.all_topics:
             register(topic)  # a Topic built directly (not via app.topic()) is created/validated too
-        self._stream = self._stream._add(ToTopicFunction(self._processing_context.topic_output, topic, key))
+        self._stream = self._stream.add_function(ToTopicFunction(self._processing_context.topic_output, topic, key))
         return self
 
     def print(self, pretty: bool = True, metadata: bool = False) -> "StreamingDataFrame":
@@ -260,11 +297,6 @@ class StreamingDataFrame(BaseStreaming):
                 if value.get(column) is None:
                     value[column] = default
         return self.update(_fill)
-
-    def register_store(self, store_type: Optional[str] = None) -> None:
-        """Register the default state store of this dataframe's stream (e.g. before functions that
-        reach the state through ``message_context`` instead of ``stateful=True``)."""
-        self._store("default", store_type=store_type)
 
     def drop(self, columns: Union[str, List[str]], errors: Literal["ignore", "raise"] = "raise") -> "StreamingDataFrame":
         """Remove column(s) from the value (in place).
@@ -321,7 +353,7 @@ class StreamingDataFrame(BaseStreaming):
         topic = self._topic_manager.repartition_topic(
             operation=name, stream_id=self._stream_id, value_deserializer=value_deserializer,
             key_deserializer=key_deserializer, value_serializer=value_serializer, key_serializer=key_serializer)
-        self._stream = self._stream._add(ToTopicFunction(self._processing_context.topic_output, topic, key_func, internal=True))
+        self._stream = self._stream.add_function(ToTopicFunction(self._processing_context.topic_output, topic, key_func, internal=True))
         grouped = StreamingDataFrame(topic, topic_manager=self._topic_manager, registry=self._registry,
                                      processing_context=self._processing_context)
         grouped._grouped = True
@@ -479,6 +511,8 @@ class StreamingDataFrame(BaseStreaming):
         """
         from .concat import concat_dataframes
 
+        if not isinstance(other, StreamingDataFrame):
+            raise TypeError(f"concat() needs a StreamingDataFrame, got {type(other).__name__}")
         return concat_dataframes(self, other)
 
     # -- columns ------------------------------------------------------------------------------
@@ -486,16 +520,16 @@ class StreamingDataFrame(BaseStreaming):
         if isinstance(item, str):
             return StreamingSeries(sdf_id=id(self), name=item)
         if isinstance(item, StreamingSeries):
-            simple = item._compose_simple()
+            simple = item.compose_simple()
             if simple is not None:
                 return self.filter(simple)
-            return self.filter(item._compose_value(), metadata=True)
+            return self.filter(item.compose_value(), metadata=True)
         if isinstance(item, (list, tuple)):
             cols = list(item)
             return self.apply(lambda value: {col: value[col] for col in cols})
         if isinstance(item, StreamingDataFrame):
             # sdf[sdf.apply(predicate)]: filter by the result of another branch of this dataframe
-            return self.filter(self._stream.diff(item._stream).compose_value(), metadata=True)
+            return self.filter(self._stream.diff(item.stream).compose_value(), metadata=True)
         raise TypeError(f"unsupported column reference {item!r}")
 
     def __setitem__(self, column: str, item: Any) -> None:
@@ -503,18 +537,18 @@ class StreamingDataFrame(BaseStreaming):
             if item.sdf_id is not None and item.sdf_id != id(self):
                 raise InvalidOperation("Column-setting operations must originate from target SDF; "
                                        'ex: `sdf1["x"] = sdf1["y"] + 1`, NOT `sdf1["x"] = sdf2["y"] + 1` ')
-            simple = item._compose_simple()
+            simple = item.compose_simple()
             if simple is not None:
-                self._stream = self._stream._add(AssignFunction(column, simple))
+                self._stream = self._stream.add_function(AssignFunction(column, simple))
             else:
-                returning = item._compose_value()
+                returning = item.compose_value()
 
                 def assign_meta(value, key, timestamp, headers):
                     value[column] = returning(value, key, timestamp, headers)
                 self.update(assign_meta, metadata=True)
         elif isinstance(item, StreamingDataFrame):
             # sdf["col"] = sdf.apply(func): the result of the other branch becomes a column
-            returning_sdf = self._stream.diff(item._stream).compose_value()
+            returning_sdf = self._stream.diff(item.stream).compose_value()
 
             def assign_result(value, key, timestamp, headers):
                 value[column] = returning_sdf(value, key, timestamp, headers)
@@ -541,7 +575,7 @@ class StreamingDataFrame(BaseStreaming):
         """
         from .one_record import run_one
 
-        return run_one(self, value, key, timestamp, headers, ctx, topic or self.topic)
+        return run_one(self, self._registry, value, key, timestamp, headers, ctx, topic or self.topic)
 
     def __repr__(self) -> str:
         return f"StreamingDataFrame(topic={self.topic.name!r})"

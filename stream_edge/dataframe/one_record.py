@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any, List, Optional
 if TYPE_CHECKING:  # pragma: no cover
     from stream_edge.models.topics import Topic
 
-    from .dataframe import StreamingDataFrame
+    from .registry import DataframeRegistry
+    from .seams import DataframeSeams
 
 __all__ = ("run_one", "StandInMessage")
 
@@ -39,11 +40,11 @@ class StandInMessage:
     def leader_epoch(self): return None
 
 
-def run_one(sdf: "StreamingDataFrame", value: Any, key: Any, timestamp: int, headers: Optional[Any], ctx: Any,
-            topic: "Topic") -> List[Any]:
-    """Run one record through ``sdf``'s pipeline; return ``[(value, key, timestamp, headers), ...]``."""
+def run_one(sdf: "DataframeSeams", registry: Optional["DataframeRegistry"], value: Any, key: Any, timestamp: int,
+            headers: Optional[Any], ctx: Any, topic: "Topic") -> List[Any]:
+    """Run one record through ``sdf``'s pipeline (every topic's of ``registry``, its application's);
+    return ``[(value, key, timestamp, headers), ...]``."""
     results: List[Any] = []
-    registry = sdf.registry
     executors = registry.compose_all(sink=lambda v, k, t, h: results.append((v, k, t, h))) if registry else {}
     if topic.name not in executors:
         executors[topic.name] = sdf.stream.compose(sink=lambda v, k, t, h: results.append((v, k, t, h)))[

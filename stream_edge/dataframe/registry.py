@@ -10,7 +10,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from stream_edge.core.stream import Stream
     from stream_edge.models.topics import Topic
 
-    from .dataframe import StreamingDataFrame
+    from .seams import DataframeSeams
 
 __all__ = ("DataframeRegistry",)
 
@@ -19,7 +19,7 @@ class DataframeRegistry:
     """Keeps each topic's root StreamingDataFrame and the repartition topics of group_by()."""
 
     def __init__(self) -> None:
-        self._roots: Dict[str, "StreamingDataFrame"] = {}
+        self._roots: Dict[str, "DataframeSeams"] = {}
         self._root_streams: Dict[str, "Stream"] = {}  # each topic's root node, as registered
         self._topics: Dict[str, "Topic"] = {}
         self._groupby_names: set = set()
@@ -29,7 +29,7 @@ class DataframeRegistry:
         """The topics a consumer subscribes to (inputs and repartition topics)."""
         return list(self._topics.values())
 
-    def register_root(self, new_sdf: "StreamingDataFrame") -> None:
+    def register_root(self, new_sdf: "DataframeSeams") -> None:
         """Register the first StreamingDataFrame of a topic."""
         for topic in new_sdf.topics:
             if topic.name in self._roots:
@@ -39,7 +39,7 @@ class DataframeRegistry:
             self._root_streams[topic.name] = new_sdf.stream
             self._topics[topic.name] = topic
 
-    def register_groupby(self, source_sdf: "StreamingDataFrame", new_sdf: "StreamingDataFrame",
+    def register_groupby(self, source_sdf: "DataframeSeams", new_sdf: "DataframeSeams",
                          new_root: bool = True) -> None:
         """Register the StreamingDataFrame of a group_by(): the root of its repartition topic, or
         (``new_root=False``, a re-key in place on one partition) a branch of ``source_sdf``'s tree."""

@@ -55,23 +55,24 @@ class StreamingSeries(BaseStreaming):
         return self._sdf_id
 
     # -- composition ------------------------------------------------------------------------
-    def _compose_simple(self) -> Optional[Callable[[Any], Any]]:
-        """``f(value)`` if no step needs metadata, else None."""
+    def compose_simple(self) -> Optional[Callable[[Any], Any]]:
+        """``f(value)`` if no step needs metadata, else None (the dataframe then assigns or filters
+        with the cheaper one-argument form)."""
         funcs = [n.func for n in reversed(self._stream.root_path()) if not is_identity(n.func)]
         if all(type(f) is ApplyFunction and not f.expand for f in funcs):
             return _chain([f.func for f in funcs])
         return None
 
-    def _compose_value(self) -> Callable[[Any, Any, int, Any], Any]:
+    def compose_value(self) -> Callable[[Any, Any, int, Any], Any]:
         """``f(value, key, timestamp, headers) -> result`` (the form the dataframe assigns and filters with)."""
-        simple = self._compose_simple()
+        simple = self.compose_simple()
         if simple is not None:
             return lambda value, key, timestamp, headers: simple(value)
         return self._stream.compose_value()
 
     def compose_returning(self) -> Callable[[Any, Any, int, Any], Tuple[Any, Any, int, Any]]:
         """``f(value, key, timestamp, headers) -> (result, key, timestamp, headers)``, as in Quix."""
-        composed = self._compose_value()
+        composed = self.compose_value()
         return lambda value, key, timestamp, headers: (composed(value, key, timestamp, headers), key, timestamp,
                                                        headers)
 
@@ -80,7 +81,7 @@ class StreamingSeries(BaseStreaming):
         (without a sink: returning ``(result, key, timestamp, headers)``)."""
         if sink is None:
             return self.compose_returning()
-        composed = self._compose_value()
+        composed = self.compose_value()
         return lambda value, key, timestamp, headers: sink(composed(value, key, timestamp, headers), key, timestamp,
                                                            headers)
 
@@ -113,11 +114,11 @@ class StreamingSeries(BaseStreaming):
     def _binary(self, other: Any, op: Callable[[Any, Any], Any]) -> "StreamingSeries":
         self._check_same_dataframe(other)
         if isinstance(other, StreamingSeries):
-            left, right = self._compose_simple(), other._compose_simple()
+            left, right = self.compose_simple(), other.compose_simple()
             if left is not None and right is not None:
                 return StreamingSeries(stream=Stream().add_apply(lambda value: op(left(value), right(value))),
                                        sdf_id=self._sdf_id)
-            left4, right4 = self._compose_value(), other._compose_value()
+            left4, right4 = self.compose_value(), other.compose_value()
             return StreamingSeries.from_apply_callback(
                 lambda value, key, ts, headers: op(left4(value, key, ts, headers), right4(value, key, ts, headers)),
                 sdf_id=self._sdf_id)
@@ -132,12 +133,12 @@ class StreamingSeries(BaseStreaming):
         self._check_same_dataframe(other)
         if not isinstance(other, StreamingSeries):
             return self._binary(other, (lambda x, y: x and y) if is_and else (lambda x, y: x or y))
-        left, right = self._compose_simple(), other._compose_simple()
+        left, right = self.compose_simple(), other.compose_simple()
         if left is not None and right is not None:
             func = (lambda value: left(value) and right(value)) if is_and else \
                 (lambda value: left(value) or right(value))
             return StreamingSeries(stream=Stream().add_apply(func), sdf_id=self._sdf_id)
-        left4, right4 = self._compose_value(), other._compose_value()
+        left4, right4 = self.compose_value(), other.compose_value()
         if is_and:
             def logical(value, key, ts, headers):
                 return left4(value, key, ts, headers) and right4(value, key, ts, headers)

@@ -19,12 +19,17 @@ Example::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, Tuple
+from typing import Any, Dict, Protocol, Tuple
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .manager import StateStoreManager
+__all__ = ("StoreRef", "TransactionLookup")
 
-__all__ = ("StoreRef",)
+
+class TransactionLookup(Protocol):
+    """Where a reference asks for a transaction its live map lacks: the StateStoreManager (typed by
+    this protocol, so the manager imports this module and not the reverse)."""
+
+    def get_transaction(self, stream_id: str, partition: int, store_name: str = "default") -> Any:
+        """The transaction, or the error saying why there is none."""
 
 
 class StoreRef:
@@ -32,7 +37,7 @@ class StoreRef:
 
     __slots__ = ("stream_id", "name", "topics", "windowed", "_live", "_manager")
 
-    def __init__(self, manager: "StateStoreManager", stream_id: str, name: str, topics: Tuple[str, ...],
+    def __init__(self, manager: TransactionLookup, stream_id: str, name: str, topics: Tuple[str, ...],
                  windowed: bool, live: Dict[int, Any]) -> None:
         self.stream_id = stream_id
         self.name = name

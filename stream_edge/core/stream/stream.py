@@ -88,29 +88,28 @@ class Stream:
         return Stream(parents=(self, other))
 
     # -- building ---------------------------------------------------------------------------
-    def _add(self, func: StreamFunction) -> "Stream":
-        return Stream(func, parent=self)
-
     def add_function(self, func: StreamFunction) -> "Stream":
-        """Add an operator already wrapped in a :class:`StreamFunction`."""
-        return self._add(func)
+        """A new child node running ``func``, an operator already wrapped in a :class:`StreamFunction`
+        (what every ``add_*`` method builds; the dataframe adds ``ToTopicFunction`` and
+        ``AssignFunction`` through it)."""
+        return Stream(func, parent=self)
 
     def add_apply(self, func: Callable[..., Any], *, expand: bool = False, metadata: bool = False) -> "Stream":
         """Add a function whose result becomes the value downstream."""
         cls = ApplyWithMetadataFunction if metadata else ApplyFunction
-        return self._add(cls(func, expand=expand))
+        return self.add_function(cls(func, expand=expand))
 
     def add_update(self, func: Callable[..., Any], *, metadata: bool = False) -> "Stream":
         """Add a function that mutates the value in place (its result is ignored)."""
-        return self._add((UpdateWithMetadataFunction if metadata else UpdateFunction)(func))
+        return self.add_function((UpdateWithMetadataFunction if metadata else UpdateFunction)(func))
 
     def add_filter(self, func: Callable[..., Any], *, metadata: bool = False) -> "Stream":
         """Add a predicate; false-like results drop the record."""
-        return self._add((FilterWithMetadataFunction if metadata else FilterFunction)(func))
+        return self.add_function((FilterWithMetadataFunction if metadata else FilterFunction)(func))
 
     def add_transform(self, func: Callable[..., Any], *, expand: bool = False) -> "Stream":
         """Add a function returning ``(value, key, timestamp, headers)`` (or an iterable of them)."""
-        return self._add(TransformFunction(func, expand=expand))
+        return self.add_function(TransformFunction(func, expand=expand))
 
     # -- navigation -------------------------------------------------------------------------
     def root_path(self) -> List["Stream"]:

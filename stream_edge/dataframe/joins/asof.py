@@ -11,14 +11,13 @@ merged with ``None``.
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Literal, Optional, Tuple, Union
+from typing import Any, Literal, Optional, Tuple, Union
+
+from stream_edge.dataframe.seams import Dataframe
 
 from .base import joined_dataframe, stored_copy
 from .store import AsOfCodec
 from .utils import Merger, OnOverlap, check_how, check_joinable, get_merger, register_join_store, to_ms
-
-if TYPE_CHECKING:  # pragma: no cover
-    from stream_edge.dataframe import StreamingDataFrame
 
 __all__ = ("JoinAsOf", "AsOfJoinHow")
 
@@ -37,11 +36,11 @@ class JoinAsOf:
         self._grace_ms = to_ms(grace_ms)
         self._store_name = store_name or "join"
 
-    def join(self, left: "StreamingDataFrame", right: "StreamingDataFrame") -> "StreamingDataFrame":
+    def join(self, left: Dataframe, right: Dataframe) -> Dataframe:
         """Return the dataframe of joined left records."""
         check_joinable(left, right)
         codec = AsOfCodec()
-        right_tx = right._current_transaction(register_join_store(right, self._store_name))
+        right_tx = right.current_transaction(register_join_store(right, self._store_name))
         merger, grace, inner = self._merger, self._grace_ms, self._how == "inner"
 
         def store_right(value: Any, key: Any, timestamp: int, headers: Any) -> Tuple:

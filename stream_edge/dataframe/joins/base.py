@@ -8,13 +8,11 @@ executor, and both executors continue into the same operations added to the join
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
+from stream_edge.dataframe.concat import concat_dataframes
+from stream_edge.dataframe.seams import Dataframe
 from stream_edge.state.serialization import default_dumps, default_loads
-
-
-if TYPE_CHECKING:  # pragma: no cover
-    from stream_edge.dataframe import StreamingDataFrame
 
 __all__ = ("joined_dataframe", "stored_copy")
 
@@ -26,11 +24,8 @@ def stored_copy(value: Any) -> Any:
     return default_loads(default_dumps(value))
 
 
-def joined_dataframe(left: "StreamingDataFrame", right: "StreamingDataFrame",
-                     left_op: JoinOp, right_op: JoinOp) -> "StreamingDataFrame":
+def joined_dataframe(left: Dataframe, right: Dataframe, left_op: JoinOp, right_op: JoinOp) -> Dataframe:
     """Add the two expanding join operations and return the dataframe both feed: their ``concat``
     (as in Quix Streams: stream id ``<left topic>--<right topic>``, records in timestamp order,
     which joins need to be deterministic)."""
-    from stream_edge.dataframe.concat import concat_dataframes
-
-    return concat_dataframes(left._add_expanding_op(left_op), right._add_expanding_op(right_op))
+    return concat_dataframes(left.add_expanding_op(left_op), right.add_expanding_op(right_op))

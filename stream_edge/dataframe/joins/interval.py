@@ -15,14 +15,13 @@ unmatched right record. Adding a record expires the key's records older than
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Literal, Optional, Tuple, Union
+from typing import Any, Literal, Optional, Tuple, Union
+
+from stream_edge.dataframe.seams import Dataframe
 
 from .base import joined_dataframe, stored_copy
 from .store import IntervalCodec
 from .utils import Merger, OnOverlap, check_how, check_joinable, get_merger, register_join_store, to_ms
-
-if TYPE_CHECKING:  # pragma: no cover
-    from stream_edge.dataframe import StreamingDataFrame
 
 __all__ = ("IntervalJoin", "IntervalJoinHow")
 
@@ -46,14 +45,14 @@ class IntervalJoin:
             raise ValueError("The backward_ms must not be greater than the grace_ms to avoid losing data.")
         self._store_name = store_name or "join"
 
-    def join(self, left: "StreamingDataFrame", right: "StreamingDataFrame") -> "StreamingDataFrame":
+    def join(self, left: Dataframe, right: Dataframe) -> Dataframe:
         """Return the dataframe of joined records of both sides."""
         check_joinable(left, right)
         left_store = register_join_store(left, self._store_name)
         right_store = register_join_store(right, self._store_name)
         codec = IntervalCodec()
-        left_tx = left._current_transaction(left_store)
-        right_tx = right._current_transaction(right_store)
+        left_tx = left.current_transaction(left_store)
+        right_tx = right.current_transaction(right_store)
         merger, grace = self._merger, self._grace_ms
         backward, forward = self._backward_ms, self._forward_ms
         keep_left, keep_right = self._how in ("left", "outer"), self._how in ("right", "outer")

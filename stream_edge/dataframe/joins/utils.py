@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Union
 from .exceptions import StoreAlreadyRegisteredError, TopicPartitionsMismatch
 
 if TYPE_CHECKING:  # pragma: no cover
-    from stream_edge.dataframe import StreamingDataFrame
+    from stream_edge.dataframe.seams import DataframeSeams
     from stream_edge.state.store_ref import StoreRef
 
 __all__ = ("OnOverlap", "Merger", "get_merger", "to_ms", "check_joinable", "register_join_store")
@@ -82,7 +82,7 @@ def check_how(how: str, allowed: Iterable[str]) -> None:
         raise ValueError(f"Join type not supported: {how}")
 
 
-def check_joinable(left: "StreamingDataFrame", right: "StreamingDataFrame") -> None:
+def check_joinable(left: "DataframeSeams", right: "DataframeSeams") -> None:
     """Refuse self-joins and topics with different partition counts (asks the broker, as Quix does)."""
     if left.stream_id == right.stream_id or set(t.name for t in left.topics) & set(t.name for t in right.topics):
         raise ValueError("Joining dataframes originating from the same topic is not yet supported.")
@@ -98,10 +98,10 @@ def check_joinable(left: "StreamingDataFrame", right: "StreamingDataFrame") -> N
             f"The underlying topics must have the same number of partitions to use State; got {listed}")
 
 
-def register_join_store(sdf: "StreamingDataFrame", name: str) -> "StoreRef":
+def register_join_store(sdf: "DataframeSeams", name: str) -> "StoreRef":
     """Register the join's store on ``sdf``'s stream; a taken name is an error, as in Quix."""
     manager = sdf.processing_context.state_manager
     if name in manager.stores.get(sdf.stream_id, {}):
         raise StoreAlreadyRegisteredError(
             f'Store "{name}" for stream_id "{sdf.stream_id}" is already registered; provide a different name')
-    return sdf._store(name, windowed=True)
+    return sdf.register_store(store_name=name, windowed=True)

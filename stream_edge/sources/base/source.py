@@ -73,6 +73,11 @@ class BaseSource(abc.ABC):
     def setup(self) -> None:
         """Connect and check the client here (called before start(), in the source's process)."""
 
+    def init_client(self) -> None:
+        """Connect before ``start()``: what the source's process calls. It runs Quix Streams'
+        ``_init_client`` (setup(), then the connect callbacks), which a subclass may override."""
+        self._init_client()
+
     def _init_client(self) -> None:
         """setup(), then the connect callbacks; a failure callback must handle or re-raise."""
         connect(self.setup, self._on_client_connect_success, self._on_client_connect_failure)

@@ -165,7 +165,7 @@ def test_duplicate_dataframe_for_a_topic(sdf):
 
 
 def test_expanding_op_seam(sdf):
-    windowed = sdf._add_expanding_op(lambda v, k, ts, h: [(v * 2, k, ts + 1, h), (v * 3, k, ts + 2, h)])
+    windowed = sdf.add_expanding_op(lambda v, k, ts, h: [(v * 2, k, ts + 1, h), (v * 3, k, ts + 2, h)])
     assert windowed.test(1, timestamp=0) == [(2, b"key", 1, None), (3, b"key", 2, None)]
 
 

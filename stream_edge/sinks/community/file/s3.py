@@ -53,17 +53,25 @@ class S3FileSink(FileSink):
 
 
 class _LazyS3(Destination):
-    """An S3Destination created at ``connect()`` (so construction needs no server)."""
+    """An S3Destination created at ``connect()`` (so construction needs no server), given the
+    directory and file format this destination was set up with."""
 
     def __init__(self, settings: dict) -> None:
         super().__init__()
         self._settings = settings
+        self._format: Optional[Format] = None
         self._s3: Optional[S3Destination] = None
+
+    def set_extension(self, format: Format) -> None:  # noqa: A002 - v3 API name
+        super().set_extension(format)
+        self._format = format
 
     def connect(self) -> None:
         if self._s3 is None:
             s3 = S3Destination(**self._settings)
-            s3._directory, s3._extension = self._directory, self._extension
+            s3.set_directory(self._directory)
+            if self._format is not None:
+                s3.set_extension(self._format)
             self._s3 = s3
 
     def write(self, data: bytes, batch: SinkBatch) -> None:
