@@ -36,3 +36,15 @@ def test_json_and_parquet_objects(s3_bucket, s3_client, list_keys):
 def test_missing_bucket_is_reported(s3_env):
     with pytest.raises(S3BucketNotFoundError):
         S3Destination("no-such-bucket-for-sure")
+
+
+def test_s3_file_sink_connects_in_setup_and_keeps_its_directory_and_format(s3_env, s3_bucket, list_keys):
+    from stream_edge.sinks.community.file.s3 import S3FileSink
+
+    sink = S3FileSink(bucket=s3_bucket, aws_access_key_id=s3_env["AWS_ACCESS_KEY_ID"],
+                      aws_secret_access_key=s3_env["AWS_SECRET_ACCESS_KEY"], region_name=s3_env["AWS_REGION"],
+                      endpoint_url=s3_env["S3_ENDPOINT"], directory="lazy/raw", format="parquet")
+    sink.setup()  # the S3 client is created here, with the directory and format given before
+    sink.add({"n": 1}, b"key", 1000, [], "events", 0, 7)
+    sink.flush("events", 0)
+    assert list_keys(s3_bucket) == ["lazy/raw/events/0/0000000000000000007.parquet"]
