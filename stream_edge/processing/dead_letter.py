@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple, Union
 
 from confluent_kafka import KafkaError, KafkaException
 
@@ -79,19 +79,24 @@ def error_headers(msg: RawMessage, exc: BaseException, stage: str) -> List[Tuple
     ]
 
 
-def _size(value: Optional[bytes], key: Optional[bytes], headers: List[Tuple[str, bytes]]) -> int:
+Bytes = Union[bytes, str, None]  # what a raw message holds (str only from a test's Message)
+
+
+def _size(value: Bytes, key: Bytes, headers: List[Tuple[str, bytes]]) -> int:
     return (len(value or b"") + len(key or b"") + ENVELOPE_BYTES
             + sum(len(name) + len(data or b"") + 8 for name, data in headers))
 
 
-def _cut_headers(value: bytes) -> List[Tuple[str, bytes]]:
+def _cut_headers(value: Union[bytes, str]) -> List[Tuple[str, bytes]]:
+    if isinstance(value, str):
+        value = value.encode()
     return [(HEADER_PREFIX + "value.truncated", b"true"),
             (HEADER_PREFIX + "value.original.size", str(len(value)).encode()),
             (HEADER_PREFIX + "value.sha256", hashlib.sha256(value).hexdigest().encode())]
 
 
-def fit(value: Optional[bytes], key: Optional[bytes], headers: List[Tuple[str, bytes]],
-        max_bytes: int) -> Tuple[Optional[bytes], List[Tuple[str, bytes]]]:
+def fit(value: Bytes, key: Bytes, headers: List[Tuple[str, bytes]],
+        max_bytes: int) -> Tuple[Bytes, List[Tuple[str, bytes]]]:
     """The dead letter's value and headers cut to fit ``max_bytes`` (the producer's
     ``message.max.bytes``): a value too large is cut, and headers say so (its original size, the
     SHA-256 of the original bytes). A dead letter that fits is returned as is.
