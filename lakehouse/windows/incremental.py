@@ -164,7 +164,7 @@ def _open_state(run: WindowRun, plan: IncrementPlan) -> tuple["DataFrame", int |
         return found
     run.say(f"windows: rebuilding the per-group window state from source snapshot {plan.since}")
     old = run.prepare(run.source_at(plan.since)).where(run.complete)
-    return build_state(old, run.group_cols, run.order_cols, run.spec.state_bound_ms), None
+    return build_state(old, run.group_cols, run.order_cols, run.spec.closing_lag_ms), None
 
 
 def _read_state(run: WindowRun, plan: IncrementPlan) -> tuple["DataFrame", int] | None:
@@ -187,7 +187,7 @@ def _save_alongside(run: WindowRun, state: "DataFrame", arrived: "DataFrame", un
 def _save_state(run: WindowRun, state: "DataFrame", new: "DataFrame", until: int, snapshots: int | None) -> None:
     """Write the state after ``new``: an overwrite of the table the state was read from (same
     columns), a create-or-replace when it was rebuilt."""
-    advanced = advance_state(state, new, run.group_cols, run.order_cols, run.spec.state_bound_ms)
+    advanced = advance_state(state, new, run.group_cols, run.order_cols, run.spec.closing_lag_ms)
     overwrite = snapshots is not None and advanced.schema.simpleString() == state.schema.simpleString()
     write_state(advanced, run.options, until, run.fingerprint, overwrite=overwrite, snapshots=snapshots or 0)
 
@@ -200,7 +200,7 @@ def _tail_increment(run: WindowRun, plan: IncrementPlan, state: "DataFrame", arr
     key is recomputed whole (per partition: a full run). Not ``localCheckpoint``: over Spark
     Connect a checkpoint is a command that returns no observed metrics."""
     spec, group_cols, order_cols = run.spec, run.group_cols, run.order_cols
-    records, seen = tail_records(state, arrived, run.complete, group_cols, order_cols, spec.state_bound_ms)
+    records, seen = tail_records(state, arrived, run.complete, group_cols, order_cols, spec.closing_lag_ms)
     value_type = run.value_type(arrived)
     rows, _ = compute_windows(records, spec, order_cols, group_cols, value_type, run.engine, observe=False)
     tail = rows.select("key", "window_start", "window_end", "value").cache()
@@ -241,7 +241,7 @@ def _sliding_increment(run: WindowRun, plan: IncrementPlan, arrived: "DataFrame"
         return _replace_changed_keys(run, plan, arrived, bookmark)
     state, snapshots = found
     state = state.cache()  # one row per group: read by the windows' job and the state's write
-    records, seen = tail_records(state, arrived, run.complete, group_cols, order_cols, spec.state_bound_ms,
+    records, seen = tail_records(state, arrived, run.complete, group_cols, order_cols, spec.closing_lag_ms,
                                  keep_new=True)
     flags_seen = Observation(f"windows_sliding_tail_{uuid.uuid4().hex}")
     flagged = sliding_tail_flags(records, spec, order_cols, group_cols, flags_seen)

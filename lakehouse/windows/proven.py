@@ -46,7 +46,9 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from lakehouse.windows.definition import WindowSpec, quote_column
 from lakehouse.windows.native import (kept_columns, merge_sql, nan_aware, native_unsupported_reason, partials,
-                                      step_floor_sql, with_group_hash)
+                                      with_group_hash)
+from stream_edge.dataframe.windows import rules
+from stream_edge.dataframe.windows.rules import Sql
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
@@ -93,7 +95,7 @@ def _fixed_buckets(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str
     positions = [c for c in order_cols if c not in group_cols] if nan_aware(spec, data.schema["value"].dataType) else []
     bucketed = with_group_hash(data, group_cols).selectExpr(
         *map(quote_column, kept), *map(quote_column, positions), "value", "ts",
-        f"{step_floor_sql('ts', g)} AS __b", f"{position} AS __pos")
+        f"{rules.window_start(Sql('ts'), g)} AS __b", f"{position} AS __pos")
     parts = bucketed.groupBy(*kept, "__b").agg(
         *partials(spec.aggregation, positions), F.expr("min(__pos) AS __min_pos"),
         F.expr(f"min(CASE WHEN ts >= __b + {rest_ms} THEN __pos END) AS __min_rest"),
@@ -109,10 +111,12 @@ def _fixed_buckets(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str
         f"max(__max_ts) OVER {whole} AS __group_max_ts",
         f"max(__max_pos) OVER {whole} AS __group_last_pos",
         f"row_number() OVER ({_partition(group_cols)} ORDER BY __b DESC) = 1 AS __first_bucket")
+    # the bucket's oldest window (start >= b + g - duration) closed at event time 0 already
+    at_start = Sql("__b") + (g - spec.duration_ms) <= rules.closed_upto(rules.EVENT_TIME_START, spec)
     return framed.selectExpr(
-        "*", "greatest(CAST(0 AS BIGINT), __group_max_ts) AS __final",
-        f"(__b + {g + grace} <= 0 OR coalesce(__max_pos > __later, false) OR coalesce(__max_pos > __next, false))"
-             " AS __unproven")
+        "*", f"{rules.event_time(Sql('__group_max_ts'))} AS __final",
+        f"({at_start} OR coalesce(__max_pos > __later, false) OR coalesce(__max_pos > __next, false))"
+        " AS __unproven")
 
 
 def proven_fixed_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str],
@@ -124,23 +128,22 @@ def proven_fixed_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequen
     from pyspark.sql import functions as F
 
     buckets = _fixed_buckets(data, spec, order_cols, group_cols)
-    closed_below = spec.grace_ms + spec.duration_ms
-    bound = F.col("__final") - F.lit(closed_below)
+    emitted_upto = rules.closed_upto(Sql("__final"), spec)  # final() emits a window starting at or below it
+    bound = F.expr(str(emitted_upto))
     stale = ((F.col("__max_pos") == F.col("__group_last_pos"))
              & ((F.col("__last_ts") <= bound) | (F.col("__group_max_ts") <= bound)))
     buckets = buckets.observe(observation, F.count(F.when(F.col("__unproven"), 1)).alias("unproven"),
                               F.count(F.when(F.col("__first_bucket"), 1)).alias("groups"),
                               F.min(bound).alias("state_floor"), F.count(F.when(stale, 1)).alias("stale_groups"))
     merge = merge_sql(spec, data.schema["value"].dataType)
-    emitted_upto = f"__final - {closed_below}"  # final() emits a window starting at or below it
     kept = kept_columns(group_cols)
     if spec.step_ms is None:  # a bucket is a tumbling window
         rows = buckets.where(f"__b <= {emitted_upto}").selectExpr(
             "__gh", "key", "__b AS window_start", f"{merge[1]} AS value")
     else:
         step = spec.step_ms
-        oldest = f"greatest(CAST(0 AS BIGINT), {step_floor_sql(f'__b - {spec.duration_ms}', step)} + {step})"
-        newest = f"least({step_floor_sql('__b', step)}, {step_floor_sql(emitted_upto, step)})"
+        oldest = rules.oldest_start(Sql("__b"), spec.duration_ms, step)
+        newest = rules.at_most(rules.window_start(Sql("__b"), step), rules.window_start(emitted_upto, step))
         starts = buckets.where(f"{oldest} <= {newest}").selectExpr(
             "*", f"explode(sequence({oldest}, {newest}, CAST({step} AS BIGINT))) AS window_start")
         rows = starts.groupBy(*kept, "window_start").agg(F.expr(f"{merge[0]} AS value"))
@@ -152,21 +155,21 @@ def _sliding_frames(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[st
     """Every record with its window's value (``__window_value``), ``__unproven``, ``__final`` and
     the flags the emission and the observation need: one sort by descending timestamp."""
     assert isinstance(spec.aggregation, str)
-    duration, grace = spec.duration_ms, spec.grace_ms
+    duration = spec.duration_ms
     desc = f"({_partition(group_cols)} ORDER BY ts DESC"
     frame = f"{desc} RANGE BETWEEN CURRENT ROW AND {int(duration)} FOLLOWING)"
-    value = {"sum": f"sum(value) OVER {frame}", "count": f"count(value) OVER {frame}",
-             "mean": f"sum(CAST(value AS DOUBLE)) OVER {frame} / count(value) OVER {frame}",
-             "min": f"min(value) OVER {frame}", "max": f"max(value) OVER {frame}"}[spec.aggregation]
+    value = rules.frame_aggregate_sql(spec.aggregation, frame)
+    # how much newer a record must be for the window ending at ts to be closed at its arrival
+    newer = -rules.sliding_emitted_upto(0, spec)
     whole = f"{desc} ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)"
     position = _position(group_cols, order_cols)
     framed = with_group_hash(data, group_cols).selectExpr(
         "__gh", *map(quote_column, [c for c in group_cols if c != "key"]), "key", "ts", "value", f"{position} AS __pos",
         f"{value} AS __window_value", f"lag(ts) OVER {desc}) AS __newer_ts",
         # the first record (in offset order) among those more than grace newer than this one
-        f"min({position}) OVER {desc} RANGE BETWEEN UNBOUNDED PRECEDING AND {grace + 1} PRECEDING) AS __newer_first",
+        f"min({position}) OVER {desc} RANGE BETWEEN UNBOUNDED PRECEDING AND {newer} PRECEDING) AS __newer_first",
         f"max(ts) OVER {whole} AS __final", f"max({position}) OVER {whole} AS __group_last_pos")
-    awkward = f"coalesce(__newer_first < __pos, false) OR ts <= {2 * duration + grace}"
+    awkward = f"coalesce(__newer_first < __pos, false) OR {Sql('ts') <= rules.sliding_plain_floor(spec)}"
     if nan_aware(spec, data.schema["value"].dataType):
         awkward += " OR isnan(value)"
     return framed.selectExpr("*", f"({awkward}) AS __unproven")
@@ -180,15 +183,16 @@ def proven_sliding_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequ
     from pyspark.sql import functions as F
 
     framed = _sliding_frames(data, spec, order_cols, group_cols)
-    bound = F.col("__final") - F.lit(spec.state_bound_ms)
+    bound = F.expr(str(rules.closed_upto(Sql("__final"), spec)))
     stale = (F.col("__pos") == F.col("__group_last_pos")) & (F.col("ts") <= bound)
     framed = framed.observe(observation, F.count(F.when(F.col("__unproven"), 1)).alias("unproven"),
                             F.count(F.when(F.col("__newer_ts").isNull(), 1)).alias("groups"),
                             F.min(bound).alias("state_floor"), F.count(F.when(stale, 1)).alias("stale_groups"))
     # peers (records of one timestamp) share a frame: the first of them in descending order is kept
-    emitted = framed.where(f"(__newer_ts IS NULL OR __newer_ts <> ts) AND ts <= __final - {spec.grace_ms + 1}")
-    return emitted.selectExpr("__gh", "key", f"ts - {int(spec.duration_ms)} AS window_start", "ts AS window_end",
-                              "__window_value AS value")
+    emitted = framed.where(f"(__newer_ts IS NULL OR __newer_ts <> ts) AND "
+                           f"{Sql('ts') <= rules.sliding_emitted_upto(Sql('__final'), spec)}")
+    return emitted.selectExpr("__gh", "key", f"{rules.sliding_start(Sql('ts'), spec.duration_ms)} AS window_start",
+                              "ts AS window_end", "__window_value AS value")
 
 
 def unproven_keys(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str],

@@ -8,7 +8,7 @@ Kafka partition, or the partition):
   new records sit between old ones);
 * ``records``: the old records still able to fall into a window that closes later, those with
   ``ts > latest - grace - duration`` (the records of the group's open windows; sliding windows
-  ``ts >= latest - grace - duration``: ``WindowSpec.state_bound_ms``). A sliding state holds only
+  ``ts >= latest - grace - duration``: ``WindowSpec.closing_lag_ms``). A sliding state holds only
   groups that took the closed form: a full run with replayed keys drops it (:func:`drop_state`).
 
 Reading those from the old snapshot means scanning every record ever written, so a run would cost
@@ -226,5 +226,5 @@ def save_full_state(data: "DataFrame", options: WindowRecomputeOptions, group_co
     if until is None:
         return
     spec = options.window
-    write_state(full_state(data, group_cols, order_cols, spec.state_bound_ms, floor), options,
+    write_state(full_state(data, group_cols, order_cols, spec.closing_lag_ms, floor), options,
                 int(until), fingerprint)

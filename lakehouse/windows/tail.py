@@ -24,6 +24,7 @@ import uuid
 from typing import TYPE_CHECKING, Any, Sequence
 
 from lakehouse.windows.definition import quote_column
+from stream_edge.dataframe.windows.rules import group_hash_sql
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
@@ -72,9 +73,8 @@ def tail_records(state: "DataFrame", arrived: "DataFrame", complete: str, group_
 
     columns = list(arrived.columns)
     rows = _state_rows(state, columns, group_cols).unionByName(_new_rows(arrived, state, complete))
-    # the same hash as lakehouse.windows.native.group_hash (xxhash64 of the group's columns)
     groups = ", ".join(map(quote_column, group_cols))
-    rows = rows.selectExpr("*", f"xxhash64({groups}) AS __gh")
+    rows = rows.selectExpr("*", f"{group_hash_sql(list(map(quote_column, group_cols)))} AS __gh")
     ordered = f"PARTITION BY __gh, {groups} ORDER BY {', '.join(map(quote_column, order_cols))}"
     whole = f"({ordered} ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)"
     with_group = rows.selectExpr(

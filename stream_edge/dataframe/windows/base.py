@@ -12,7 +12,7 @@ import logging
 from typing import TYPE_CHECKING, Any, Callable, Deque, List, Optional, Tuple
 
 from .aggregations import MultiAggregation
-from .math import window_ranges
+from .rules import window_ranges
 
 if TYPE_CHECKING:  # pragma: no cover
     from stream_edge.dataframe import StreamingDataFrame

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 from .aggregations import Aggregation, Collect, Count, Max, Mean, Min, MultiAggregation, Reduce, Sum
 from .count import CountWindow, SessionWindow
 from .count_engine import CountWindowEngine
-from .math import to_ms, validate_time_window
+from .rules import to_ms, validate_time_window
 from .session_engine import SessionWindowEngine
 from .sliding import SlidingWindow
 from .time_based import FixedTimeWindow

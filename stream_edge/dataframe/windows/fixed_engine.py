@@ -20,7 +20,7 @@ from heapq import heappop, heappush
 from typing import Any, Callable, List, Optional, Tuple
 
 from .aggregations import MISSING, Aggregation
-from .math import validate_time_window, window_ranges
+from .rules import EVENT_TIME_START, closing_lag_ms, validate_time_window, window_ranges, window_start
 
 __all__ = ("FixedWindowEngine", "EarlyExpiringWindowEngine", "WindowResult", "LateCallback", "UpdateCallback")
 
@@ -41,7 +41,7 @@ def _ignore_late(timestamp: int, start: int, end: int, late_by_ms: int) -> None:
 class FixedWindowEngine:
     """Tumbling (``step_ms=None``) or hopping windows ``[start, start + duration)``."""
 
-    __slots__ = ("duration_ms", "grace_ms", "step_ms", "aggregation", "on_late", "_aggregate", "_result")
+    __slots__ = ("duration_ms", "grace_ms", "step_ms", "aggregation", "on_late", "_aggregate", "_result", "_closed_lag")
 
     def __init__(self, duration_ms: int, grace_ms: int, step_ms: Optional[int], aggregation: Aggregation,
                  on_late: Optional[LateCallback] = None) -> None:
@@ -53,10 +53,12 @@ class FixedWindowEngine:
         self.on_late = on_late or _ignore_late
         self._aggregate = aggregation.aggregate
         self._result = aggregation.emit
+        # the rule book's closing lag: a window starting at or below ``latest - lag`` is closed
+        self._closed_lag = closing_lag_ms("tumbling" if step_ms is None else "hopping", duration_ms, grace_ms)
 
     @staticmethod
     def new_key_state() -> list:
-        return [0, {}]
+        return [EVENT_TIME_START, {}]
 
     @staticmethod
     def dump_key_state(ks: list) -> list:
@@ -73,13 +75,13 @@ class FixedWindowEngine:
         latest = ks[0]
         if timestamp > latest:
             latest = ks[0] = timestamp
-        max_expired_start = latest - self.grace_ms - duration
+        max_expired_start = latest - self._closed_lag
         windows = ks[1]
         aggregate = self._aggregate
         step = self.step_ms
         if step is None:
             # tumbling: exactly one window, no list building on the hot path
-            start = timestamp - timestamp % duration
+            start = window_start(timestamp, duration)
             if start <= max_expired_start:
                 self.on_late(timestamp, start, start + duration, latest - self.grace_ms - timestamp)
             else:
@@ -123,8 +125,8 @@ class FixedWindowEngine:
             latest = ks[0]
             if timestamp > latest:
                 latest = ks[0] = timestamp
-            max_expired_start = latest - self.grace_ms - duration
-            start = timestamp - timestamp % duration
+            max_expired_start = latest - self._closed_lag
+            start = window_start(timestamp, duration)
             windows = ks[1]
             if start > max_expired_start:
                 windows[start] = self._aggregate(windows.get(start, MISSING), value, timestamp)
@@ -148,7 +150,7 @@ class FixedWindowEngine:
 
         The partition's event time is the largest of its keys' event times.
         """
-        latest, heap = 0, []
+        latest, heap = EVENT_TIME_START, []
         for key, ks in key_states:
             latest = max(latest, ks[0])
             for start in ks[1]:
@@ -167,7 +169,7 @@ class FixedWindowEngine:
         latest = pstate[0]
         if timestamp > latest:
             latest = pstate[0] = timestamp
-        max_expired_start = latest - self.grace_ms - duration
+        max_expired_start = latest - self._closed_lag
         windows = ks[1]
         heap = pstate[1]
         updated: list = []
@@ -226,7 +228,7 @@ class EarlyExpiringWindowEngine(FixedWindowEngine):
         latest = ks[0]
         if timestamp > latest:
             latest = timestamp
-        max_expired_start = latest - self.grace_ms - self.duration_ms
+        max_expired_start = latest - self._closed_lag
         windows = ks[1]
         before, after, result = self.before_update, self.after_update, self._result
         early: List[WindowResult] = []
@@ -261,7 +263,7 @@ class EarlyExpiringWindowEngine(FixedWindowEngine):
         """``[latest, windows, last closed start]``: a window reopened at or before the last start
         closed by event time (possible once early expiration holds the event time back) is dropped
         unemitted when it closes, as in Quix."""
-        return [0, {}, -1]
+        return [EVENT_TIME_START, {}, -1]
 
     @staticmethod
     def dump_key_state(ks: list) -> list:

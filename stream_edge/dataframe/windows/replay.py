@@ -15,22 +15,20 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
-from .aggregations import Aggregation, Collect, Count, Max, Mean, Min, Sum
+from .aggregations import Aggregation
 from .fixed_engine import FixedWindowEngine
+from .rules import aggregation_of
 from .sliding_engine import SlidingWindowEngine
 
 __all__ = ("replay", "make_engine")
-
-_AGGREGATIONS: Dict[str, Callable[[], Aggregation]] = {
-    "sum": Sum, "count": Count, "mean": Mean, "min": Min, "max": Max, "collect": Collect}
 
 
 def make_engine(kind: str, duration_ms: int, grace_ms: int = 0, step_ms: Optional[int] = None,
                 aggregation: Union[str, Aggregation] = "mean") -> Any:
     """The engine of a ``tumbling``, ``hopping`` or ``sliding`` window with ``aggregation``."""
-    agg = _AGGREGATIONS[aggregation]() if isinstance(aggregation, str) else aggregation
+    agg = aggregation_of(aggregation) if isinstance(aggregation, str) else aggregation
     if kind == "tumbling":
         return FixedWindowEngine(duration_ms, grace_ms, None, agg)
     if kind == "hopping":

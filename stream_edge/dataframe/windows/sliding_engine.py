@@ -35,7 +35,7 @@ from typing import Any, List, Optional
 
 from .aggregations import MISSING, Aggregation
 from .fixed_engine import LateCallback, WindowResult, _ignore_late
-from .math import validate_time_window
+from .rules import EVENT_TIME_START, closing_lag_ms, sliding_start, validate_time_window
 
 __all__ = ("SlidingWindowEngine",)
 
@@ -54,13 +54,15 @@ class SlidingWindowEngine:
         self.grace_ms = grace_ms
         self.aggregation = aggregation
         self.on_late = on_late or _ignore_late
+        # the rule book's closing lag: a window starting at or below ``latest - lag`` is closed
+        self._closed_lag = closing_lag_ms("sliding", duration_ms, grace_ms)
         self._collects = aggregation.collects
         # collect() keeps the values once per key, not once per window
         self._aggregate = _no_aggregate if self._collects else aggregation.aggregate
 
     @staticmethod
     def new_key_state() -> list:
-        return [0, None, {}, [], [], None]
+        return [EVENT_TIME_START, None, {}, [], [], None]
 
     @staticmethod
     def dump_key_state(ks: list) -> list:
@@ -88,9 +90,9 @@ class SlidingWindowEngine:
         latest = ks[_LATEST]
         if timestamp > latest:
             latest = timestamp
-        max_expired_start = latest - duration - self.grace_ms - 1
+        max_expired_start = latest - self._closed_lag
         max_deleted_start = max_expired_start - duration
-        left_start = max(0, timestamp - duration)
+        left_start = sliding_start(timestamp, duration)
         left_end = timestamp
         on_late = self.on_late
         if timestamp <= max_expired_start:

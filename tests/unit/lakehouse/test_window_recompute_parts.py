@@ -26,9 +26,9 @@ def test_bad_duration_is_named(bad):
 
 @pytest.mark.parametrize("kwargs, message", [
     (dict(kind="session", duration="1s"), "window kind"),
-    (dict(kind="tumbling", duration="0"), "duration must be positive"),
+    (dict(kind="tumbling", duration="0"), "Window size cannot be smaller than 1ms"),
     (dict(kind="hopping", duration="10s"), "0 < step < duration"),
-    (dict(kind="hopping", duration="10s", step="10s"), "0 < step < duration"),
+    (dict(kind="hopping", duration="10s", step="10s"), "step size must be smaller than duration"),
     (dict(kind="tumbling", duration="10s", step="5s"), "hopping windows only"),
     (dict(kind="sliding", duration="10s", closing="partition"), "per key only"),
     (dict(kind="tumbling", duration="1s", aggregation="median"), "aggregation"),
