@@ -112,6 +112,7 @@ class ExclusiveCreator:
         """One conditional PUT: True if it created the key, False if the key was taken."""
         from botocore.exceptions import BotoCoreError, ClientError
 
+        rejected = None
         try:
             self._s3_client().put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
             return True
@@ -119,11 +120,13 @@ class ExclusiveCreator:
             codes = _codes(exc)
             if codes & _TAKEN_CODES:
                 return False
-            if codes & _UNSUPPORTED_CODES:
-                raise self._unsupported("rejects conditional writes", exc) from exc
-            raise OSError(f"conditional PUT of s3://{bucket}/{key} failed: {exc}") from exc
+            if not codes & _UNSUPPORTED_CODES:
+                raise OSError(f"conditional PUT of s3://{bucket}/{key} failed: {exc}") from exc
+            rejected = str(exc)
         except BotoCoreError as exc:  # connection errors, timeouts: the sink's storage-failure path
             raise OSError(f"conditional PUT of s3://{bucket}/{key} failed: {exc}") from exc
+        # Raised outside the handler: the store's 501 is no outage a retry would see end.
+        raise self._unsupported("rejects conditional writes", rejected)
 
     def _held(self, bucket: str, key: str) -> Optional[bytes]:
         """The bytes at ``key``, or None if there is no object (yet)."""
@@ -142,27 +145,34 @@ class ExclusiveCreator:
         bucket, _, key = path.partition("/")
         if not self._verified:
             self.verify(key.rpartition("/")[0], bucket=bucket)
+        if not self._create_or_own(bucket, key, data):
+            raise FileExistsError(f"s3://{path}")
+
+    def _create_or_own(self, bucket: str, key: str, data: bytes) -> bool:
+        """Conditionally PUT ``data``: True when the key is now this writer's (created, or its own
+        earlier attempt was), False when another writer's bytes hold it."""
         for wait in (*_IN_FLIGHT_WAITS, None):
             if self._conditional_put(bucket, key, data):
-                return
+                return True
             held = self._held(bucket, key)
             if held == data:
-                return  # this writer's own earlier attempt, which botocore retried: the key is ours
+                return True  # this writer's own earlier attempt, which botocore retried: the key is ours
             if held is not None:
-                raise FileExistsError(f"s3://{path}")
+                return False
             if wait is not None:
                 time.sleep(wait)  # refused, yet nothing there: a write of the key is in flight
-        raise OSError(errno.EBUSY, f"conditional PUT of s3://{path}: the key was refused as taken but holds "
-                                   "nothing; a write of it is still in flight")
+        raise OSError(errno.EBUSY, f"conditional PUT of s3://{bucket}/{key}: the key was refused as taken but "
+                                   "holds nothing; a write of it is still in flight")
 
     def verify(self, folder: str, *, bucket: str) -> None:
         """Check once that the store refuses a second conditional PUT of one key
         (:class:`ConditionalWriteUnsupportedError` if it does not); ``folder`` is where the entries
         go (the probe object is put under it, in a hidden folder, and deleted afterwards)."""
-        probe = f"{folder}/{PROBE_DIR}/{uuid.uuid4().hex}".lstrip("/")
+        token = uuid.uuid4().hex
+        probe = f"{folder}/{PROBE_DIR}/{token}".lstrip("/")
         try:
-            if not self._conditional_put(bucket, probe, b"first"):
-                raise OSError(errno.EBUSY, f"the probe s3://{bucket}/{probe} was refused as taken on its first PUT")
+            if not self._create_or_own(bucket, probe, token.encode()):
+                raise OSError(errno.EBUSY, f"the probe s3://{bucket}/{probe} holds another writer's bytes")
             if self._conditional_put(bucket, probe, b"second"):
                 raise self._unsupported("ignores If-None-Match (a second conditional PUT of one key replaced it)")
         finally:
