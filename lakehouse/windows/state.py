@@ -42,6 +42,8 @@ from lakehouse.identifiers import quote_field_path, quote_table_name, split_mult
 from lakehouse.windows.definition import WindowRecomputeOptions, quote_column
 from lakehouse.windows.history import TableLog, table_log
 from lakehouse.windows.plan import offset_column
+from stream_edge.dataframe.windows import rules
+from stream_edge.dataframe.windows.rules import Sql
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -63,7 +65,7 @@ def build_state(records: "DataFrame", group_cols: Sequence[str], order_cols: Seq
     the records with ``ts > latest - bound``."""
     from pyspark.sql import functions as F
 
-    stats = records.groupBy(*group_cols).agg(F.greatest(F.lit(0).cast("long"), F.max("ts")).alias("latest"),
+    stats = records.groupBy(*group_cols).agg(F.expr(f"{rules.event_time(Sql('max(ts)'))} AS latest"),
                                              F.max(F.struct(*order_cols)).alias("last"))
     columns = records.columns
     open_records = (records.join(F.broadcast(stats.select(*group_cols, "latest")), on=list(group_cols))
@@ -86,7 +88,7 @@ def advance_state(prior: "DataFrame", new: "DataFrame", group_cols: Sequence[str
     from pyspark.sql import functions as F
 
     groups = list(map(quote_column, group_cols))
-    singles = new.selectExpr(*groups, "greatest(CAST(0 AS BIGINT), ts) AS latest",
+    singles = new.selectExpr(*groups, f"{rules.event_time(Sql('ts'))} AS latest",
                              f"struct({', '.join(map(quote_column, order_cols))}) AS last",
                              f"array(struct({', '.join(map(quote_column, new.columns))})) AS records")
     merged = (prior.selectExpr(*groups, "latest", "last", "records").unionByName(singles)
@@ -195,7 +197,7 @@ def full_state(data: "DataFrame", group_cols: Sequence[str], order_cols: Sequenc
         return build_state(data, group_cols, order_cols, bound)
     if floor is not None:  # one scan, pruned to the newest files; both passes below read what it kept
         data = data.where(F.col("ts") > F.lit(int(floor))).localCheckpoint(eager=True)
-    stats = (data.groupBy(*group_cols).agg(F.greatest(F.lit(0).cast("long"), F.max("ts")).alias("latest"),
+    stats = (data.groupBy(*group_cols).agg(F.expr(f"{rules.event_time(Sql('max(ts)'))} AS latest"),
                                            F.max(offset).alias("__last_offset"))
              .select(*group_cols, "latest",
                      F.struct(*[F.col("__last_offset" if c == offset else c).alias(c) for c in order_cols])
