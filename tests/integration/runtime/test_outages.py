@@ -301,3 +301,91 @@ def test_is_outage_tells_an_error_callback_which_kind_it_got(new_app, make_topic
     with pytest.raises(ConnectionRefusedError):
         app.run(timeout=5)
     assert kinds == [True]
+
+
+def _auth_mosquitto():
+    """A private Mosquitto (the local service's package) that wants a password: ``edge`` is
+    refused until :func:`_accept_edge` sets the password the sink uses."""
+    import subprocess
+    import uuid
+
+    from infra.local.connector_services import Mosquitto
+
+    class AuthMosquitto(Mosquitto):
+        def prepare(self) -> None:
+            super().prepare()
+            conf = self.home / "mosquitto.conf"
+            passwd = self.home / "passwd"
+            subprocess.run(["mosquitto_passwd", "-b", "-c", str(passwd), "reader", "r"], check=True)
+            subprocess.run(["mosquitto_passwd", "-b", str(passwd), "edge", "an-old-password"], check=True)
+            conf.write_text(conf.read_text().replace("allow_anonymous true", f"allow_anonymous false\npassword_file {passwd}"))
+
+        def ready(self) -> bool:  # any CONNACK: it answers (and refuses anonymous clients)
+            port = self._saved_port("tcp")
+            try:
+                with socket.create_connection(("127.0.0.1", port), 1) as sock:
+                    sock.settimeout(1)
+                    sock.sendall(bytes([0x10, 0x0C, 0x00, 0x04]) + b"MQTT" + bytes([0x04, 0x02, 0x00, 0x3C, 0x00, 0x00]))
+                    return sock.recv(2) == bytes([0x20, 0x02])
+            except (OSError, TypeError):
+                return False
+
+    server = AuthMosquitto(name=f"mosquitto-auth-{uuid.uuid4().hex[:6]}")
+    server.start()
+    return server
+
+
+def _accept_edge(server) -> None:
+    import os
+    import signal
+    import subprocess
+
+    subprocess.run(["mosquitto_passwd", "-b", str(server.home / "passwd"), "edge", "right"], check=True)
+    os.kill(server.pid(), signal.SIGHUP)  # Mosquitto reloads its password file
+
+
+def test_mosquitto_refusing_the_session_is_an_outage_and_every_record_arrives_after(new_app, make_topic, produce,
+                                                                                    read_topic):
+    import shutil
+    import uuid
+
+    import paho.mqtt.client as mqtt
+
+    from stream_edge.sinks.community.mqtt import MQTTSink
+
+    server = _auth_mosquitto()
+    port = server.port()
+    root = f"refused-{uuid.uuid4().hex[:6]}"
+    got: set = set()
+    reader = mqtt.Client(callback_api_version=mqtt.CallbackAPIVersion.VERSION2, client_id=f"r-{root}")
+    reader.username_pw_set("reader", "r")
+    reader.on_connect = lambda c, u, f, rc, p: c.subscribe(f"{root}/#", qos=1)
+    reader.on_message = lambda c, u, m: got.add(orjson.loads(m.payload)["i"])
+    reader.connect("127.0.0.1", port)
+    reader.loop_start()
+    try:
+        src, dlq = make_topic(), make_topic()
+        produce(src, [(b"k%d" % i, {"i": i}) for i in range(50)])
+        sink = MQTTSink(f"edge-{root}", "127.0.0.1", port, root, username="edge", password="right",
+                        tls_enabled=False, mqtt_flush_timeout_seconds=2)
+        app, _group = new_app(dead_letter_topic=dlq, commit_interval=0.5)
+        app.dataframe(app.topic(src)).sink(sink)
+        metrics = EdgeMetrics()
+        app.add_run_observer(metrics)
+
+        def fix_when_refused() -> None:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and not metrics.registry.get_sample_value(
+                    "stream_edge_outage_retries_total", {"stage": "processing"}):
+                time.sleep(0.1)
+            _accept_edge(server)
+
+        threading.Thread(target=fix_when_refused, daemon=True).start()
+        _stop_when(app, lambda: len(got) == 50)
+        app.run()
+        assert got == set(range(50))  # every record, after the broker accepted the session
+        assert read_topic(dlq, 1, timeout=2) == []  # none dead-lettered
+    finally:
+        reader.loop_stop()
+        server.stop()
+        shutil.rmtree(server.home, ignore_errors=True)
