@@ -191,7 +191,30 @@ def run_kills(li: Any, env: Dict[str, str], names: List[str], tag: str, work: Pa
             result.pop("connect", None)
             results[name].append(result)
     print_kills(results, n, args)
+    if not args.no_save:
+        save_kills(results, n, args)
     return results
+
+
+def save_kills(results: Dict[str, list], n: int, args: Any) -> None:
+    """``bench/results/lake_ingest_kill_<time|commit>.json``: per contender and run, the rows on
+    time, late, lost and duplicated, and exactly how the kill was provoked."""
+    from results import save
+
+    bars = [(f"{kind}, run {i}", name, r[key]) for name, runs in results.items() for i, r in enumerate(runs, 1)
+            for kind, key in (("on time", "on_time"), ("late", "late"), ("lost", "missing"),
+                              ("duplicates", "duplicates"))]
+    how = {name: {"signal": "SIGKILL of " + ("the Connect worker JVM" if name.startswith("kafka-connect") else
+                                              "the Spark driver JVM" if name == "spark" else "the edge process"),
+                  "when": ("once its first commit round was under way (the coordinator's START_COMMIT and a "
+                           "task's answer on the control topic)" if args.kill_at == "commit"
+                           and name.startswith("kafka-connect") else f"{kill_after(args, name):g} s after its start"),
+                  "killed at s": [round(r["killed_at"], 1) for r in runs], "kills": [r["kills"] for r in runs],
+                  "every row visible after s": [round(r["seconds"], 1) for r in runs],
+                  "stall before counting late s": settle_seconds(name, args), "late wait s": args.late_wait}
+           for name, runs in results.items()}
+    save(f"lake_ingest_kill_{args.kill_at}", f"kill -9 mid-run, {n:,} readings, {args.kill_runs} runs per contender",
+         "rows", bars, runs=args.kill_runs, extra={"how each kill was provoked": how})
 
 
 def print_kills(results: Dict[str, list], n: int, args: Any) -> None:

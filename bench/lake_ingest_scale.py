@@ -66,6 +66,15 @@ def run_scaling(li: Any, env: Dict[str, str], tag: str, work: Path, args: Any) -
     for run, found in zip(runs, ids):
         print(f"  {run['name']:<30} {found['rows']:,} rows, {found['duplicates']} duplicate(s), "
               f"{found['missing']} missing")
+    if not args.no_save and all(run["seconds"] and not found["missing"] for run, found in zip(runs, ids)):
+        from results import save
+
+        bars = [(metric, run["name"], value(run)) for run in runs for metric, value in (
+            ("rows/s to visible (thousands)", lambda r: r.rows_per_s / 1000),
+            ("start-up s", lambda r: r["startup_s"]), ("CPU s per M rows", lambda r: r.cpu_per_m),
+            ("peak RSS MB", lambda r: r["rss_mb"]), ("broker CPU s", lambda r: r["broker_cpu"]))]
+        save("lake_ingest_scale", f"scaling, {n:,} readings to visible: edge processes 1 and 2, Connect tasks 1 and 2",
+             "mixed", bars)
     return runs
 
 
