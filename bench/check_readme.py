@@ -1,6 +1,7 @@
 """Check that every figure ``bench/README.md`` quotes is in a saved result under ``bench/results/``.
 
     .venv/bin/python bench/check_readme.py          # exit 1 and one line per problem
+    .venv/bin/python bench/check_readme.py --table lake_ingest   # a saved result as the page's table
 
 The README is cut into its ``## <bench>`` sections. A section's results are the files
 ``bench/results/<bench>.json`` and ``bench/results/<bench>_*.json`` (a bench's other modes, e.g.
@@ -163,11 +164,44 @@ def check(text: str, results: dict) -> List[str]:
     return problems
 
 
+def fmt(value: float) -> str:
+    """A figure as the page shows it: thousands separated, one decimal below 1,000.
+
+    >>> fmt(301325.04), fmt(3.04), fmt(1939.8)
+    ('301,325', '3.0', '1,940')
+    """
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:,.1f}"
+
+
+def markdown_table(result: dict) -> str:
+    """A result as the page's table (rows: series; columns: groups; a spread as ``median (low – high)``)
+    under its caption: what to paste into the README after a bench saved a new run."""
+    groups = list(dict.fromkeys(b["group"] for b in result["bars"]))
+    series = list(dict.fromkeys(b["series"] for b in result["bars"]))
+    cell = {}
+    for bar in result["bars"]:
+        text = fmt(bar["value"])
+        if "low" in bar:
+            text += f" ({fmt(bar['low'])} – {fmt(bar['high'])})"
+        cell[(bar["group"], bar["series"])] = text
+    runs = result.get("runs", 1)
+    lines = [f"`bench/results/{result['bench']}.json`, {str(result.get('measured', '?'))[:10]}, commit "
+             f"`{str(result.get('commit', '?')).rstrip('+')}`, " + (f"medians of {runs} runs (low – high)" if runs > 1
+                                                                   else "one run"), "",
+             "| " + " | ".join(["", *groups]) + " |", "|" + " --- |" * (len(groups) + 1)]
+    lines += ["| " + " | ".join([name, *(cell.get((g, name), "-") for g in groups)]) + " |" for name in series]
+    return "\n".join(lines)
+
+
 def main(argv: Iterable[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--readme", type=Path, default=README)
     parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--table", metavar="BENCH", help="print BENCH's saved result as the page's table and exit")
     args = parser.parse_args(list(argv) if argv is not None else None)
+    if args.table:
+        print(markdown_table(load_results(args.results)[args.table]))
+        return 0
     problems = check(args.readme.read_text(), load_results(args.results))
     for problem in problems:
         print(problem)

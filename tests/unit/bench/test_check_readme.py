@@ -51,3 +51,9 @@ def test_main_exits_1_naming_each_problem(tmp_path, capsys):
     (tmp_path / "results").mkdir()
     assert check_readme.main(["--readme", str(readme), "--results", str(tmp_path / "results")]) == 1
     assert "README.md:5: section 'windows_throughput' has no results file but quotes 5.0" in capsys.readouterr().out
+
+
+def test_a_saved_result_printed_as_the_pages_table_passes_the_check():
+    table = check_readme.markdown_table(RESULT)
+    assert "| edge | 301,325 (290,000 – 310,000) |" in table and "medians of 3 runs" in table
+    assert check_readme.check("## lake_ingest — x\n\n" + table + "\n", {"lake_ingest": RESULT}) == []
