@@ -180,8 +180,10 @@ def normalize(raw: "DataFrame", layout: Layout) -> "DataFrame":
     source = raw.selectExpr("*", f"{layout.key_parse} AS __k") if layout.key_parse else raw
     coordinates = [f"{c} AS {q('__src' + c)}" if c in raw.columns else f"NULL AS {q('__src' + c)}"
                    for c in KAFKA_COLUMNS]
+    # a set-aside change has no key: the rejects form one group of their own, the NULL key
+    keys = [f"CASE WHEN ({layout.reject}) IS NULL THEN {expr} END AS {q(name)}" for name, expr in layout.keys]
     return source.selectExpr(
-        *(f"{expr} AS {q(name)}" for name, expr in layout.keys + layout.values),
+        *keys, *(f"{expr} AS {q(name)}" for name, expr in layout.values),
         f"{layout.action} AS __action", "_kafka_partition AS __p", "_kafka_offset AS __o",
         f"{layout.reject} AS __reject", *coordinates)
 
@@ -193,31 +195,34 @@ def rejects_of(changes: "DataFrame") -> "DataFrame":
 
 
 def last_change_per_key(changes: "DataFrame", layout: Layout) -> "DataFrame":
-    """One row per key: its key and value columns and ``__action`` (``upsert``: insert or replace;
-    ``insert``: only if the table lacks the key; ``delete``), the last change in Kafka order, with
-    snapshot reads (``__action = 'snapshot'``) applied as a sequential replay applies them."""
+    """One row per key: its key and value columns, ``__action`` (``upsert``: insert or replace;
+    ``insert``: only if the table lacks the key; ``delete``) and ``__n`` (the key's changes), the
+    last change in Kafka order, with snapshot reads (``__action = 'snapshot'``) applied as a
+    sequential replay applies them. The set-aside changes (:func:`normalize`) are one row whose
+    key columns are NULL, ``__n`` their count: counted in the same pass, never merged."""
     keys = ", ".join(q(c) for c in layout.key_columns)
     fields = ", ".join([*(q(c) for c in layout.value_columns), "__action"])
     if layout.cdc is None:  # no snapshot reads: the last change wins (one hash aggregation, no sort)
         last = changes.groupBy(*layout.key_columns).agg(
-            *[_expr(f"max_by(struct({fields}), struct(__p, __o)) AS __last")])
-        return last.selectExpr(*(q(c) for c in layout.key_columns), "__last.*")
+            _expr(f"max_by(struct({fields}), struct(__p, __o)) AS __last"), _expr("count(1) AS __n"))
+        return last.selectExpr(*(q(c) for c in layout.key_columns), "__last.*", "__n")
     pos = "struct(__p, __o)"
     live = f"CASE WHEN __action <> 'snapshot' THEN {pos} END"
     window = f"OVER (PARTITION BY {keys})"
-    ranked = changes.selectExpr("*", f"max({live}) {window} AS __ll", f"max_by(__action, {live}) {window} AS __lla")
+    ranked = changes.selectExpr("*", f"max({live}) {window} AS __ll", f"max_by(__action, {live}) {window} AS __lla",
+                                f"count(1) {window} AS __n")
     # 0: a snapshot read after the key's last live change, a delete: the key is absent there, the read inserts it;
     # 1: the last live change; 2: a snapshot read of a key without live changes: inserted if absent.
     # Per key the smallest class wins, the earliest of its reads (later reads find the key present).
     classed = ranked.selectExpr(
-        *(q(c) for c in layout.key_columns), *(q(c) for c in layout.value_columns), "__p", "__o",
-        f"CASE WHEN __action <> 'snapshot' THEN (CASE WHEN {pos} = __ll THEN 1 END) "
+        *(q(c) for c in layout.key_columns), *(q(c) for c in layout.value_columns), "__p", "__o", "__n",
+        f"CASE WHEN __reject IS NOT NULL THEN 3 WHEN __action <> 'snapshot' THEN (CASE WHEN {pos} = __ll THEN 1 END) "
         f"WHEN __ll IS NULL THEN 2 WHEN {pos} > __ll AND __lla = 'delete' THEN 0 END AS __class",
         "CASE WHEN __action <> 'snapshot' THEN __action WHEN __ll IS NULL THEN 'insert' ELSE 'upsert' END AS __action"
     ).where("__class IS NOT NULL")
     last = classed.groupBy(*layout.key_columns).agg(
-        _expr(f"min_by(struct({fields}), struct(__class, __p, __o)) AS __last"))
-    return last.selectExpr(*(q(c) for c in layout.key_columns), "__last.*")
+        _expr(f"min_by(struct({fields}), struct(__class, __p, __o)) AS __last"), _expr("max(__n) AS __n"))
+    return last.selectExpr(*(q(c) for c in layout.key_columns), "__last.*", "__n")
 
 
 def _expr(text: str) -> Any:

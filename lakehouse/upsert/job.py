@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
 from typing import TYPE_CHECKING, Callable
 
 from lakehouse.fault_injection import pause_point
 from lakehouse.iceberg_tables import IcebergTable
-from lakehouse.identifiers import split_multipart
+from lakehouse.identifiers import quote_identifier, split_multipart
 from lakehouse.upsert.changes import (Layout, debezium_layout, key_fields_of, last_change_per_key, normalize,
                                       plain_layout, rejects_of)
 from lakehouse.upsert.commit import (ConcurrentRunError, create_table, evolve_schema, merge_and_publish,
@@ -103,7 +102,6 @@ def _layout(spark: "SparkSession", options: UpsertOptions, raw: "DataFrame", sou
 
 
 def _run_once(spark: "SparkSession", options: UpsertOptions, say: Callable[[str], None]) -> UpsertReport:
-    from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
     started = time.monotonic()
@@ -132,18 +130,22 @@ def _run_once(spark: "SparkSession", options: UpsertOptions, say: Callable[[str]
         raw = (spark.read.format("iceberg").option("start-snapshot-id", str(state.bookmark))
                .option("end-snapshot-id", str(until)).load(source.identifier))
     layout = _layout(spark, options, raw, source, target, exists)
-    observed = Observation(f"upsert_read_{uuid.uuid4().hex}")
-    normalized = normalize(raw, layout).observe(
-        observed, F.count(F.lit(1)).alias("rows"), F.expr("count(__reject) AS rejected"))
     say(f"upsert: {source.identifier} snapshot {state.bookmark or 'start'} -> {until} into {target.identifier}")
-    # computed once: the merge joins its source more than once, the counts and the rejects come from it
-    changes = last_change_per_key(normalized.where("__reject IS NULL"), layout).localCheckpoint(eager=True)
-    counts = observed.get
-    report.changes_read, report.rejected = int(counts["rows"] or 0), int(counts["rejected"] or 0)
-    actions = {str(r[0]): int(r[1]) for r in changes.groupBy("__action").count().collect()}
-    report.keys_changed = sum(actions.values())
-    report.deletes = actions.get("delete", 0)
-    report.upserts = report.keys_changed - report.deletes
+    # computed once: the merge joins its source more than once, and the counts come from it (an
+    # observation would not do: a checkpoint over Spark Connect reports none)
+    last = last_change_per_key(normalize(raw, layout), layout).localCheckpoint(eager=True)
+    first_key = layout.key_columns[0]
+    for row in last.groupBy(F.col(first_key).isNull().alias("rejects"), "__action").agg(
+            F.count(F.lit(1)).alias("keys"), F.sum("__n").alias("changes")).collect():
+        report.changes_read += int(row["changes"] or 0)
+        if row["rejects"]:
+            report.rejected += int(row["changes"] or 0)
+        elif row["__action"] == "delete":
+            report.deletes += int(row["keys"])
+        else:
+            report.upserts += int(row["keys"])
+    report.keys_changed = report.upserts + report.deletes
+    changes = last.where(f"{quote_identifier(first_key)} IS NOT NULL").drop("__n")
     if report.rejected:
         rejects = _table(spark, options.rejects_table or f"{target.identifier}_rejects", None)
         report.rejects_table = rejects.identifier
@@ -163,7 +165,7 @@ def _run_once(spark: "SparkSession", options: UpsertOptions, say: Callable[[str]
         merge_and_publish(spark, target.identifier, target.sql_name, changes, layout.key_columns, state.main,
                           bookmark, state.refs)
     pause_point("upsert.after-commit")
-    changes.unpersist()
+    last.unpersist()
     after = read_state(spark, target.sql_name)
     report.rows_after, report.files_after = _stats(after.summary)
     report.seconds = time.monotonic() - started

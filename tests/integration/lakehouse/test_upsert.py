@@ -234,3 +234,94 @@ def test_debezium_changes_through_the_edge_register_and_upsert(spark, kafka_boot
     assert rejects[unknown].startswith("unreadable Debezium envelope: op x") and rejects[keyless].startswith("no key")
     for name in (table, f"{table}_rejects", source):
         spark.sql(f"DROP TABLE IF EXISTS {name}")
+
+
+CHANGELOG_SCHEMA = ("name STRING, level INT, _kafka_topic STRING, _kafka_partition INT, _kafka_offset BIGINT, "
+                    "_kafka_timestamp BIGINT, _kafka_key BINARY, _kafka_tombstone BOOLEAN")
+
+
+def changelog_rows(changes) -> list[tuple]:
+    """(partition, offset, key, value) changes as rows of the changelog the edge lands."""
+    return [(None if v is None else v["name"], None if v is None else v["level"], "devices", p, o, TS + o, k,
+             v is None) for p, o, k, v in changes]
+
+
+def random_changes(rng: random.Random, count: int, start: int, keys: int = 20) -> list:
+    return [(0, start + i, f"k{rng.randrange(keys)}".encode(),
+             None if rng.random() < 0.25 else {"name": f"n{i}", "level": rng.randrange(1000)}) for i in range(count)]
+
+
+def test_two_runs_at_once_never_apply_a_change_twice(spark, names, monkeypatch):
+    """Run A merges on its branch and, right before publishing, run B runs whole and publishes the
+    same changes; A's fast-forward fails, nothing of A reaches main, A plans again from B's
+    bookmark and finds nothing new. With no retry left A refuses clearly, main untouched."""
+    source, table = names
+    rng = random.Random(3)
+    changes = random_changes(rng, 80, 0)
+    spark.createDataFrame(changelog_rows(changes), CHANGELOG_SCHEMA).writeTo(source).using("iceberg").create()
+    run_upsert(spark, UpsertOptions(source=source, table=table), **QUIET)
+    interleaved: list = []
+    started: list[bool] = []
+
+    def other_run_first(point: str) -> None:  # B runs whole while A waits at its commit
+        if point == "upsert.before-commit" and not started:
+            started.append(True)
+            interleaved.append(run_upsert(spark, UpsertOptions(source=source, table=table), **QUIET))
+
+    monkeypatch.setattr(upsert_commit, "pause_point", other_run_first)
+    more = random_changes(rng, 60, 80)
+    changes += more
+    spark.createDataFrame(changelog_rows(more), CHANGELOG_SCHEMA).writeTo(source).append()
+    said: list[str] = []
+    report = run_upsert(spark, UpsertOptions(source=source, table=table), progress=said.append)
+    assert interleaved and interleaved[0].keys_changed > 0
+    assert [line for line in said if "another commit reached" in line and "planning again" in line]
+    assert report.retried and report.notes == ["nothing new"]
+    assert table_state(spark, table) == replay(changes)
+
+    interleaved.clear()
+    started.clear()
+    monkeypatch.setattr(upsert_job, "CONCURRENT_RETRIES", 0)
+    more = random_changes(rng, 40, 140)
+    changes += more
+    spark.createDataFrame(changelog_rows(more), CHANGELOG_SCHEMA).writeTo(source).append()
+    with pytest.raises(ConcurrentRunError, match="another commit reached .* nothing of this run was published"):
+        run_upsert(spark, UpsertOptions(source=source, table=table), **QUIET)
+    assert table_state(spark, table) == replay(changes)  # B's merge, once
+    assert [r.name for r in spark.sql(f"SELECT name FROM {table}.refs").collect()] == ["main"]
+    for name in (table, source):
+        spark.sql(f"DROP TABLE IF EXISTS {name}")
+
+
+def test_killed_mid_commit_then_rerun_over_spark_connect(spark, ensure_services, services_env, names):
+    """The job over Spark Connect, its driver SIGKILLed after the merge reached its branch and
+    before main moved: main is as it was; the rerun merges exactly what is missing; a copy-on-write
+    table gives the same rows."""
+    remote = ensure_services("spark-connect")["SPARK_CONNECT_URL"]
+    source, table = names
+    rng = random.Random(8)
+    changes = random_changes(rng, 120, 0)
+    spark.createDataFrame(changelog_rows(changes), CHANGELOG_SCHEMA).writeTo(source).using("iceberg").create()
+    env = {"SPARK_REMOTE": remote, "LAKEHOUSE_CATALOG": "rest", "ICEBERG_REST_URI": services_env["ICEBERG_REST_URI"],
+           "ICEBERG_WAREHOUSE": services_env["ICEBERG_WAREHOUSE"]}
+    args = ["upsert", "--source", source, "--table", table]
+    code, out, err = run_job(args, env)
+    assert code == 0 and "Spark Connect " + remote in err, err[-3000:]
+    assert "table created" in out
+    more = random_changes(rng, 80, 120)
+    changes_before = list(changes)
+    changes += more
+    spark.createDataFrame(changelog_rows(more), CHANGELOG_SCHEMA).writeTo(source).append()
+    run_job(args, env, pause_at="upsert.before-commit")
+    assert table_state(spark, table) == replay(changes_before)  # the kill left main as it was
+    code, out, err = run_job(args, env)
+    assert code == 0, err[-3000:]
+    assert "changes read 80" in out
+    assert table_state(spark, table) == replay(changes)
+    cow = f"{table}_cow"
+    code, out, err = run_job(["upsert", "--source", source, "--table", cow, "--merge-mode", "copy-on-write",
+                              "--format-version", "2"], env)
+    assert code == 0 and "(copy-on-write)" in out, err[-3000:]
+    assert table_state(spark, cow) == replay(changes)
+    for name in (table, cow, source):
+        spark.sql(f"DROP TABLE IF EXISTS {name}")
