@@ -10,7 +10,7 @@ own process from the earliest offset with a fresh consumer group, at the default
 
 - ``bare``: a confluent-kafka consumer (librdkafka's defaults) and ``orjson.loads`` per message,
   the floor;
-- ``noop``: ``sdf.update(lambda v: None)``, ``app.run(timeout=2)`` (the program of issue 42);
+- ``noop``: ``sdf.update(lambda v: None)``, ``app.run(timeout=2)``;
 - ``datalake``: ``sdf.sink(DataLakeSink(hive year/month/day/hour from ts_ms))`` to a local folder,
   ``app.run(timeout=2)``;
 - ``iceberg``: ``sdf.sink(IcebergSink)`` on the local Iceberg REST catalog, ``app.run(timeout=2)``.
