@@ -50,11 +50,13 @@ LAKEHOUSE_PY_FILES          comma-separated --py-files (default: ``$LAKEHOUSE_HO
 LAKEHOUSE_RETENTION         maintenance: snapshot/vacuum retention (``7d``)
 LAKEHOUSE_DATA_DOCS_DIR     where validate writes Great Expectations Data Docs (optional)
 ICEBERG_REST_URI, ICEBERG_WAREHOUSE, ICEBERG_TOKEN, ICEBERG_CREDENTIAL, LAKEHOUSE_CATALOG,
-S3_ENDPOINT, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, LAKEHOUSE_LOCAL_DIR
-                            passed through to the jobs (see ``lakehouse.session``)
+AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, S3_ENDPOINT, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+AWS_SESSION_TOKEN, AWS_REGION, AWS_DEFAULT_REGION, LAKEHOUSE_LOCAL_DIR
+                            passed through to the jobs (see ``lakehouse.session``; the S3
+                            precedence is ``stream_edge.lake.s3_settings``, as the edge's)
 ==========================  ==============================================================
 
-Secrets (``SECRETS``: the catalog token and credential, the S3 keys) are never in the DAG: not in
+Secrets (``SECRETS``: the catalog token and credential, the S3 keys and token) are never in the DAG: not in
 a task's templated ``env_vars`` (which Airflow renders, stores and shows as "Rendered Template";
 it masks ``*_SECRET_*`` and ``*_TOKEN`` by name, but not ``ICEBERG_CREDENTIAL``) nor in the
 serialized DAG. spark-submit's process inherits them from the worker's environment when the task
@@ -77,10 +79,10 @@ from typing import Mapping
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG, chain
 
-PASS_THROUGH = ("ICEBERG_REST_URI", "ICEBERG_WAREHOUSE", "LAKEHOUSE_CATALOG", "S3_ENDPOINT", "AWS_REGION",
-                "LAKEHOUSE_LOCAL_DIR")
+PASS_THROUGH = ("ICEBERG_REST_URI", "ICEBERG_WAREHOUSE", "LAKEHOUSE_CATALOG", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL",
+                "S3_ENDPOINT", "AWS_REGION", "AWS_DEFAULT_REGION", "LAKEHOUSE_LOCAL_DIR")
 #: read from the worker's environment at run time, never put in a templated field (module docstring)
-SECRETS = ("ICEBERG_TOKEN", "ICEBERG_CREDENTIAL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
+SECRETS = ("ICEBERG_TOKEN", "ICEBERG_CREDENTIAL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
 
 
 def runtime_secrets(environ: Mapping[str, str]) -> dict[str, str]:

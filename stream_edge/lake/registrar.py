@@ -148,7 +148,8 @@ class Registrar:
             finished.append(claim)
         return finished
 
-    def fold(self, existing: Optional[Set[str]] = None, listed: Optional[Callable[[str], bool]] = None) -> Optional[int]:
+    def fold(self, existing: Optional[Set[str]] = None,
+             listed: Optional[Callable[[str], bool]] = None) -> Optional[int]:
         """Fold the leading done batches into a checkpoint (see :meth:`RegistrationLedger.checkpoint`)."""
         folded = self.ledger.checkpoint(existing, listed=listed)
         if folded:

@@ -5,8 +5,9 @@ Both registration paths create and evolve a table by these rules: the ``lakehous
 
 Types are Spark SQL type strings (``bigint``, ``decimal(10,2)``, ``struct<`a`:int>``), the form
 ``DataType.simpleString()`` prints but with struct field names quoted (as
-``lakehouse.schema_evolution.spark_type_text`` prints a live Spark table's types), so the result drops straight into ``CREATE TABLE`` / ``ALTER TABLE`` whatever the names hold and
-compares with a live table's schema.
+``lakehouse.schema_evolution.spark_type_text`` prints a live Spark table's types), so the result
+drops straight into ``CREATE TABLE`` / ``ALTER TABLE`` whatever the names hold and compares with
+a live table's schema.
 
 Rules, per column of a new file against the table:
 
