@@ -24,8 +24,6 @@ PACKAGES = ("stream_edge", "lakehouse", "pipelines")
 
 #: (module, private name) -> why it is used across modules anyway
 ALLOWED_PRIVATE: Dict[Tuple[str, str], str] = {
-    ("stream_edge/sinks/storage.py", "_replace"):
-        "urllib's SplitResult is a namedtuple: _replace is its documented API, not a module's private name",
     # In files being reshaped by other work; each provider has its public name already.
     ("stream_edge/dataframe/windows/base.py", "_store"): "windows/ in refactor: use dataframe.register_store",
     ("stream_edge/dataframe/windows/base.py", "_add_expanding_op"):
@@ -41,7 +39,6 @@ ALLOWED_PRIVATE: Dict[Tuple[str, str], str] = {
 ALLOWED_CYCLES: Dict[Tuple[str, ...], str] = {
     ("stream_edge.app", "stream_edge.processing.runner"):
         "processing/ in refactor: the runner's type-only import of ApplicationConfig belongs to app_config",
-    ("stream_edge.dataframe.windows",): "windows/ in refactor (the window rule book)",
 }
 
 
@@ -152,7 +149,9 @@ def _imports(path: str, tree: ast.Module, known: Set[str]) -> Set[str]:
                 parts = package.split(".")
                 parts = parts[:len(parts) - (node.level - 1)]
                 base = ".".join(parts + ([node.module] if node.module else []))
-            candidates = [f"{base}.{alias.name}" for alias in node.names] + [base]
+            # ``from p import m`` of a submodule depends on m; of a name, on p itself
+            candidates = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base
+                          for alias in node.names]
         for candidate in candidates:
             while candidate and candidate not in known:
                 candidate = candidate.rpartition(".")[0]
