@@ -29,16 +29,31 @@ from stream_edge.sinks import BatchingSink
 pytestmark = pytest.mark.integration
 
 
+def _close_listener(server: socket.socket) -> None:
+    """Stop listening now: shutdown() wakes the thread blocked in accept() (close() alone would
+    leave the socket listening until that accept() returns)."""
+    try:
+        server.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    server.close()
+
+
+def _free_port() -> int:
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    return port
+
+
 class Upstream:
     """A TCP service on a fixed loopback port the test can take down (connections refused) and
     bring back."""
 
     def __init__(self) -> None:
         self._server = None
-        probe = socket.socket()
-        probe.bind(("127.0.0.1", 0))
-        self.port = probe.getsockname()[1]
-        probe.close()
+        self.port = _free_port()
         self.up()
 
     def up(self) -> None:
@@ -59,7 +74,7 @@ class Upstream:
             conn.close()
 
     def down(self) -> None:
-        self._server.close()
+        _close_listener(self._server)
 
     def call(self) -> None:
         with socket.create_connection(("127.0.0.1", self.port), timeout=2) as conn:
@@ -102,7 +117,7 @@ def test_an_upstream_outage_in_user_code_waits_in_kafka_and_each_output_is_writt
     for partition in (0, 1):
         produce(src, [(b"k", {"i": partition * n // 2 + i}) for i in range(n // 2)], partition=partition)
     upstream = Upstream()
-    trigger = _outage_after(upstream, 150, 3.0)
+    trigger = _outage_after(upstream, 150, 2.0)
     seen: set = set()
 
     def call_upstream(value):
@@ -389,3 +404,112 @@ def test_mosquitto_refusing_the_session_is_an_outage_and_every_record_arrives_af
         reader.loop_stop()
         server.stop()
         shutil.rmtree(server.home, ignore_errors=True)
+
+
+class Proxy:
+    """A TCP proxy on a fixed loopback port to ``target`` (host:port): the catalog as the sink sees
+    it. :meth:`down` stops it (listener and open connections closed: refused), :meth:`up` starts it."""
+
+    def __init__(self, target: str) -> None:
+        host, port = target.rsplit(":", 1)
+        self.target = (host.split("//")[-1], int(port.split("/")[0]))
+        self.port = _free_port()
+        self._conns: list = []
+        self._server = None
+
+    def up(self) -> None:
+        server = socket.socket()
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(("127.0.0.1", self.port))
+        server.listen(64)
+        self._server = server
+        threading.Thread(target=self._accept, args=(server,), daemon=True).start()
+
+    def _accept(self, server: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = server.accept()
+            except OSError:
+                return
+            backend = socket.create_connection(self.target)
+            self._conns += [client, backend]
+            for a, b in ((client, backend), (backend, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(a: socket.socket, b: socket.socket) -> None:
+        try:
+            while data := a.recv(65536):
+                b.sendall(data)
+        except OSError:
+            pass
+        for s in (a, b):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def down(self) -> None:
+        _close_listener(self._server)
+        for conn in self._conns:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            conn.close()
+        self._conns = []
+
+
+def test_the_catalog_stopped_for_10s_under_the_data_lake_sink_is_an_outage(new_app, make_topic, produce, read_topic,
+                                                                           services_env, tmp_path):
+    import uuid
+
+    from pyiceberg.catalog import load_catalog
+
+    from stream_edge.sinks.core.datalake import DataLakeSink
+
+    rest = services_env["ICEBERG_REST_URI"]
+    proxy = Proxy(rest)
+    proxy.up()
+    namespace = f"edge_{uuid.uuid4().hex[:8]}"
+    sink = DataLakeSink("readings", storage_url=(tmp_path / "lake").as_uri(), catalog_url=f"http://127.0.0.1:{proxy.port}",
+                        catalog_namespace=namespace, register_in_catalog=True, max_buffer_bytes=4096)
+    src, dlq = make_topic(), make_topic()
+    produce(src, [(b"k", {"i": i, "pad": "x" * 40}) for i in range(100)])
+
+    def registered() -> set:
+        try:
+            table = load_catalog("check", type="rest", uri=rest).load_table((namespace, "readings"))
+        except Exception:  # noqa: BLE001 - not created yet
+            return set()
+        return set(table.scan(selected_fields=("i",)).to_arrow().column("i").to_pylist())
+
+    app, _group = new_app(dead_letter_topic=dlq, commit_interval=0.5)
+    app.dataframe(app.topic(src)).sink(sink)
+    metrics = EdgeMetrics()
+    app.add_run_observer(metrics)
+    done = threading.Event()
+
+    def outage() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(registered()) < 100:
+            time.sleep(0.2)
+        proxy.down()  # the catalog stops answering (connections refused) for 10 s
+        produce(src, [(b"k", {"i": i, "pad": "x" * 40}) for i in range(100, 300)])  # early writes and checkpoints
+        time.sleep(10)
+        proxy.up()
+        while time.monotonic() < deadline + 30 and len(registered()) < 300:
+            time.sleep(0.2)
+        done.set()
+
+    threading.Thread(target=outage, daemon=True).start()
+    _stop_when(app, done.is_set)
+    try:
+        app.run()
+    finally:
+        proxy.down()
+    table = load_catalog("check", type="rest", uri=rest).load_table((namespace, "readings"))
+    rows = table.scan(selected_fields=("i",)).to_arrow().column("i").to_pylist()
+    assert sorted(rows) == list(range(300))  # every record registered once, the ones of the outage after it
+    assert read_topic(dlq, 1, timeout=2) == []  # none dead-lettered (nor in the lake and on the topic)
+    assert sink.stats()["storage_faults_transient"] >= 1  # the registration backed off
