@@ -91,27 +91,40 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(doc, ensure_ascii=False)
 
 
+_DEFAULT_HANDLER = logging.StreamHandler(sys.stderr)  # the one handler configure_logging() adds
+_DEFAULT_HANDLER.addFilter(SecretFilter())
+
+
 def configure_logging(loglevel: Optional[Union[int, LogLevel]], name: str = LOGGER_NAME, pid: bool = False,
                       log_format: Optional[str] = None) -> bool:
-    """Add a stderr handler to the logger unless it has handlers already; True if configured.
-    ``log_format``: ``text`` or ``json`` (None: ``STREAM_EDGE_LOG_FORMAT``, default ``text``).
+    """Configure the "stream_edge" logger as Quix Streams 3.28 configures "quixstreams": a stderr
+    handler at ``loglevel`` unless the logger has handlers of its own; True if configured.
+
+    ``name`` (and the process id with ``pid``) appears in each text line; calling it again while the
+    only handler is its own refreshes the format (True); a handler added by the program is left as it
+    is (False). ``log_format``: ``text`` or ``json`` (None: ``STREAM_EDGE_LOG_FORMAT``, default ``text``).
 
     >>> configure_logging(None)
     False
     """
     if loglevel is None:
         return False
-    target = logging.getLogger(name)
-    if target.handlers:
-        return False
-    handler = logging.StreamHandler(sys.stderr)
-    if (log_format or os.environ.get("STREAM_EDGE_LOG_FORMAT", "text")).lower() == "json":
-        handler.setFormatter(JsonFormatter())
+    chosen = log_format or os.environ.get("STREAM_EDGE_LOG_FORMAT")
+    if chosen is None and isinstance(_DEFAULT_HANDLER.formatter, JsonFormatter):
+        chosen = "json"  # configured as JSON before (stream-edge --set log_format=json): kept
+    if (chosen or "text").lower() == "json":
+        formatter: logging.Formatter = JsonFormatter()
     else:
         prefix = f"[{os.getpid()}] " if pid else ""
-        handler.setFormatter(logging.Formatter(f"[%(asctime)s] [%(levelname)s] [{name}] {prefix}: %(message)s"))
-    handler.addFilter(SecretFilter())
-    target.addHandler(handler)
-    target.setLevel(loglevel)
-    target.propagate = False
+        formatter = logging.Formatter(f"[%(asctime)s] [%(levelname)s] [{name}] {prefix}: %(message)s")
+    if logger.handlers:
+        if len(logger.handlers) != 1 or logger.handlers[0] is not _DEFAULT_HANDLER:
+            return False  # the program's own handlers
+        _DEFAULT_HANDLER.setFormatter(formatter)  # e.g. again in a source's process
+        return True
+    logger.setLevel(loglevel)
+    logger.propagate = False
+    _DEFAULT_HANDLER.setFormatter(formatter)
+    _DEFAULT_HANDLER.setLevel(loglevel)
+    logger.addHandler(_DEFAULT_HANDLER)
     return True
