@@ -1,6 +1,7 @@
 """``ApplicationConfig``: the resolved, immutable settings of an Application (Quix Streams 3.28's
-fields and rules, without pydantic: errors are ``ValueError`` naming the field, as the known
-differences in docs/compatibility.md say)."""
+fields and rules, without depending on pydantic: errors are ``ValueError`` naming the field, as the
+known differences in docs/compatibility.md say; an unknown keyword argument and an assignment raise
+pydantic's own ``ValidationError``, as Quix does, when pydantic is installed)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import uuid
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from stream_edge.kafka.configuration import ConnectionConfig
+from stream_edge.kafka.validation import pydantic_error
 
 __all__ = ("ApplicationConfig", "FrozenConfigError", "DEFAULT_CONSUMER_GROUP", "resolve_config",
            "transactional_id")
@@ -29,8 +31,8 @@ _NUMBERS = {"commit_interval": float, "commit_every": int, "consumer_poll_timeou
 
 
 class FrozenConfigError(dataclasses.FrozenInstanceError, ValueError):
-    """An ApplicationConfig field was assigned (a ``ValueError`` like Quix's pydantic error, and a
-    ``dataclasses.FrozenInstanceError``)."""
+    """An ApplicationConfig field was assigned, pydantic not installed (a ``ValueError`` like Quix's
+    pydantic error, and a ``dataclasses.FrozenInstanceError``)."""
 
 
 @dataclasses.dataclass(init=False)  # immutable through __setattr__ below
@@ -38,8 +40,8 @@ class ApplicationConfig:
     """The resolved, immutable configuration of an Application.
 
     Unknown keyword arguments, a missing ``broker_address`` / ``consumer_group`` and values of the
-    wrong kind raise ``ValueError`` naming the field; assigning a field raises
-    :class:`FrozenConfigError`. :meth:`copy` returns a new, validated config.
+    wrong kind raise ``ValueError`` naming the field; assigning a field raises pydantic's
+    ``ValidationError`` (:class:`FrozenConfigError` without pydantic). :meth:`copy` returns a new, validated config.
     """
 
     broker_address: ConnectionConfig
@@ -66,9 +68,10 @@ class ApplicationConfig:
 
     def __init__(self, **values: Any) -> None:
         fields = {f.name: f for f in dataclasses.fields(self)}
-        unknown = sorted(set(values) - set(fields))
+        unknown = [name for name in values if name not in fields]
         if unknown:
-            raise ValueError(f"ApplicationConfig: {', '.join(unknown)}: Extra inputs are not permitted")
+            raise (pydantic_error("ApplicationConfig", "extra_forbidden", [(name, values[name]) for name in unknown])
+                   or ValueError(f"ApplicationConfig: {', '.join(sorted(unknown))}: Extra inputs are not permitted"))
         for name, field in fields.items():
             if name in values:
                 value = values[name]
@@ -81,10 +84,12 @@ class ApplicationConfig:
             object.__setattr__(self, name, _checked(name, value))
 
     def __setattr__(self, name: str, value: Any) -> None:
-        raise FrozenConfigError(f"ApplicationConfig: {name}: Instance is frozen")
+        raise (pydantic_error("ApplicationConfig", "frozen_instance", [(name, value)])
+               or FrozenConfigError(f"ApplicationConfig: {name}: Instance is frozen"))
 
     def __delattr__(self, name: str) -> None:
-        raise FrozenConfigError(f"ApplicationConfig: {name}: Instance is frozen")
+        raise (pydantic_error("ApplicationConfig", "frozen_instance", [(name, None)])
+               or FrozenConfigError(f"ApplicationConfig: {name}: Instance is frozen"))
 
     @property
     def exactly_once(self) -> bool:

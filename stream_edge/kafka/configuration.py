@@ -27,6 +27,8 @@ from __future__ import annotations
 import importlib
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
+from stream_edge.kafka.validation import pydantic_error
+
 __all__ = ("ConnectionConfig", "SecretStr", "connection_dict")
 
 # Every field, in Quix's order (repr and dict order follow it).
@@ -133,11 +135,15 @@ class ConnectionConfig:
 
     def __init__(self, **settings: Any) -> None:
         given: Dict[str, Any] = {}
+        unknown = []
         for key, value in settings.items():
             name = _ALIASES.get(key.lower(), key.lower())
             if name not in _FIELDS:
-                raise ValueError(f"ConnectionConfig: unknown setting {key!r} (not a connection setting)")
+                unknown.append((key, value))
             given[name] = value
+        if unknown:  # pydantic's error, as Quix's pydantic model raises it, when pydantic is installed
+            raise (pydantic_error("ConnectionConfig", "extra_forbidden", unknown)
+                   or ValueError(f"ConnectionConfig: unknown setting {unknown[0][0]!r} (not a connection setting)"))
         for name in _FIELDS:
             object.__setattr__(self, name, _convert(name, given.get(name)))
         if self.bootstrap_servers is None:
@@ -158,7 +164,8 @@ class ConnectionConfig:
     @classmethod
     def from_librdkafka_dict(cls, config: Mapping[str, Any], ignore_extras: bool = False) -> "ConnectionConfig":
         """Build from ``{"bootstrap.servers": ..., "sasl.mechanism": ...}``; keys that are not
-        connection settings raise ``ValueError`` unless ``ignore_extras``."""
+        connection settings raise pydantic's ``ValidationError`` (a ``ValueError``; without pydantic a
+        plain one) unless ``ignore_extras``."""
         known, extras = {}, []
         for key, value in config.items():
             name = key.lower().replace(".", "_")
@@ -166,9 +173,11 @@ class ConnectionConfig:
             if name in _FIELDS:
                 known[name] = value
             else:
-                extras.append(key)
-        if extras and not ignore_extras:
-            raise ValueError(f"ConnectionConfig.from_librdkafka_dict: not connection settings: {sorted(extras)}")
+                extras.append((name, value))
+        if extras and not ignore_extras:  # pydantic's error when it is installed, as in Quix
+            raise (pydantic_error("ConnectionConfig", "extra_forbidden", extras)
+                   or ValueError(f"ConnectionConfig.from_librdkafka_dict: not connection settings: "
+                                 f"{sorted(name for name, _ in extras)}"))
         return cls(**known)
 
     def as_librdkafka_dict(self, plaintext_secrets: bool = True) -> Dict[str, Any]:

@@ -40,9 +40,9 @@ class MessageTimestamp:
 
     @classmethod
     def create(cls, timestamp_type: int, milliseconds: int) -> "MessageTimestamp":
-        """From ``confluent_kafka.Message.timestamp()``; "not available" has no milliseconds."""
-        kind = TimestampType(timestamp_type)
-        return cls(None if kind == TimestampType.TIMESTAMP_NOT_AVAILABLE else milliseconds, kind)
+        """From ``confluent_kafka.Message.timestamp()``: the milliseconds as given, whatever the type
+        (Quix Streams 3.28 keeps them for "not available" too: ``create(0, 0).milliseconds == 0``)."""
+        return cls(milliseconds, TimestampType(timestamp_type))
 
     def __repr__(self) -> str:
         return f"MessageTimestamp({self._milliseconds}, {self._type.name})"

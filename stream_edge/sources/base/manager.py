@@ -60,10 +60,17 @@ class SourceManager:
         return process
 
     def start_sources(self) -> None:
-        """Start every source's process."""
+        """Start every source's process. One that cannot start (e.g. a source that does not pickle
+        with the ``spawn`` method) raises ``SourceException`` without a pid or exit code, its error
+        as the context, as Quix Streams 3.28 reports it."""
+        from .exceptions import SourceException
+
         for process in self.processes:
             logger.info("starting source %s", process.name)
-            process.start()
+            try:
+                process.start()
+            except Exception:
+                raise SourceException(process)
 
     def is_alive(self) -> bool:
         """True while any source's process runs."""

@@ -178,11 +178,13 @@ class SourceProcess:
         return self._process is not None and self._process.is_alive()
 
     def failed(self) -> bool:
-        """True if the source reported an error, or its process died (not killed by stop())."""
+        """True if the source reported an error, or its process ended otherwise than normally or by
+        SIGTERM, as Quix Streams 3.28 judges it: a source that ``stop()`` had to kill after its
+        ``shutdown_timeout`` failed (exit code -9)."""
         code = self.exitcode
         if code is None:
             return False
-        return self.error() is not None or (code != 0 and not (self._stopping and code < 0))
+        return self.error() is not None or code not in (0, -signal.SIGTERM)
 
     def error(self) -> Optional[BaseException]:
         """The exception the source raised, if it sent one."""

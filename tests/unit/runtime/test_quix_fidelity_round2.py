@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from stream_edge.app_config import ApplicationConfig, FrozenConfigError
+from stream_edge.app_config import ApplicationConfig
 from stream_edge.dataframe.columns import column_getter, column_of, column_operation
 from stream_edge.dataframe.exceptions import ColumnDoesNotExist, InvalidColumnReference
 from stream_edge.dataframe.windows.base import get_window_ranges
@@ -48,9 +48,9 @@ def test_application_config_is_frozen_and_validated():
     broker = ConnectionConfig(bootstrap_servers="localhost:9092")
     config = ApplicationConfig(broker_address=broker, consumer_group="g")
     assert config.consumer_group_prefix == "" and config.flush_timeout == 300.0
-    with pytest.raises(FrozenConfigError):
+    with pytest.raises(ValueError, match=r"commit_interval:?\s+Instance is frozen"):  # pydantic's, as Quix's
         config.commit_interval = 1  # type: ignore[misc]
-    with pytest.raises(ValueError, match="zzz: Extra inputs are not permitted"):
+    with pytest.raises(ValueError, match=r"zzz:?\s+Extra inputs are not permitted"):
         config.copy(zzz=1)
     with pytest.raises(ValueError, match="processing_guarantee"):
         config.copy(processing_guarantee="twice")

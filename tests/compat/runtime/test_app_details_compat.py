@@ -1,0 +1,168 @@
+"""Application details as quixstreams 3.28.1 shows them (real broker): a source killed after its
+``shutdown_timeout`` fails with exit code -9, a source that cannot start (it does not pickle with the
+``spawn`` method) fails without a pid; ``configure_logging`` with and without handlers of the
+program's own; pydantic's ``ValidationError`` from ``ApplicationConfig`` (unknown keyword, frozen
+field) and ``ConnectionConfig`` (a setting that is not a connection setting, unless
+``ignore_extras``); topics defined after the dataframe are created by the run. One shared run per
+package; one test per printed section."""
+
+import pytest
+
+from tests.compat.conftest import compare_section
+
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("compat-app-details")]  # one worker
+
+PROGRAM = r'''
+import logging
+import os
+import re
+import tempfile
+import threading
+import time
+import uuid
+
+from confluent_kafka.admin import AdminClient
+from quixstreams import Application
+from quixstreams.app import ApplicationConfig
+from quixstreams.kafka.configuration import ConnectionConfig
+from quixstreams.logging import LOGGER_NAME, configure_logging
+from quixstreams.sources import Source, SourceException
+
+SUFFIX = uuid.uuid4().hex[:8]
+
+
+def masked(text):
+    text = text.replace(SUFFIX, "S").replace(LOGGER_NAME, "PKG")
+    return re.sub(r"errors\.pydantic\.dev/[0-9.]+/", "errors.pydantic.dev/V/", text)
+
+
+def app():
+    return Application(broker_address=BROKER, consumer_group="g-" + uuid.uuid4().hex[:8], loglevel=None,
+                       state_dir=tempfile.mkdtemp(), auto_offset_reset="earliest")
+
+
+class Stubborn(Source):
+    """Ignores the request to stop: the application kills it after its shutdown_timeout."""
+
+    def run(self):
+        while True:
+            time.sleep(0.05)
+
+    def stop(self):
+        pass
+
+
+class Unpicklable(Source):
+    def __init__(self, name):
+        super().__init__(name=name, shutdown_timeout=2)
+        self.lock = threading.Lock()
+
+    def run(self):
+        pass
+
+
+def failure(label, application):
+    try:
+        application.run()
+        print(label, "no error")
+    except SourceException as exc:
+        print(label, exc.exitcode, repr(exc.__cause__), type(exc.__context__).__name__,
+              masked(str(exc)).replace(str(exc.pid), "PID"))
+
+
+def main():
+    print("== sources")
+    application = app()
+    application.add_source(Stubborn(name="stubborn-" + SUFFIX, shutdown_timeout=1))
+    threading.Timer(3, application.stop).start()
+    failure("killed at stop", application)
+    os.environ["STREAM_EDGE_SOURCE_START_METHOD"] = "spawn"  # quixstreams always spawns
+    application = app()
+    application.add_source(Unpicklable("unpicklable-" + SUFFIX))
+    failure("cannot start", application)
+
+    print("== logging")
+    log = logging.getLogger(LOGGER_NAME)
+    saved = list(log.handlers)
+    log.handlers.clear()
+
+    def show(label, result):
+        handlers = [(type(h).__name__, logging.getLevelName(h.level), h.formatter._fmt if h.formatter else None)
+                    for h in log.handlers]
+        print(label, result, logging.getLevelName(log.level), log.propagate, masked(str(handlers)))
+
+    show("no level", configure_logging(None))
+    show("no handlers", configure_logging("INFO"))
+    own = log.handlers[0]
+    show("again", configure_logging("DEBUG", name="other", pid=False))
+    print("same handler", log.handlers[0] is own)
+    log.handlers.clear()
+    log.addHandler(logging.StreamHandler())
+    show("the program's handler", configure_logging("WARNING"))
+    log.handlers[:] = saved
+
+    print("== config errors")
+    broker = ConnectionConfig(bootstrap_servers=BROKER)
+    config = ApplicationConfig(broker_address=broker, consumer_group="g", consumer_group_prefix="")
+    for label, make in [
+        ("unknown keyword", lambda: ApplicationConfig(broker_address=broker, consumer_group="g", consumer_group_prefix="",
+                                                                  bogus=1)),
+        ("two unknown", lambda: ApplicationConfig(broker_address=broker, consumer_group="g", consumer_group_prefix="",
+                                                              bogus=1, other="x")),
+        ("frozen", lambda: setattr(config, "consumer_group", "x")),
+        ("copy unknown", lambda: config.copy(bogus=2)),
+        ("librdkafka extra", lambda: ConnectionConfig.from_librdkafka_dict(
+            {"bootstrap.servers": "url", "sasl.username": "me", "not.a.setting": "oh_no"})),
+        ("librdkafka extra ignored", lambda: ConnectionConfig.from_librdkafka_dict(
+            {"bootstrap.servers": "url", "sasl.mechanisms": "plain", "not.a.setting": "oh_no"},
+            ignore_extras=True).as_librdkafka_dict()),
+        ("keyword extra", lambda: ConnectionConfig(bootstrap_servers="url", linger_ms=5)),
+    ]:
+        try:
+            print(label, "->", make())
+        except Exception as exc:
+            print(label, type(exc).__module__, type(exc).__name__, isinstance(exc, ValueError), masked(str(exc)))
+
+    print("== topics after the dataframe")
+    application = Application(broker_address=BROKER, consumer_group="g-" + SUFFIX, loglevel=None,
+                              state_dir=tempfile.mkdtemp(), auto_create_topics=True)
+    topic_in = application.topic("in-" + SUFFIX)
+    sdf = application.dataframe(topic_in)
+    topic_out = application.topic("out-" + SUFFIX)
+    application.run(timeout=2)
+    names = AdminClient({"bootstrap.servers": BROKER}).list_topics(timeout=10).topics
+    print("created by the run", topic_in.name in names, topic_out.name in names)
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+SECTIONS = ["sources", "logging", "config errors", "topics after the dataframe"]
+
+
+@pytest.fixture(scope="module")
+def outputs(run_both_module, kafka_bootstrap):
+    return run_both_module(f"BROKER = {kafka_bootstrap!r}\n" + PROGRAM, timeout=180)
+
+
+@pytest.mark.parametrize("section", SECTIONS)
+def test_application_details_match_quixstreams(outputs, section):
+    shown = compare_section(outputs, section)
+    assert shown.strip()
+
+
+def test_a_killed_or_unstartable_source_fails_with_its_exit_code(outputs):
+    shown = compare_section(outputs, "sources")
+    assert "killed at stop -9 None NoneType stubborn-S with PID PID failed with exitcode -9" in shown
+    # no pid, no exit code (both None, printed as PID): the process never started
+    assert "cannot start None None TypeError unpicklable-S with PID PID failed with exitcode PID" in shown
+
+
+def test_configuration_errors_are_pydantic_validation_errors(outputs):
+    shown = compare_section(outputs, "config errors")
+    assert "unknown keyword pydantic_core._pydantic_core ValidationError True" in shown
+    assert "Instance is frozen [type=frozen_instance" in shown
+    assert "not_a_setting\n  Extra inputs are not permitted" in shown
+    assert "librdkafka extra ignored -> {'bootstrap.servers': 'url', 'sasl.mechanism': 'PLAIN'}" in shown
+    assert "no handlers True INFO False [('StreamHandler', 'INFO'" in compare_section(outputs, "logging")
