@@ -10,7 +10,12 @@ as separate tasks so each one is visible, retried and timed on its own:
   a running writer's files are orphans until it commits);
 * ``rewrite-manifests`` (Iceberg): regroups the manifests by partition, so the hourly appends'
   thousands of one-file manifests do not slow every scan's planning;
-* ``vacuum`` (Delta): ``VACUUM ... RETAIN <retention> HOURS``.
+* ``vacuum`` (Delta): ``VACUUM ... RETAIN <retention> HOURS``;
+* ``compact-deletes`` (Iceberg, for keyed tables that ``lakehouse upsert`` merges on read):
+  ``rewrite_data_files`` of every data file that has deletes (deletion vectors or position
+  deletes) and of the small ones, so reads apply no deletes again, then, for a format-2 table,
+  ``rewrite_position_delete_files`` drops the delete files left pointing at nothing. The report
+  gives data files, delete files and live rows before and after.
 
 Example::
 
@@ -36,7 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger("lakehouse.maintain")
 
-ICEBERG_ACTIONS = ("expire-snapshots", "remove-orphan-files", "rewrite-manifests")
+ICEBERG_ACTIONS = ("expire-snapshots", "remove-orphan-files", "rewrite-manifests", "compact-deletes")
 DELTA_ACTIONS = ("vacuum",)
 ACTIONS = ICEBERG_ACTIONS + DELTA_ACTIONS
 
@@ -62,6 +67,39 @@ def rewrite_manifests(table: IcebergTable) -> int:
     return int(row.rewritten_manifests_count)
 
 
+def delete_file_stats(table: IcebergTable) -> tuple[int, int, int]:
+    """(data files, delete files, live rows) of the table's current snapshot, from its summary."""
+    row = table.spark.sql(
+        f"SELECT s.summary FROM {table.sql_name}.snapshots s JOIN {table.sql_name}.refs r "
+        "ON r.snapshot_id = s.snapshot_id WHERE r.name = 'main'").first()
+    summary = dict(row[0] or {}) if row is not None else {}
+    live = int(summary.get("total-records", 0)) - int(summary.get("total-position-deletes", 0))
+    return int(summary.get("total-data-files", 0)), int(summary.get("total-delete-files", 0)), live
+
+
+def compact_deletes(table: IcebergTable, report: JobReport) -> None:
+    """Rewrite the data files that carry deletes, and the small ones; then drop dangling position
+    delete files (format 2). Before/after figures go to ``report``."""
+    spark = table.spark
+    name = sql_string(table.sql_name)
+    catalog = quote_identifier(table.catalog)
+    files, deletes, live = delete_file_stats(table)
+    row = spark.sql(
+        f"CALL {catalog}.system.rewrite_data_files(table => {name}, options => map("
+        "'delete-file-threshold', '1', 'min-input-files', '2', 'partial-progress.enabled', 'true'))").collect()[0]
+    version = {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {table.sql_name}").collect()}.get("format-version")
+    if version == "2":
+        spark.sql(f"CALL {catalog}.system.rewrite_position_delete_files(table => {name}, "
+                  "options => map('rewrite-all', 'true'))").collect()
+    spark.sql(f"REFRESH TABLE {table.sql_name}")
+    files_after, deletes_after, live_after = delete_file_stats(table)
+    report.extra["data files rewritten"] = int(row.rewritten_data_files_count)
+    report.extra["delete files"] = f"{deletes} -> {deletes_after}"
+    report.extra["live rows"] = f"{live} -> {live_after}"
+    log.info("compact-deletes: data files %d -> %d, delete files %d -> %d, live rows %d -> %d", files, files_after,
+             deletes, deletes_after, live, live_after)
+
+
 def run_maintain(spark: "SparkSession", options: MaintainOptions) -> JobReport:
     """Run one maintenance action on a table; returns its report."""
     if options.action not in ACTIONS:
@@ -82,6 +120,8 @@ def run_maintain(spark: "SparkSession", options: MaintainOptions) -> JobReport:
             report.extra["data files deleted"] = expire_snapshots(table, options.retention)
         elif options.action == "remove-orphan-files":
             report.extra["orphan files removed"] = remove_orphan_files(table, options.orphan_retention)
+        elif options.action == "compact-deletes":
+            compact_deletes(table, report)
         else:
             report.extra["manifests rewritten"] = rewrite_manifests(table)
     else:

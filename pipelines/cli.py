@@ -139,12 +139,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     mnt = sub.add_parser("maintain", parents=[common], help="one table-maintenance action (the maintenance DAG)",
                          description="Run one maintenance action: Iceberg expire-snapshots, remove-orphan-files, "
-                                     "rewrite-manifests; Delta vacuum.")
+                                     "rewrite-manifests, compact-deletes (a keyed table's delete files and small "
+                                     "files); Delta vacuum.")
     mnt.add_argument("--table", required=True, help="Iceberg: [catalog.]db.table; Delta: db.table or delta.`/path`")
     mnt.add_argument("--format", dest="table_format", choices=("iceberg", "delta"),
                      help="table format (default: delta for delta.`path`, else iceberg)")
     mnt.add_argument("--action", required=True,
-                     choices=("expire-snapshots", "remove-orphan-files", "rewrite-manifests", "vacuum"))
+                     choices=("expire-snapshots", "remove-orphan-files", "rewrite-manifests", "compact-deletes",
+                              "vacuum"))
     mnt.add_argument("--retention", type=parse_duration, default=timedelta(days=7),
                      help="expire-snapshots/vacuum: keep snapshots/removed files this long (default 7d)")
     mnt.add_argument("--orphan-retention", type=parse_duration, default=timedelta(days=3),
@@ -191,6 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
     win.add_argument("--full", action="store_true",
                      help="recompute every window; by default a run reads only the records added since the "
                           "source snapshot the output records (Iceberg source and output)")
+    win.add_argument("--explain", action="store_true",
+                     help="print the strategy the run would take and why (and the Spark plan of a full run's "
+                          "first write); compute and write nothing")
 
     ups = sub.add_parser(
         "upsert", parents=[common], help="merge a changelog table's new changes into a keyed table",
@@ -318,18 +323,20 @@ def run_command(spark, args: argparse.Namespace, default_catalog: str | None = N
             default_catalog=default_catalog))
         return report.summary_line()
     if args.command == "windows":
-        from lakehouse.windows import WindowRecomputeOptions, WindowSpec, run_window_recompute
+        from lakehouse.windows import WindowRecomputeOptions, WindowSpec, explain_window_recompute, run_window_recompute
 
         spec = WindowSpec.parse(args.kind, args.duration, grace=args.grace, step=args.step,
                                 aggregation=args.aggregation, closing=args.closing)
-        report = run_window_recompute(spark, WindowRecomputeOptions(
+        window_options = WindowRecomputeOptions(
             table=args.table, output=args.output, value_column=args.value_column, window=spec,
             key_column=args.key_column, timestamp_column=args.timestamp_column,
             order_by=tuple(c.strip() for c in args.order_by.split(",") if c.strip()),
             partition_column=args.partition_column, table_format=args.table_format,
             output_format=args.output_format, where=args.where, default_catalog=default_catalog,
-            engine=args.engine, full=args.full))
-        return report.summary_line()
+            engine=args.engine, full=args.full)
+        if args.explain:
+            return explain_window_recompute(spark, window_options)
+        return run_window_recompute(spark, window_options).summary_line()
     if args.command == "upsert":
         from lakehouse.upsert import UpsertOptions, run_upsert
         from lakehouse.upsert.options import parse_partition_by

@@ -325,3 +325,37 @@ def test_killed_mid_commit_then_rerun_over_spark_connect(spark, ensure_services,
     assert table_state(spark, cow) == replay(changes)
     for name in (table, cow, source):
         spark.sql(f"DROP TABLE IF EXISTS {name}")
+
+
+@pytest.mark.parametrize("format_version", [3, 2])
+def test_maintain_compacts_the_delete_files_and_the_next_run_goes_on(spark, names, format_version):
+    """Merge-on-read rounds leave deletion vectors (format 3) or position delete files (format 2);
+    ``maintain --action compact-deletes`` rewrites them away with the same rows, and the next
+    upsert goes on from its bookmark (the rewrite carries none)."""
+    from lakehouse.maintenance import MaintainOptions, run_maintain
+
+    source, table = names
+    rng = random.Random(format_version)
+    changes = random_changes(rng, 100, 0, keys=40)
+    spark.createDataFrame(changelog_rows(changes), CHANGELOG_SCHEMA).writeTo(source).using("iceberg").create()
+    options = UpsertOptions(source=source, table=table, format_version=format_version)
+    run_upsert(spark, options, **QUIET)
+    for start in (100, 160, 220):
+        more = random_changes(rng, 60, start, keys=40)
+        changes += more
+        spark.createDataFrame(changelog_rows(more), CHANGELOG_SCHEMA).writeTo(source).append()
+        last = run_upsert(spark, options, **QUIET)
+    assert last.files_after[1] > 0  # delete files
+    report = run_maintain(spark, MaintainOptions(table=table, action="compact-deletes"))
+    deletes_before, deletes_after = (int(n) for n in str(report.extra["delete files"]).split(" -> "))
+    assert deletes_before == last.files_after[1] and deletes_after == 0, report.summary_line()
+    assert report.extra["live rows"] == f"{len(replay(changes))} -> {len(replay(changes))}"
+    assert table_state(spark, table) == replay(changes)
+    more = random_changes(rng, 30, 280, keys=40)
+    changes += more
+    spark.createDataFrame(changelog_rows(more), CHANGELOG_SCHEMA).writeTo(source).append()
+    after = run_upsert(spark, options, **QUIET)
+    assert after.since == last.until and after.changes_read == 30
+    assert table_state(spark, table) == replay(changes)
+    for name in (table, source):
+        spark.sql(f"DROP TABLE IF EXISTS {name}")
