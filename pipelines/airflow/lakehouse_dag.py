@@ -7,11 +7,15 @@ them); without a spec, ``register -> windows``. ``register`` and ``validate`` ar
 run's data interval: the partitions whose time range ends after ``data_interval_start`` minus
 ``LAKEHOUSE_INTERVAL_LOOKBACK`` (the same bound for both, so every row a run registers is a row
 it validates; a backfill of an old interval validates that interval, not "the last two days").
-``windows`` runs incrementally from the source snapshot its output records.
+``windows`` runs incrementally from the source snapshot its output records. With
+``LAKEHOUSE_KEYED_TABLE``, ``upsert`` merges the table's new changes (it is then a changelog: the
+edge lands it with the Kafka metadata) into that keyed table, after the interval is published.
 ``lakehouse_maintenance``: Iceberg ``compact -> rewrite_manifests -> expire_snapshots ->
 remove_orphan_files``; Delta ``compact -> vacuum`` (``compact`` bin-packs only, each clean-up step is
 its own task); with ``LAKEHOUSE_WINDOWS_OUTPUT``, the same clean-up steps for the windows output
-after them (``*_windows``). Every task has an ``execution_timeout``.
+after them (``*_windows``); with ``LAKEHOUSE_KEYED_TABLE``, ``compact_deletes_keyed`` (its delete
+files and small files rewritten) and the same clean-up steps for it (``*_keyed``). Every task has an
+``execution_timeout``.
 
 The jobs' Python code (``lakehouse``, ``pipelines``, ``stream_edge``) is shipped to the executors
 with ``--py-files`` (a zip the DAG builds next to the checkout when the sources change), so the
@@ -40,6 +44,9 @@ LAKEHOUSE_COMPACT_SINCE     compact partitions newer than this age (``2d``)
 LAKEHOUSE_WINDOWS_OUTPUT    table for the windows job's results (unset: no windows task)
 LAKEHOUSE_WINDOWS_ARGS      its window options, e.g. ``--duration 1m --value-column temperature``
 LAKEHOUSE_QUALITY_SPEC      expectations spec for the validate job (unset: no validate task)
+LAKEHOUSE_KEYED_TABLE       keyed table the upsert job keeps from LAKEHOUSE_TABLE's changes (unset: no
+                            upsert task)
+LAKEHOUSE_UPSERT_ARGS       its options, e.g. ``--cdc debezium`` or ``--key-column device``
 LAKEHOUSE_AUDIT             ``0``: validate after the windows instead of write-audit-publish (``1``)
 LAKEHOUSE_TASK_TIMEOUT_MINUTES  execution_timeout of every task (``120``)
 LAKEHOUSE_MAINTENANCE_SCHEDULE  schedule of lakehouse_maintenance (``@daily``)
@@ -276,6 +283,10 @@ def build_dag() -> DAG:
                 publish = _job(home, "publish", ["--table", table, "--branch", AUDIT_BRANCH])
                 publish.retries = 0
                 tasks += [validate, publish]
+        keyed = os.environ.get("LAKEHOUSE_KEYED_TABLE")
+        if keyed:  # the interval's changes, once published, merged into the keyed table
+            tasks.append(_job(home, "upsert", ["--source", table, "--table", keyed,
+                                               *shlex.split(os.environ.get("LAKEHOUSE_UPSERT_ARGS", ""))]))
         windows_output = os.environ.get("LAKEHOUSE_WINDOWS_OUTPUT")
         if windows_output:
             tasks.append(_job(home, "windows", ["--table", table, "--format", table_format, "--output", windows_output,
@@ -305,6 +316,8 @@ def _maintenance_tasks(home: Path, table: str, table_format: str, retention: str
     common = ["--table", table, "--format", table_format]
     actions = (["rewrite-manifests", "expire-snapshots", "remove-orphan-files"] if table_format == "iceberg"
                else ["vacuum"])
+    if suffix == "_keyed":  # a keyed table's merges leave delete files: rewritten first
+        actions.insert(0, "compact-deletes")
     return [LakehouseSparkSubmit(
         task_id=action.replace("-", "_") + suffix, name=f"lakehouse-maintain-{action}",
         application=str(home / "pipelines" / "jobs" / "maintain.py"),
@@ -342,6 +355,9 @@ def build_maintenance_dag() -> DAG:
         if windows_output:
             output_format = windows_output_format(windows_output, os.environ.get("LAKEHOUSE_WINDOWS_ARGS", ""))
             tasks += _maintenance_tasks(home, windows_output, output_format, retention, suffix="_windows")
+        keyed = os.environ.get("LAKEHOUSE_KEYED_TABLE")
+        if keyed:
+            tasks += _maintenance_tasks(home, keyed, "iceberg", retention, suffix="_keyed")
         chain(*tasks)
     return dag
 

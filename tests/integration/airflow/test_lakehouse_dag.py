@@ -90,7 +90,9 @@ def _parse_dags(tmp_path: Path, configs: list[tuple[dict[str, str], str]]) -> li
 def test_dag_parses_into_register_then_windows_and_a_daily_maintenance_dag(tmp_path) -> None:
     windows = {"LAKEHOUSE_WINDOWS_OUTPUT": "lake.db.temp_1m",
                "LAKEHOUSE_WINDOWS_ARGS": "--duration 1m --value-column 'temperature'"}
-    parsed, no_py_files, with_jars, maintenance, delta, with_windows, delta_windows = _parse_dags(tmp_path, [
+    keyed = {"LAKEHOUSE_KEYED_TABLE": "lake.db.devices", "LAKEHOUSE_UPSERT_ARGS": "--cdc debezium"}
+    (parsed, no_py_files, with_jars, maintenance, delta, with_windows, delta_windows, with_keyed,
+     keyed_maintenance) = _parse_dags(tmp_path, [
         (windows, "dag"),
         ({"LAKEHOUSE_PY_FILES": ""}, "dag"),
         ({"LAKEHOUSE_SPARK_JARS": "/j/iceberg.jar,/j/delta.jar", "SPARK_DIST_CLASSPATH": "/j/delta.jar"}, "dag"),
@@ -100,6 +102,8 @@ def test_dag_parses_into_register_then_windows_and_a_daily_maintenance_dag(tmp_p
         (windows, "maintenance_dag"),
         ({"LAKEHOUSE_WINDOWS_OUTPUT": "db.temp_1m", "LAKEHOUSE_WINDOWS_ARGS": "--output-format delta --duration 1m"},
          "maintenance_dag"),
+        ({**windows, **keyed}, "dag"),
+        (keyed, "maintenance_dag"),
     ])
     assert parsed["dag_id"] == "lakehouse"
     assert parsed["tasks"] == {"register": ["windows"], "windows": []}
@@ -148,6 +152,17 @@ def test_dag_parses_into_register_then_windows_and_a_daily_maintenance_dag(tmp_p
         "--table", "lake.db.temp_1m", "--format", "iceberg", "--action", "expire-snapshots", "--retention", "7d"]
     assert delta_windows["tasks"]["remove_orphan_files"] == ["vacuum_windows"]
     assert delta_windows["args"]["vacuum_windows"][:4] == ["--table", "db.temp_1m", "--format", "delta"]
+    # a keyed table: the interval's changes merged once registered, its delete files compacted daily
+    assert with_keyed["tasks"] == {"register": ["upsert"], "upsert": ["windows"], "windows": []}
+    assert with_keyed["apps"]["upsert"] == str(REPO / "pipelines" / "jobs" / "upsert.py")
+    assert with_keyed["args"]["upsert"] == ["--source", "lake.db.sensor_readings", "--table", "lake.db.devices",
+                                            "--cdc", "debezium"]
+    assert keyed_maintenance["tasks"] == {
+        **maintenance["tasks"], "remove_orphan_files": ["compact_deletes_keyed"],
+        "compact_deletes_keyed": ["rewrite_manifests_keyed"], "rewrite_manifests_keyed": ["expire_snapshots_keyed"],
+        "expire_snapshots_keyed": ["remove_orphan_files_keyed"], "remove_orphan_files_keyed": []}
+    assert keyed_maintenance["args"]["compact_deletes_keyed"] == [
+        "--table", "lake.db.devices", "--format", "iceberg", "--action", "compact-deletes"]
 
 
 @pytest.mark.integration
