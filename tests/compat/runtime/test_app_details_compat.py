@@ -3,8 +3,9 @@
 ``spawn`` method) fails without a pid; ``configure_logging`` with and without handlers of the
 program's own; pydantic's ``ValidationError`` from ``ApplicationConfig`` (unknown keyword, frozen
 field) and ``ConnectionConfig`` (a setting that is not a connection setting, unless
-``ignore_extras``); topics defined after the dataframe are created by the run. One shared run per
-package; one test per printed section."""
+``ignore_extras``); topics defined after the dataframe are created by the run; a commit on a deleted
+topic; the data-lake sink's defaults (read from each package's source: quixstreams' sink needs
+``quixportal``, which is not on PyPI). One shared run per package; one test per printed section."""
 
 import pytest
 
@@ -21,7 +22,8 @@ import threading
 import time
 import uuid
 
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 from quixstreams import Application
 from quixstreams.app import ApplicationConfig
 from quixstreams.kafka.configuration import ConnectionConfig
@@ -133,12 +135,54 @@ def main():
     names = AdminClient({"bootstrap.servers": BROKER}).list_topics(timeout=10).topics
     print("created by the run", topic_in.name in names, topic_out.name in names)
 
+    print("== commit on a deleted topic")
+    name = "deleted-" + SUFFIX
+    admin = AdminClient({"bootstrap.servers": BROKER})
+    admin.create_topics([NewTopic(name, 1, 1)])[name].result()
+    application = app()
+    with application.get_producer() as producer:
+        producer.produce(name, key=b"k", value=b"v")
+    with application.get_consumer(auto_commit_enable=False) as consumer:
+        consumer.subscribe([name])
+        message, deadline = None, time.monotonic() + 30
+        while message is None and time.monotonic() < deadline:
+            message = consumer.poll(1)
+        admin.delete_topics([name])[name].result()
+        time.sleep(2)
+        for label, commit in [("message", lambda: consumer.commit(message=message, asynchronous=False)),
+                              ("offsets", lambda: consumer.commit(offsets=[TopicPartition(name, 0, 1)],
+                                                                  asynchronous=False))]:
+            try:
+                print(label, commit())
+            except Exception as exc:
+                print(label, type(exc).__name__, masked(str(exc)))
+
+    print("== data-lake sink parameters")
+    # quixstreams' QuixTSDataLakeSink needs quixportal (not on PyPI): each side reads its own source
+    import ast
+    import quixstreams
+    path = os.path.join(os.path.dirname(quixstreams.__file__), "sinks", "core", "quix_ts_datalake_sink.py")
+    tree = ast.parse(open(path).read())
+    functions = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
+    print("module-level silence_chatty_loggers", "silence_chatty_loggers" in functions)
+    sink_class = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "QuixTSDataLakeSink")
+    init = next(n for n in sink_class.body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
+    names = [a.arg for a in init.args.args]
+    defaults = dict(zip(names[len(names) - len(init.args.defaults):], init.args.defaults))
+    for param in ("workspace_id", "hive_columns", "timestamp_column", "silence_azure_http_logs"):
+        print(param, ast.literal_eval(defaults[param]))
+    prop = [n for n in sink_class.body if isinstance(n, ast.FunctionDef) and n.name == "s3_bucket"]
+    print("s3_bucket property", bool(prop) and any(getattr(d, "id", "") == "property" for d in prop[0].decorator_list))
+    print("before setup", [c.value for c in ast.walk(prop[0]) if isinstance(c, ast.Constant) and isinstance(c.value, str)
+                           and "Call setup" in c.value])
+
 
 if __name__ == "__main__":
     main()
 '''
 
-SECTIONS = ["sources", "logging", "config errors", "topics after the dataframe"]
+SECTIONS = ["sources", "logging", "config errors", "topics after the dataframe", "commit on a deleted topic",
+            "data-lake sink parameters"]
 
 
 @pytest.fixture(scope="module")
@@ -166,3 +210,10 @@ def test_configuration_errors_are_pydantic_validation_errors(outputs):
     assert "not_a_setting\n  Extra inputs are not permitted" in shown
     assert "librdkafka extra ignored -> {'bootstrap.servers': 'url', 'sasl.mechanism': 'PLAIN'}" in shown
     assert "no handlers True INFO False [('StreamHandler', 'INFO'" in compare_section(outputs, "logging")
+
+
+def test_data_lake_sink_defaults_and_a_deleted_topic(outputs):
+    shown = compare_section(outputs, "data-lake sink parameters")
+    assert "timestamp_column ts_ms" in shown and "module-level silence_chatty_loggers True" in shown
+    assert "before setup ['s3_bucket not initialized. Call setup() first.']" in shown
+    assert "UNKNOWN_TOPIC_OR_PART" in compare_section(outputs, "commit on a deleted topic")
