@@ -125,6 +125,12 @@ def main():
         except Exception as exc:
             print(label, type(exc).__module__, type(exc).__name__, isinstance(exc, ValueError), masked(str(exc)))
 
+    print("== timestamps")
+    from quixstreams.models import MessageTimestamp
+    for args in [(0, 0), (0, 123), (0, -1), (1, 123), (2, 123)]:
+        stamp = MessageTimestamp.create(*args)
+        print(args, stamp.type, stamp.milliseconds)
+
     print("== topics after the dataframe")
     application = Application(broker_address=BROKER, consumer_group="g-" + SUFFIX, loglevel=None,
                               state_dir=tempfile.mkdtemp(), auto_create_topics=True)
@@ -181,7 +187,7 @@ if __name__ == "__main__":
     main()
 '''
 
-SECTIONS = ["sources", "logging", "config errors", "topics after the dataframe", "commit on a deleted topic",
+SECTIONS = ["sources", "logging", "config errors", "timestamps", "topics after the dataframe", "commit on a deleted topic",
             "data-lake sink parameters"]
 
 
@@ -214,6 +220,7 @@ def test_configuration_errors_are_pydantic_validation_errors(outputs):
 
 def test_data_lake_sink_defaults_and_a_deleted_topic(outputs):
     shown = compare_section(outputs, "data-lake sink parameters")
+    assert "(0, 0) 0 0\n(0, 123) 0 123" in compare_section(outputs, "timestamps")
     assert "timestamp_column ts_ms" in shown and "module-level silence_chatty_loggers True" in shown
     assert "before setup ['s3_bucket not initialized. Call setup() first.']" in shown
     assert "UNKNOWN_TOPIC_OR_PART" in compare_section(outputs, "commit on a deleted topic")
