@@ -228,3 +228,26 @@ def test_under_exactly_once_a_record_to_dead_letter_interrupts_for_a_replay_then
     ran.clear()
     assert process(_batch(5)) == 5
     assert ran == [b"0", b"1", b"3", b"4"] and len(produce.produced) == 1  # dead-lettered before it ran
+
+
+def test_a_dead_letters_failed_delivery_is_never_left_to_on_producer_error():
+    from stream_edge.rowproducer import ProducerError, RowProducer
+
+    producer = RowProducer("127.0.0.1:1", on_error=lambda exc, row, logger: True)  # would ignore any error
+    try:
+        produce = Recorder()
+        producer.guard_topic("dlq", DeadLetterTopic("dlq", produce, None, None).resend_smaller)
+        producer._on_delivery(KafkaError(KafkaError._MSG_TIMED_OUT), Message(topic="out", value=b"o"))
+        producer.poll(0)  # an output's failure: the user's callback decided to go on
+        # too large for the topic: sent again without its value, nothing raised
+        producer._on_delivery(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE),
+                              Message(topic="dlq", value=b"x" * 100, headers=[("h", b"1")], timestamp=(1, 5)))
+        producer.poll(0)
+        [again] = produce.produced
+        assert again["value"] == b"" and dict(again["headers"])[HEADER_PREFIX + "value.original.size"] == b"100"
+        # any other failure of a dead letter fails the checkpoint: its offset is not committed
+        producer._on_delivery(KafkaError(KafkaError._MSG_TIMED_OUT), Message(topic="dlq", value=b"v"))
+        with pytest.raises(ProducerError, match="delivery of a dead letter to topic 'dlq' failed"):
+            producer.poll(0)
+    finally:
+        producer.release()
