@@ -5,6 +5,11 @@ Signatures (as in Quix Streams 3.x)::
     on_consumer_error(exc, message, logger) -> bool     # polling or deserialization failed
     on_processing_error(exc, row, logger) -> bool       # a StreamingDataFrame function raised
     on_producer_error(exc, row, logger) -> bool         # serializing or producing an output failed
+
+A callback receives every failure of its stage, outages included (a service that refuses or does
+not answer: ``stream_edge.is_outage(exc)`` is True), and decides. Without a callback of the user's,
+an outage is not the record's error: its partition pauses and the record is retried with backoff,
+and a permanent fault stops the app (``stream_edge/errors.py``, docs/operations.md).
 """
 
 from __future__ import annotations
