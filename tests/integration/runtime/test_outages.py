@@ -137,9 +137,9 @@ def test_an_upstream_outage_in_user_code_waits_in_kafka_and_each_output_is_writt
     _stop_when(app, lambda: len(seen) == n)
     app.run()
 
-    outputs = read_topic(out, n, settle=1.0)
+    outputs = read_topic(out, n, settle=0.5)
     assert _values(outputs) == list(range(n))  # every record, each once, after the outage
-    assert read_topic(dlq, 1, timeout=2) == []  # none dead-lettered
+    assert read_topic(dlq, 1, timeout=1) == []  # none dead-lettered
     assert metrics.registry.get_sample_value("stream_edge_outage_retries_total", {"stage": "processing"}) >= 1
     assert any(r.startswith("outage: an upstream service (ConnectionRefusedError)") for r in reasons)
     assert committed(group, src, partitions=2) == {0: n // 2, 1: n // 2}
@@ -178,7 +178,7 @@ def test_an_outage_in_a_sink_is_retried_and_the_outputs_are_written_once(new_app
         count["n"] += 1
         if count["n"] == 60:
             sink.down.set()
-            threading.Timer(2.0, sink.down.clear).start()
+            threading.Timer(1.0, sink.down.clear).start()
         return value
 
     app, _group = new_app(dead_letter_topic=dlq, processing_guarantee="exactly-once", commit_interval=0.3)
@@ -189,8 +189,8 @@ def test_an_outage_in_a_sink_is_retried_and_the_outputs_are_written_once(new_app
     app.run()
 
     assert sorted(set(sink.written)) == list(range(n))  # a sink is at-least-once; none lost
-    assert _values(read_topic(out, n, settle=1.0)) == list(range(n))  # exactly once
-    assert read_topic(dlq, 1, timeout=2) == []
+    assert _values(read_topic(out, n, settle=0.5)) == list(range(n))  # exactly once
+    assert read_topic(dlq, 1, timeout=1) == []
 
 
 def _registry_server():
@@ -249,7 +249,7 @@ def test_a_schema_registry_outage_waits_and_nothing_is_dead_lettered(failure, ne
     finally:
         registry.close()
     assert sorted(seen) == list(range(20))
-    assert read_topic(dlq, 1, timeout=2) == []
+    assert read_topic(dlq, 1, timeout=1) == []
     assert metrics.registry.get_sample_value("stream_edge_outage_retries_total", {"stage": "deserialization"}) >= 1
 
 
@@ -260,7 +260,7 @@ def test_a_dead_letter_too_large_is_delivered_cut_and_the_stream_goes_on(new_app
     produce(src, [(b"a", {"i": 0}), (b"big", huge), (b"b", {"i": 1})])
     app, group = new_app(dead_letter_topic=dlq, commit_interval=0.3)
     app.dataframe(app.topic(src)).to_topic(app.topic(out))
-    app.run(timeout=3)
+    app.run(count=2, timeout=20)
     assert _values(read_topic(out, 2, settle=0.5)) == [0, 1]  # once each: no crash, no replay
     [letter] = read_topic(dlq, 1, settle=0.5)
     headers = dict(letter.headers())
@@ -291,7 +291,7 @@ def test_exactly_once_a_dead_lettered_record_leaves_no_output_and_no_state(new_a
     sdf = app.dataframe(app.topic(src)).apply(count, stateful=True)
     sdf.to_topic(app.topic(early))
     sdf.apply(check).to_topic(app.topic(late))
-    app.run(timeout=3)
+    app.run(timeout=2)
 
     firsts = [orjson.loads(m.value()) for m in read_topic(early, 14, settle=1.0)]
     assert sorted(v["i"] for v in firsts) == [i for i in range(15) if i != 7]  # no output of the bad record
@@ -399,7 +399,7 @@ def test_mosquitto_refusing_the_session_is_an_outage_and_every_record_arrives_af
         _stop_when(app, lambda: len(got) == 50)
         app.run()
         assert got == set(range(50))  # every record, after the broker accepted the session
-        assert read_topic(dlq, 1, timeout=2) == []  # none dead-lettered
+        assert read_topic(dlq, 1, timeout=1) == []  # none dead-lettered
     finally:
         reader.loop_stop()
         server.stop()
@@ -511,5 +511,5 @@ def test_the_catalog_stopped_for_10s_under_the_data_lake_sink_is_an_outage(new_a
     table = load_catalog("check", type="rest", uri=rest).load_table((namespace, "readings"))
     rows = table.scan(selected_fields=("i",)).to_arrow().column("i").to_pylist()
     assert sorted(rows) == list(range(300))  # every record registered once, the ones of the outage after it
-    assert read_topic(dlq, 1, timeout=2) == []  # none dead-lettered (nor in the lake and on the topic)
+    assert read_topic(dlq, 1, timeout=1) == []  # none dead-lettered (nor in the lake and on the topic)
     assert sink.stats()["storage_faults_transient"] >= 1  # the registration backed off
