@@ -513,3 +513,26 @@ def test_the_catalog_stopped_for_10s_under_the_data_lake_sink_is_an_outage(new_a
     assert sorted(rows) == list(range(300))  # every record registered once, the ones of the outage after it
     assert read_topic(dlq, 1, timeout=1) == []  # none dead-lettered (nor in the lake and on the topic)
     assert sink.stats()["storage_faults_transient"] >= 1  # the registration backed off
+
+
+def test_an_outage_longer_than_max_retry_seconds_stops_cleanly_naming_the_service_and_the_record(
+        new_app, make_topic, produce, read_topic, committed):
+    from stream_edge.errors import OutageTimeoutError
+
+    src, dlq = make_topic(), make_topic()
+    produce(src, [(b"k", {"i": i}) for i in range(5)])
+    upstream = Upstream()
+    upstream.down()  # and never back
+
+    def call_upstream(value):
+        if value["i"] == 2:
+            upstream.call()
+        return value
+
+    app, group = new_app(dead_letter_topic=dlq, max_retry_seconds=1.5, commit_interval=0.2)
+    app.dataframe(app.topic(src)).apply(call_upstream)
+    with pytest.raises(OutageTimeoutError, match=r"an upstream service \(ConnectionRefusedError\) has been unavailable "
+                                                 r"for \d+s \(max_retry_seconds=1.5\) at topic '.+' partition 0 offset 2"):
+        app.run(timeout=30)
+    assert committed(group, src)[0] == 2  # the records before it; it and those after stay in Kafka
+    assert read_topic(dlq, 1, timeout=1) == []
