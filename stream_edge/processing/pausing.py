@@ -28,14 +28,16 @@ class PausingManager:
         self._next_resume = float("inf")
         self._blocked_since: Dict[Tuple[str, int], float] = {}
 
-    def pause(self, topic: str, partition: int, offset_to_seek: int, resume_after: float) -> None:
-        """Pause ``topic[partition]``, seek it to ``offset_to_seek``, resume in ``resume_after`` s."""
+    def pause(self, topic: str, partition: int, offset_to_seek: int, resume_after: float,
+              reason: str = "backpressure") -> None:
+        """Pause ``topic[partition]``, seek it to ``offset_to_seek``, resume in ``resume_after`` s
+        (``reason``: what the log line says, ``backpressure`` or ``outage``)."""
         tp = TopicPartition(topic, partition, offset_to_seek)
         # One line per state change: the first pause of a streak is a WARNING, the retries of a
         # partition still blocked (not committed since) are DEBUG, so a long outage logs two lines.
         level = logging.DEBUG if (topic, partition) in self._blocked_since else logging.WARNING
-        logger.log(level, "backpressure: pausing topic '%s' partition %s for %.1fs; will resume from offset %s",
-                   topic, partition, resume_after, offset_to_seek)
+        logger.log(level, "%s: pausing topic '%s' partition %s for %.1fs; will resume from offset %s",
+                   reason, topic, partition, resume_after, offset_to_seek)
         self._consumer.pause([tp])
         if offset_to_seek >= 0:
             self._consumer.seek(tp)

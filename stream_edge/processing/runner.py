@@ -434,7 +434,7 @@ class Runner:
         consumer = parts.consumer
         for (topic, partition), offset in resume.items():
             if (topic, partition) == tp and delay > 0:
-                self._pausing.pause(topic, partition, offset, delay)
+                self._pausing.pause(topic, partition, offset, delay, reason="outage")
             else:
                 consumer.seek(TopicPartition(topic, partition, offset))
 
