@@ -1,5 +1,5 @@
 """join_lookup with SQLiteLookup against quixstreams 3.28.1: fields, query fields, defaults, the
-``on`` variants, identifier checks and cache statistics, through ``sdf.test()`` (byte for byte)."""
+``on`` variants, identifier checks and cache statistics (ttl=0: no cache), through ``sdf.test()`` (byte for byte)."""
 
 from __future__ import annotations
 
@@ -30,6 +30,10 @@ sdf = app.dataframe(topic()).join_lookup(lookup, fields, on="dev_id")
 for value in [{"dev_id": "a", "min": 2}, {"dev_id": "b", "min": 9}, {"dev_id": "zz", "min": 0}, {"dev_id": "a", "min": 0}]:
     print(sdf.test(value, key=b"k"))
 print(lookup.cache_info())
+no_ttl = SQLiteLookup(path=db)
+uncached = app.dataframe(topic()).join_lookup(no_ttl, {"dev": SQLiteLookupField(table="dev", columns=["name"], on="id", ttl=0)},
+                                              on="dev_id")
+print(uncached.test({"dev_id": "a"}, key=b"k"), uncached.test({"dev_id": "a"}, key=b"k"), no_ttl.cache_info())
 by_key = app.dataframe(topic()).join_lookup(SQLiteLookup(path=db), {"dev": SQLiteLookupField(table="dev", columns=["name"], on="id")})
 print(by_key.test({"x": 1}, key="a"), by_key.test({"x": 1}, key="b"))
 by_func = app.dataframe(topic()).join_lookup(SQLiteLookup(path=db), {"dev": SQLiteLookupField(table="dev", columns=["name"], on="id")},

@@ -37,6 +37,8 @@ class TTLCache:
         self.misses = 0
 
     def get_or_load(self, key: Hashable, ttl: float, load: Callable[[], Any]) -> Any:
+        if ttl <= 0:  # no caching at all: neither a miss counted nor an entry kept (as Quix)
+            return load()
         entries = self._entries
         now = self._clock()
         found = entries.get(key, _MISSING)
