@@ -33,6 +33,7 @@ class _Streak:
     since: float
     service: str
     offset: int  # the record that met the outage (-1: a sink's write, any later commit ends it)
+    shown: bool  # reported to /readyz at once (a sink's own backpressure waits for ready_paused_seconds)
     attempts: int = 0
 
 
@@ -66,25 +67,31 @@ class OutageTracker:
 
     @property
     def since(self) -> Optional[float]:
-        """The clock's time of the oldest streak's start (None: no outage)."""
-        return min((s.since for s in self._streaks.values()), default=None)
+        """The clock's time of the oldest shown streak's start (None: no outage to show)."""
+        return min((s.since for s in self._streaks.values() if s.shown), default=None)
 
     @property
     def service(self) -> Optional[str]:
-        """The service of the oldest streak (None: no outage)."""
-        oldest = min(self._streaks.values(), key=lambda s: s.since, default=None)
+        """The service of the oldest shown streak (None: no outage to show)."""
+        oldest = min((s for s in self._streaks.values() if s.shown), key=lambda s: s.since, default=None)
         return None if oldest is None else oldest.service
 
     def failed(self, tp: TopicPartitionKey, exc: BaseException, where: str, offset: int = -1,
-               delay: Optional[float] = None, service: Optional[str] = None) -> float:
+               delay: Optional[float] = None, service: Optional[str] = None, shown: bool = True) -> float:
         """Count an outage of ``tp`` met at ``where``; returns the pause before the retry (``delay``
         if the caller has its own backoff). Raises :class:`OutageTimeoutError` once the partition
-        has waited longer than ``max_retry_seconds``."""
+        has waited longer than ``max_retry_seconds``. ``shown`` False: a sink's own backpressure,
+        bounded here but not reported as an outage (``/readyz`` shows it after
+        ``ready_paused_seconds``, as a blocked partition)."""
         now = self._clock()
         streak = self._streaks.get(tp)
         service = mask_secrets(service or service_of(exc))
+        announce = shown and (streak is None or not streak.shown)  # one WARNING when an outage shows
         if streak is None:
-            streak = self._streaks[tp] = _Streak(now, service, offset)
+            streak = self._streaks[tp] = _Streak(now, service, offset, shown)
+            self.changed = self.changed or shown
+        elif shown and not streak.shown:
+            streak.shown, streak.service = True, service
             self.changed = True
         streak.attempts += 1
         streak.offset = max(streak.offset, offset)  # ends once a commit reaches the latest record that failed
@@ -99,7 +106,7 @@ class OutageTracker:
             raise error
         if delay is None:
             delay = min(self.cap_seconds, self.base_seconds * (2 ** min(streak.attempts - 1, 30)))
-        if streak.attempts == 1:
+        if announce:
             logger.warning("outage: %s at %s (%s); pausing the partition and retrying with backoff (%.0f s, "
                            "doubling up to %.0f s, for at most %gs); the record is not dead-lettered",
                            service, where, text, delay, self.cap_seconds, self.max_retry_seconds)
@@ -116,11 +123,14 @@ class OutageTracker:
             streak = self._streaks.get(tp)
             if streak is not None and last >= streak.offset:
                 del self._streaks[tp]
-                self.changed = True
+                self.changed = self.changed or streak.shown
+                if not streak.shown:
+                    continue
                 logger.info("outage over: topic '%s' partition %s processed again after %d attempt(s) (%s)",
                             tp[0], tp[1], streak.attempts, streak.service)
 
     def forget(self, tp: TopicPartitionKey) -> None:
         """The partition left this instance (a rebalance)."""
-        if self._streaks.pop(tp, None) is not None:
+        streak = self._streaks.pop(tp, None)
+        if streak is not None and streak.shown:
             self.changed = True

@@ -96,7 +96,8 @@ class SinkManager:
                     exc.topic, exc.partition = topic, partition
                 if self.outages is not None:  # bounded by max_retry_seconds like any outage
                     self.outages.failed((topic, partition), exc, self._where(sink, topic, partition),
-                                        delay=exc.retry_after or 0.0, service=f"the destination of {type(sink).__name__}")
+                                        delay=exc.retry_after or 0.0, service=f"the destination of {type(sink).__name__}",
+                                        shown=False)
                 self.on_paused(topic, partition)
                 raise
             except Exception as exc:
