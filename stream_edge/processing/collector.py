@@ -58,6 +58,16 @@ class OutputCollector(OutputCounter):
         self._cursor, self._metadata, self._keep = cursor, metadata, keep
         self.dropped = 0  # outputs counted but not kept (past ``keep``)
         self.sink = self._collect if collect else self._count  # the leaves of the pipeline call this
+        self._mark = (0, 0, 0)
+
+    def mark(self) -> None:
+        """A checkpoint starts: what :meth:`rewind` goes back to."""
+        self._mark = (self.count, len(self.items), self.dropped)
+
+    def rewind(self) -> None:
+        """The checkpoint was aborted and is replayed (exactly-once): forget its outputs."""
+        self.count, kept, self.dropped = self._mark
+        del self.items[kept:]
 
     def _count(self, value: Any, key: Any, timestamp: int, headers: Any) -> None:
         self.count += 1

@@ -130,6 +130,8 @@ class Runner:
                                 state_manager=parts.state_manager, sink_manager=parts.sink_manager,
                                 pausing_manager=self._pausing, exactly_once=cfg.exactly_once,
                                 on_sink_flush=on_sink_flush)
+        if self._collector is not None:
+            self._collector.mark()
         return checkpoint
 
     def _on_sink_flush(self, sink: "BaseSink", topic: str, partition: int, seconds: float) -> None:
@@ -430,6 +432,8 @@ class Runner:
             if parts.sink_manager is not None:
                 for topic, partition in checkpoint.partitions:
                     parts.sink_manager.on_paused(topic, partition)
+            if self._collector is not None:
+                self._collector.rewind()  # run()'s outputs: those of the replay, once
             self._checkpoint = self._new_checkpoint()
         consumer = parts.consumer
         for (topic, partition), offset in resume.items():

@@ -251,3 +251,15 @@ def test_a_dead_letters_failed_delivery_is_never_left_to_on_producer_error():
             producer.poll(0)
     finally:
         producer.release()
+
+
+def test_run_outputs_of_an_aborted_checkpoint_are_forgotten_before_its_replay():
+    from stream_edge.processing.collector import OutputCollector
+
+    collector = OutputCollector(_Ctx.cursor, count_limit=0, collect=True, metadata=False)
+    collector.sink({"i": 0}, None, 0, None)
+    collector.mark()  # a checkpoint starts
+    collector.sink({"i": 1}, None, 0, None)
+    collector.rewind()  # aborted: replayed
+    collector.sink({"i": 1}, None, 0, None)
+    assert collector.items == [{"i": 0}, {"i": 1}] and collector.count == 2
