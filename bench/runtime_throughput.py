@@ -3,12 +3,16 @@
     ./dev bench runtime_throughput                 # 1M messages (pre-produced once)
     ./dev bench runtime_throughput --messages 200000
     ./dev bench runtime_throughput --profile /tmp/edge.prof   # cProfile of the stream_edge run
+    ./dev bench runtime_throughput --messages 500000 --bare --rounds 3   # + the bare loop, medians of 3
+    ./dev bench runtime_throughput --messages 500000 --only stream_edge,bare --rounds 3
 
 Pre-produces N JSON messages (~90 B, 10,000 keys, 2 partitions) once to a topic on the local broker
 (reused by later runs), then runs ``bench/quix_baseline/pipeline.py`` once per package as a
 subprocess, against the same broker and messages, each with a fresh consumer group and output topic.
-Prints messages/s for both and the ratio, and checks both outputs are identical (as multisets of
-key and JSON value). quixstreams lives in its own venv (~/.cache/streaming-lakehouse/venv-quixstreams),
+Prints messages/s for each and the ratios, and checks every run's output is identical (as multisets
+of key and JSON value). ``--bare`` adds the same work written as a hand-made confluent-kafka loop, the
+ceiling the edge is measured against; ``--rounds N`` runs the variants N times, alternating, and
+reports medians (and each round's edge/bare share: the pair ran back to back). quixstreams lives in its own venv (~/.cache/streaming-lakehouse/venv-quixstreams),
 created on first use.
 """
 
@@ -122,18 +126,26 @@ def run_variant(python: Path, package: str, bootstrap: str, admin: AdminClient, 
     return json.loads(proc.stdout.strip().splitlines()[-1]), output
 
 
+VARIANTS = ("stream_edge", "quixstreams", "bare")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--messages", type=int, default=1_000_000)
-    parser.add_argument("--only", choices=("stream_edge", "quixstreams", "bare"), help="run one variant only")
+    parser.add_argument("--only", help="run only these variants (comma-separated: stream_edge,quixstreams,bare)")
     parser.add_argument("--bare", action="store_true",
-                        help="also run the same work as a bare confluent-kafka loop (the floor)")
-    parser.add_argument("--profile", help="cProfile output file for the stream_edge run")
+                        help="also run the same work as a bare confluent-kafka loop (the ceiling)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run the variants N times, alternating (one of each per round); medians reported")
+    parser.add_argument("--profile", help="cProfile output file for the stream_edge run (the last round's)")
     parser.add_argument("--no-check", action="store_true", help="skip the output comparison")
     parser.add_argument("--baseline-tree", metavar="DIR",
                         help="also run stream_edge imported from DIR (e.g. 'git worktree add /tmp/before <commit>') "
                              "to compare a change before/after in one run")
     args = parser.parse_args()
+    only = set(args.only.split(",")) if args.only else None
+    if only and not only <= set(VARIANTS):
+        parser.error(f"--only: unknown variant(s) {sorted(only - set(VARIANTS))}; choose from {VARIANTS}")
 
     from infra.local import services
 
@@ -141,54 +153,70 @@ def main() -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     source = input_topic(bootstrap, admin, args.messages)
     expected = expected_outputs(args.messages)
-    results, outputs = {}, {}
-    variants = [("stream_edge", Path(sys.executable)), ("quixstreams", None), ("bare", Path(sys.executable))]
+    variants = [(name, python) for name, python in
+                [("stream_edge", Path(sys.executable)), ("quixstreams", None), ("bare", Path(sys.executable))]
+                if (name in only if only else name != "bare" or args.bare)]
     if args.baseline_tree:
         variants.insert(0, ("baseline", Path(sys.executable)))
-    for name, python in variants:
-        if args.only and name != args.only:
-            continue
-        if name == "bare" and not (args.bare or args.only == "bare"):
-            continue
-        package = "stream_edge" if name == "baseline" else name
-        python = python or quix_python()
-        results[name], outputs[name] = run_variant(
-            python, package, bootstrap, admin, source, args.messages, expected,
-            args.profile if name == "stream_edge" else None,
-            tree=args.baseline_tree if name == "baseline" else None)
-        r = results[name]
-        label = f"stream_edge@{args.baseline_tree}" if name == "baseline" else name
-        print(f"{label:12} {r['msgs_per_s']:>10,.0f} msg/s  ({r['messages']:,} messages in {r['seconds']:.2f}s)")
-    if "baseline" in results and "stream_edge" in results:
-        change = results["stream_edge"]["msgs_per_s"] / results["baseline"]["msgs_per_s"]
-        print(f"stream_edge now / baseline tree: {change:.2f}x")
-        if "quixstreams" in results:
-            print(f"ratio baseline tree / quixstreams: "
-                  f"{results['baseline']['msgs_per_s'] / results['quixstreams']['msgs_per_s']:.2f}x")
-    if "bare" in results and "stream_edge" in results:
-        share = results["stream_edge"]["msgs_per_s"] / results["bare"]["msgs_per_s"]
-        print(f"stream_edge reaches {share:.0%} of the bare confluent-kafka loop")
-    if "stream_edge" in results and "quixstreams" in results:
-        ratio = results["stream_edge"]["msgs_per_s"] / results["quixstreams"]["msgs_per_s"]
-        print(f"ratio stream_edge / quixstreams: {ratio:.2f}x (target >= 2x)")
-    if results and not args.only and not args.baseline_tree:
-        from results import save
+    runs: dict = {name: [] for name, _ in variants}  # name -> [figures of each round]
+    outputs: list = []  # (name, output topic) of every run
+    for round_no in range(args.rounds):
+        # alternate, and rotate the order each round, so a noisy streak or a warm cache hits all
+        order = variants[round_no % len(variants):] + variants[:round_no % len(variants)]
+        for name, python in order:
+            package = "stream_edge" if name == "baseline" else name
+            figures, topic = run_variant(
+                python or quix_python(), package, bootstrap, admin, source, args.messages, expected,
+                args.profile if name == "stream_edge" and round_no == args.rounds - 1 else None,
+                tree=args.baseline_tree if name == "baseline" else None)
+            runs[name].append(figures["msgs_per_s"])
+            outputs.append((name, topic))
+            label = f"stream_edge@{args.baseline_tree}" if name == "baseline" else name
+            print(f"round {round_no + 1}: {label:12} {figures['msgs_per_s']:>10,.0f} msg/s  "
+                  f"({figures['messages']:,} messages in {figures['seconds']:.2f}s)", flush=True)
+    from results import median_spread, save
 
-        save("runtime_throughput", f"apply + to_topic, {args.messages:,} messages", "msg/s",
-             [(f"{args.messages:,} messages", name, r["msgs_per_s"]) for name, r in results.items()])
+    medians = {name: median_spread(values) for name, values in runs.items()}
+    print(f"load average {os.getloadavg()[0]:.1f}; medians of {args.rounds} round(s):")
+    for name, (median, low, high) in medians.items():
+        print(f"  {name:12} {median:>10,.0f} msg/s  (low {low:,.0f}, high {high:,.0f})")
+
+    def share(a: str, b: str) -> tuple:
+        """Median over the rounds of a/b (each round's pair ran back to back), and each round's."""
+        per_round = [x / y for x, y in zip(runs[a], runs[b])]
+        return median_spread(per_round)[0], per_round
+
+    extra: dict = {}
+    if "baseline" in runs and "stream_edge" in runs:
+        change, _ = share("stream_edge", "baseline")
+        print(f"stream_edge now / baseline tree: {change:.2f}x (median of the rounds' ratios)")
+    if "bare" in runs and "stream_edge" in runs:
+        median, per_round = share("stream_edge", "bare")
+        extra["stream_edge / bare, per round"] = [round(r, 3) for r in per_round]
+        print(f"stream_edge reaches {median:.0%} of the bare confluent-kafka loop (median of {args.rounds} "
+              f"rounds: {', '.join(f'{r:.0%}' for r in per_round)})")
+    if "stream_edge" in runs and "quixstreams" in runs:
+        ratio, _ = share("stream_edge", "quixstreams")
+        print(f"ratio stream_edge / quixstreams: {ratio:.2f}x (target >= 2x)")
+    if runs and not only and not args.baseline_tree:
+        bars = [(f"{args.messages:,} messages", name, *medians[name]) if args.rounds > 1
+                else (f"{args.messages:,} messages", name, medians[name][0]) for name in runs]
+        save("runtime_throughput", f"apply + filter + to_topic, {args.messages:,} messages", "msg/s", bars,
+             runs=args.rounds, goals={"stream_edge / quixstreams": "at least 2x",
+                                      "stream_edge / bare": "at least 95%"}, extra=extra or None)
     if not args.no_check and outputs:
-        counters = {p: read_output(bootstrap, t, expected) for p, t in outputs.items()}
-        for package, counter in counters.items():
+        counters = [(name, read_output(bootstrap, topic, expected)) for name, topic in outputs]
+        for name, counter in counters:
             total = sum(counter.values())
             if total != expected:
-                raise SystemExit(f"{package}: {total} outputs, expected {expected}")
-        reference = next(iter(counters.values()))
-        differing = [p for p, c in counters.items() if c != reference]
+                raise SystemExit(f"{name}: {total} outputs, expected {expected}")
+        reference = counters[0][1]
+        differing = sorted({name for name, c in counters if c != reference})
         if differing:
-            raise SystemExit(f"outputs differ between the variants: {sorted(counters)}")
-        print(f"outputs checked: {expected:,} messages" +
-              (f", identical in {', '.join(sorted(counters))}" if len(counters) > 1 else ""))
-    for topic in outputs.values():
+            raise SystemExit(f"outputs differ between the runs: {differing} differ from {counters[0][0]}'s")
+        print(f"outputs checked: {expected:,} messages in each of {len(counters)} runs, identical "
+              f"({', '.join(sorted({n for n, _ in counters}))})")
+    for _, topic in outputs:
         admin.delete_topics([topic])
 
 
