@@ -50,10 +50,12 @@ PERMANENT_ERRNOS = frozenset(getattr(errno, name) for name in (
 _PERMANENT_CLASS_NAMES = frozenset(("NoCredentialsError", "PartialCredentialsError", "NoRegionError",
                                     "DefaultCredentialsError", "InvalidConfigError", "ProfileNotFound"))
 # pyiceberg's REST answers (it keeps no status): a server error, the service down, credentials refused,
-# commit conflicts that outlived its attempts
+# throttling (429), commit conflicts that outlived its attempts
 _OUTAGE_CLASS_NAMES = frozenset(("ServerError", "ServiceUnavailableError", "UnauthorizedError", "ForbiddenError",
-                                 "AuthorizationExpiredError", "CommitFailedException", "CommitStateUnknownException"))
-_OUTAGE_CLASS_WORDS = ("Connection", "Connect", "Timeout", "Transport", "Unavailable", "Network")
+                                 "AuthorizationExpiredError", "TooManyRequestsError", "CommitFailedException",
+                                 "CommitStateUnknownException"))
+# (botocore's HTTPClientError: its HTTP client failed below any answer)
+_OUTAGE_CLASS_WORDS = ("Connection", "Connect", "Timeout", "Transport", "Unavailable", "Network", "HTTPClient")
 _CLIENT_MODULES = ("httpx", "httpcore", "requests", "urllib", "urllib3", "botocore", "aiohttp", "grpc", "paho",
                    "pyiceberg")
 
