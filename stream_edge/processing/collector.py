@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any, List, Optional
+from typing import Any, Callable, List, Optional
 
 from stream_edge.processing.cursor import MessageCursor
 from stream_edge.processing.loop import OutputCounter
 
-__all__ = ("OutputCollector", "DEFAULT_COLLECT_LIMIT", "collect_limit_for")
+__all__ = ("OutputCollector", "CountingSink", "DEFAULT_COLLECT_LIMIT", "collect_limit_for")
 
 logger = logging.getLogger("stream_edge")
 
@@ -40,6 +40,32 @@ def collect_limit_for(count: int, collect_limit: Optional[int]) -> float:
     return collect_limit or float("inf")
 
 
+class CountingSink:
+    """The sink of ``run(count=n, collect=False)``: ``counter.count += 1`` per output.
+
+    Callable like any sink; a generated chain ending in it takes its line instead of a call
+    (:meth:`inline_code`, see ``stream_edge/core/stream/functions/base.py``): one call less per
+    output on the hot path.
+
+    >>> counter = OutputCounter()
+    >>> sink = CountingSink(counter)
+    >>> sink({"a": 1}, None, 0, None); counter.count
+    1
+    """
+
+    __slots__ = ("counter",)
+
+    def __init__(self, counter: OutputCounter) -> None:
+        self.counter = counter
+
+    def __call__(self, value: Any, key: Any, timestamp: int, headers: Any) -> None:
+        self.counter.count += 1
+
+    def inline_code(self, ref: Callable[..., str]) -> List[str]:
+        """The lines a generated chain runs instead of calling this sink."""
+        return [f"{ref(self.counter, 'outputs')}.count += 1"]
+
+
 class OutputCollector(OutputCounter):
     """Counts the outputs (``run(count=n)`` stops at ``count_limit``) and, with ``collect``,
     keeps the first ``keep`` of them as dicts (``{"_value": v}`` for a non-mapping value; with
@@ -57,7 +83,8 @@ class OutputCollector(OutputCounter):
         self.items: List[dict] = []
         self._cursor, self._metadata, self._keep = cursor, metadata, keep
         self.dropped = 0  # outputs counted but not kept (past ``keep``)
-        self.sink = self._collect if collect else self._count  # the leaves of the pipeline call this
+        # the leaves of the pipeline call this; counting alone is inlined into their generated code
+        self.sink = self._collect if collect else CountingSink(self)
         self._mark = (0, 0, 0)
 
     def mark(self) -> None:
@@ -68,9 +95,6 @@ class OutputCollector(OutputCounter):
         """The checkpoint was aborted and is replayed (exactly-once): forget its outputs."""
         self.count, kept, self.dropped = self._mark
         del self.items[kept:]
-
-    def _count(self, value: Any, key: Any, timestamp: int, headers: Any) -> None:
-        self.count += 1
 
     def _collect(self, value: Any, key: Any, timestamp: int, headers: Any) -> None:
         self.count += 1

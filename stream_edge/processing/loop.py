@@ -140,6 +140,9 @@ class BatchProcessor:
         # One topic (the common case): its route is unpacked once per batch, not per message.
         single = len(routes) == 1
         vloads, kloads, extractor, split, executor = next(iter(routes.values()))
+        if (single and vloads is not None and kloads is None and extractor is None and not split
+                and processed_cb is None):
+            return self._plain(msgs, vloads, executor)
         done = 0
         skip = self.skip
         self.interruption = None
@@ -181,6 +184,41 @@ class BatchProcessor:
                         self._processing_failed(exc, value, key, timestamp, headers, msg)
                 if processed_cb is not None:
                     processed_cb(msg.topic(), msg.partition(), msg.offset())
+                if counter.count >= limit:  # run(count=...): stop right after the n-th output
+                    break
+        except Interruption as stop:  # the message is not processed: the runner rewinds to it
+            self.interruption = stop
+            return done - 1
+        return done
+
+    def _plain(self, msgs: Sequence[RawMessage], vloads: Callable[[bytes], Any], executor: VoidExecutor) -> int:
+        """:meth:`__call__` for the common route: one topic, a value deserializer, the key as
+        bytes, the Kafka timestamp, no split, no per-message callback. The same steps and errors
+        as the general loop with the branches that do not apply left out (the per-message path
+        is hot: ``bench/loop_cpu.py``)."""
+        cursor, counter, skip = self._cursor, self._counter, self.skip
+        limit = counter.limit
+        done = 0
+        self.interruption = None
+        try:
+            for done, msg in enumerate(msgs, 1):
+                if msg.error() is not None:
+                    self._message_error(msg)
+                    continue
+                if skip and self._skipped(msg):
+                    continue
+                cursor.message = msg  # the one run-time write: operators read the cursor
+                value: Any = msg.value()
+                if value is not None:
+                    try:
+                        value = vloads(value)
+                    except Exception as exc:  # noqa: BLE001 - bad input: the callback decides
+                        self._deserialize_failed(exc, msg, "value")
+                        continue
+                try:
+                    executor(value, msg.key(), msg.timestamp()[1], msg.headers())
+                except Exception as exc:  # noqa: BLE001 - the callback decides
+                    self._processing_failed(exc, value, msg.key(), msg.timestamp()[1], msg.headers(), msg)
                 if counter.count >= limit:  # run(count=...): stop right after the n-th output
                     break
         except Interruption as stop:  # the message is not processed: the runner rewinds to it

@@ -98,12 +98,15 @@ def emit_steps(gen: Any, steps: Sequence[StreamFunction], child: Optional[VoidEx
     for step in steps:
         gen.add(*step.code(gen.ref))
     last = steps[-1] if steps else None
-    call = f"{gen.ref(child, 'downstream')}(value, key, timestamp, headers)" if child is not None else None
+    if child is None:
+        return
+    # a child with its own lines (run()'s output counter) is inlined instead of called
+    inline = getattr(child, "inline_code", None)
+    lines = inline(gen.ref) if inline is not None else [f"{gen.ref(child, 'downstream')}(value, key, timestamp, headers)"]
     if last is not None and last.expand:
-        if call is not None:
-            gen.add(f"for {last.expand_target} in items:", f"    {call}")
-    elif call is not None:
-        gen.add(call)
+        gen.add(f"for {last.expand_target} in items:", *(f"    {line}" for line in lines))
+    else:
+        gen.add(*lines)
 
 
 def compile_steps(steps: Sequence[StreamFunction], child: Optional[VoidExecutor]) -> VoidExecutor:
