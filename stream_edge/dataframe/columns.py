@@ -50,4 +50,6 @@ def column_operation(column: Any, op: Callable[[Any, Any], Any], other: Any) -> 
             raise column_error(column, value, exc)
         return op(item, other)
 
+    # what AssignFunction inlines into the generated chain instead of calling column_op
+    column_op.edge_operation = (column, op, other, column_error)  # type: ignore[attr-defined]
     return column_op
