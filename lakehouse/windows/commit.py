@@ -1,47 +1,49 @@
-"""The one output commit of a ``windows`` run: every row change and its bookmark land together, or not at all.
+"""The one output commit of a ``windows`` run: every write and its bookmark land together, or not at all.
 
-A run plans from the output snapshot ``main`` pointed at when it read its bookmark
-(``WindowRun.base_snapshot``). Its change (:class:`lakehouse.windows.plan.OutputChange`) is
-written to a branch of its own created at that snapshot (``windows_run_<ms>_<id>``): every row
-of a full run (an overwrite; then, for sliding keys the edge's engines replayed, an append
-of theirs), or an increment's new windows (an append, or one ``MERGE`` that
-deletes the replaced keys' rows and inserts theirs), the bookmark in the write's snapshot
-summary. Then Iceberg's ``fast_forward`` moves ``main`` to the branch: only if ``main`` is still
-an ancestor of it, that is, only if no other commit reached the output since the run read its
-bookmark (optimistic concurrency). Two runs at once: the second's fast-forward fails, nothing of
-it reaches ``main``, and it raises :class:`ConcurrentRunError` (the job plans again from the
-first run's bookmark, so nothing is computed or added twice). Readers of ``main`` never see a
-half-done run: the branch is invisible to them, the fast-forward is one metadata commit.
+The commit plans nothing: the job hands it write steps (:class:`WriteStep`, data: rows and the
+keys they replace) one by one, the way a pyiceberg ``Transaction`` collects updates, and then
+publishes them (:meth:`OutputTransaction.publish`).
 
-The first run creates the table (a concurrent creation fails cleanly: the table exists); a full
-run whose output columns differ from the table's (a changed definition) replaces the table; a
-Delta output is overwritten. The crash tests' pause point ``windows.before-commit`` comes
-right before the commit that publishes.
+Into an existing Iceberg output, a run writes to a branch of its own created at the output
+snapshot it planned from (``WindowRun.base_snapshot``; ``windows_run_<ms>_<id>``): an overwrite
+(every row of a full run), an append (an increment's new windows) or one ``MERGE`` (the rows of
+some keys replaced), each with the bookmark in its snapshot summary. Publishing moves ``main`` to
+the branch with Iceberg's ``fast_forward``: only if ``main`` is still an ancestor of it, that is,
+only if no other commit reached the output since the run read its bookmark (optimistic
+concurrency); otherwise nothing of the run reaches ``main`` and :class:`ConcurrentRunError` is
+raised (the job plans again). Readers of ``main`` never see a half-done run.
+
+A run that creates the output, replaces it (its columns differ: a changed definition) or writes
+a Delta output makes one write, which is its commit. The crash tests' pause point
+``windows.before-commit`` comes right before the commit that publishes.
 
 Everything is Spark SQL and DataFrame writes (``writeTo``, ``MERGE INTO``, ``CALL``): it runs
 over Spark Connect as over a classic session.
 
 Example::
 
-    written = commit_output(run, change)   # ConcurrentRunError: another run committed first
+    with OutputTransaction(run, bookmark, "existing") as commit:
+        commit.write(WriteStep("overwrite", rows))
+        commit.write(WriteStep("merge", patch_rows, keys))
+        commit.publish()            # ConcurrentRunError: another run committed first
 """
 
 from __future__ import annotations
 
 import time
 import uuid
-from functools import reduce
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lakehouse.fault_injection import pause_point
 from lakehouse.identifiers import quote_field_path, split_multipart, sql_string
 from lakehouse.windows.definition import OUTPUT_COLUMNS, quote_column
-from lakehouse.windows.plan import OutputChange, WindowRun
+from lakehouse.windows.plan import WindowRun
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
-__all__ = ("BRANCH_PREFIX", "ConcurrentRunError", "commit_output")
+__all__ = ("BRANCH_PREFIX", "ConcurrentRunError", "OutputTransaction", "WriteStep")
 
 BRANCH_PREFIX = "windows_run_"
 #: a run branch older than this is a dead run's (a driver killed between its write and its
@@ -53,44 +55,71 @@ class ConcurrentRunError(RuntimeError):
     """Another commit reached the output after this run read its bookmark; nothing was published."""
 
 
-def commit_output(run: WindowRun, change: OutputChange) -> int:
-    """Publish ``change`` to the output in one commit on ``main``; the rows written."""
-    target = run.target
-    rows = _rows(change)
-    if target.table_format != "iceberg":
-        return _overwrite_delta(run, rows)
-    if not target.exists():
-        if change.split is not None:  # planned for an existing table: plan again
-            raise ConcurrentRunError(f"{run.options.output} was dropped after this run read its bookmark; "
-                                     "nothing of this run was published")
-        return _create(run, rows, change.properties)
-    if change.mode == "incremental" and not change.rows and not change.properties:
-        return 0  # nothing new: no commit
-    if run.base_snapshot is None or (change.mode == "full" and not _same_columns(run, rows)):
-        if change.split is not None:  # planned for a table of these columns: plan again
-            raise ConcurrentRunError(f"{run.options.output} was replaced after this run read its bookmark; "
-                                     "nothing of this run was published")
-        return _replace(run, rows, change.properties)
-    branch = f"{BRANCH_PREFIX}{int(time.time() * 1000)}_{uuid.uuid4().hex[:8]}"
-    spark, name = run.spark, target.sql_name
-    spark.sql(f"ALTER TABLE {name} CREATE BRANCH {quote_column(branch)} AS OF VERSION {int(run.base_snapshot)}")
-    try:
-        written = _write_branch(run, f"{name}.{quote_column('branch_' + branch)}", change, rows)
+@dataclass
+class WriteStep:
+    """One write of a run: ``overwrite`` (every row), ``append`` (rows added; None: the bookmark
+    alone moves) or ``merge`` (every row of ``replace_keys``, one column ``key``, replaced by
+    ``rows``)."""
+
+    kind: str
+    rows: "DataFrame | None" = None
+    replace_keys: "DataFrame | None" = None
+
+
+class OutputTransaction:
+    """A run's writes to the output, published together. ``output`` is what the run planned for
+    (:class:`lakehouse.windows.strategy.RunFacts`): ``missing`` (created), ``other-columns``
+    (replaced), ``delta`` (overwritten): one write, which commits; ``existing``: the writes go to
+    the run's branch, :meth:`publish` fast-forwards ``main`` to it."""
+
+    def __init__(self, run: WindowRun, properties: dict[str, str], output: str) -> None:
+        self.run, self.properties, self.output = run, properties, output
+        self.branch: str | None = None
+        self.written = 0  # the rows the writes added (a MERGE's: the rows it inserted)
+
+    def __enter__(self) -> "OutputTransaction":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.branch is not None:
+            self.run.spark.sql(f"ALTER TABLE {self.run.target.sql_name} DROP BRANCH IF EXISTS "
+                               f"{quote_column(self.branch)}")
+
+    def write(self, step: WriteStep) -> int:
+        """Write ``step``; the rows it wrote."""
+        run = self.run
+        rows = step.rows.select(*OUTPUT_COLUMNS) if step.rows is not None else None
+        if self.output != "existing":
+            assert step.kind == "overwrite" and rows is not None and self.written == 0, "one write, every row"
+            count = _write_whole(run, rows, self.properties, self.output)
+        else:
+            count = _write_branch(run, self._branch_name(), step, rows, self.properties)
+        self.written += count
+        return count
+
+    def publish(self) -> None:
+        """``main`` moved to the branch (:class:`ConcurrentRunError` when ``main`` moved since the
+        base); nothing to do after a single write."""
+        if self.branch is None:
+            return
         pause_point("windows.before-commit")
-        _fast_forward(run, branch)
-    finally:
-        spark.sql(f"ALTER TABLE {name} DROP BRANCH IF EXISTS {quote_column(branch)}")
-    _drop_stale_branches(run)  # fast_forward refreshed Spark's cached table: no REFRESH needed
-    return written
+        _fast_forward(self.run, self.branch)
+        _drop_stale_branches(self.run)  # fast_forward refreshed Spark's cached table: no REFRESH needed
 
+    def branch_rows(self) -> int:
+        """The rows the run's branch holds now (after a ``MERGE``, which reports no count)."""
+        return self.run.spark.table(self._branch_name()).count()
 
-def _rows(change: OutputChange) -> "DataFrame | None":
-    """The change's rows as one DataFrame of the output's columns (None without rows)."""
-    if not change.rows:
-        return None
-    # not sorted: a sort of every window row (every record's, for sliding windows) costs more than
-    # the files' order saves a reader of a table this size
-    return reduce(lambda a, b: a.unionByName(b), [df.select(*OUTPUT_COLUMNS) for df in change.rows])
+    def _branch_name(self) -> str:
+        run = self.run
+        if self.branch is None:
+            if run.base_snapshot is None or not run.target.exists():
+                raise ConcurrentRunError(f"{run.options.output} was dropped or replaced after this run read its "
+                                         "bookmark; nothing of this run was published")
+            self.branch = f"{BRANCH_PREFIX}{int(time.time() * 1000)}_{uuid.uuid4().hex[:8]}"
+            run.spark.sql(f"ALTER TABLE {run.target.sql_name} CREATE BRANCH {quote_column(self.branch)} "
+                          f"AS OF VERSION {int(run.base_snapshot)}")
+        return f"{run.target.sql_name}.{quote_column('branch_' + self.branch)}"
 
 
 def _observed(rows: "DataFrame") -> tuple["DataFrame", Any]:
@@ -108,94 +137,60 @@ def _with_properties(writer: Any, properties: dict[str, str]) -> Any:
     return writer
 
 
-def _create(run: WindowRun, rows: "DataFrame | None", properties: dict[str, str]) -> int:
-    """The first run: create the table with the rows and the bookmark."""
-    assert rows is not None, "a full run always has rows (perhaps none of them)"
-    namespace = quote_field_path(split_multipart(run.target.identifier)[:-1])
-    run.spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
+def _write_whole(run: WindowRun, rows: "DataFrame", properties: dict[str, str], output: str) -> int:
+    """Every row in one write that commits: the output created, replaced, or (Delta) overwritten.
+    Not sorted: a sort of every window row costs more than the files' order saves a reader."""
     observed, counted = _observed(rows)
+    if output == "delta":
+        pause_point("windows.before-commit")
+        (observed.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
+         .save(run.target.location))
+        run.target.declare()
+        return int(counted.get["rows"] or 0)
+    if output == "missing":
+        namespace = quote_field_path(split_multipart(run.target.identifier)[:-1])
+        run.spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
+    else:
+        run.say(f"windows: {run.options.output}'s columns differ from the new definition's: the table is replaced")
     pause_point("windows.before-commit")
-    _with_properties(observed.writeTo(run.target.sql_name).using("iceberg"), properties).create()
+    writer = _with_properties(observed.writeTo(run.target.sql_name).using("iceberg"), properties)
+    writer.create() if output == "missing" else writer.createOrReplace()
     return int(counted.get["rows"] or 0)
 
 
-def _replace(run: WindowRun, rows: "DataFrame | None", properties: dict[str, str]) -> int:
-    """A full run into a table whose columns are not the rows' (a changed definition): replaced."""
-    assert rows is not None
-    run.say(f"windows: {run.options.output}'s columns differ from the new definition's: the table is replaced")
-    observed, counted = _observed(rows)
-    pause_point("windows.before-commit")
-    _with_properties(observed.writeTo(run.target.sql_name).using("iceberg"), properties).createOrReplace()
-    return int(counted.get["rows"] or 0)
-
-
-def _same_columns(run: WindowRun, rows: "DataFrame | None") -> bool:
-    return rows is None or _same_schema(run, rows.schema)
-
-
-def _same_schema(run: WindowRun, schema: Any) -> bool:
-    current = run.spark.table(run.target.sql_name).schema
-    return [(f.name, f.dataType) for f in current.fields] == [(f.name, f.dataType) for f in schema.fields]
-
-
-def writes_in_two_steps(run: WindowRun, schema: Any) -> bool:
-    """Whether a full run's rows may be written in two steps on a branch (``OutputChange.split``):
-    an Iceberg output that exists, with a snapshot to branch from and the columns of ``schema``."""
-    target = run.target
-    return (target.table_format == "iceberg" and run.base_snapshot is not None and target.exists()
-            and _same_schema(run, schema))
-
-
-def _write_branch(run: WindowRun, branch_name: str, change: OutputChange, rows: "DataFrame | None") -> int:
-    """The change written to the run's branch, the bookmark in the write's summary."""
-    spark = run.spark
-    if change.mode == "full":
+def _write_branch(run: WindowRun, branch_name: str, step: WriteStep, rows: "DataFrame | None",
+                  properties: dict[str, str]) -> int:
+    """``step`` written to the run's branch, the bookmark in the write's summary."""
+    if step.kind == "merge":
+        return _merge(run, branch_name, rows, step.replace_keys, properties)
+    observed, counted = _observed(rows if rows is not None else run.spark.table(branch_name).limit(0))
+    writer = _with_properties(observed.writeTo(branch_name), properties)
+    if step.kind == "overwrite":
         from pyspark.sql import functions as F
 
-        rest = None
-        if change.split is not None:  # the first rows, then the rest on the same branch
-            first, rest = change.split
-            rows = first.select(*OUTPUT_COLUMNS)
-        observed, counted = _observed(rows if rows is not None else spark.table(branch_name).limit(0))
-        _with_properties(observed.writeTo(branch_name), change.properties).overwrite(F.lit(True))
-        written = int(counted.get["rows"] or 0)
-        more = rest() if rest is not None else None
-        if more is None:
-            return written
-        more_rows, replaced = more
-        if replaced is None:  # rows of keys the first write left out
-            observed, counted = _observed(more_rows.select(*OUTPUT_COLUMNS))
-            _with_properties(observed.writeTo(branch_name), change.properties).append()
-            return written + int(counted.get["rows"] or 0)
-        # the keys the first write could not prove: their rows replaced by the exact plan's
-        _merge(run, branch_name, more_rows.select(*OUTPUT_COLUMNS),
-               OutputChange("incremental", [more_rows], replaced, change.properties))
-        return spark.table(branch_name).count()  # the rows the branch now holds (a rare path)
-    if change.replace_keys is None:
-        if rows is None:  # no window changes: the bookmark alone moves (an empty append)
-            rows = spark.table(branch_name).limit(0)
-        observed, counted = _observed(rows)
-        _with_properties(observed.writeTo(branch_name), change.properties).append()
-        return int(counted.get["rows"] or 0)
-    return _merge(run, branch_name, rows, change)
+        writer.overwrite(F.lit(True))
+    else:
+        writer.append()
+    return int(counted.get["rows"] or 0)
 
 
-def _merge(run: WindowRun, branch_name: str, rows: "DataFrame | None", change: OutputChange) -> int:
-    """One ``MERGE``: delete every row of the replaced keys, insert the change's rows."""
+def _merge(run: WindowRun, branch_name: str, rows: "DataFrame | None", keys: "DataFrame | None",
+           properties: dict[str, str]) -> int:
+    """One ``MERGE``: delete every row of the replaced keys, insert the step's rows."""
     from pyspark.sql import functions as F
 
     spark = run.spark
-    assert change.replace_keys is not None
+    assert keys is not None
     inserts = (rows if rows is not None else spark.table(branch_name).limit(0)).withColumn("__op", F.lit("insert"))
-    deletes = change.replace_keys.select("key", *[F.lit(None).cast(inserts.schema[c].dataType).alias(c)
-                                                  for c in OUTPUT_COLUMNS[1:]], F.lit("delete").alias("__op"))
+    deletes = keys.select("key", *[F.lit(None).cast(inserts.schema[c].dataType).alias(c)
+                                   for c in OUTPUT_COLUMNS[1:]], F.lit("delete").alias("__op"))
     # computed once, before the MERGE reads them (it joins its source more than once)
     changes = inserts.unionByName(deletes).localCheckpoint(eager=True)
     inserted = changes.where("__op = 'insert'").count()
     view = f"windows_changes_{uuid.uuid4().hex}"
     changes.createOrReplaceTempView(view)
-    conf_keys = [f"spark.sql.iceberg.snapshot-property.{k}" for k in change.properties]
-    for key, value in zip(conf_keys, change.properties.values()):
+    conf_keys = [f"spark.sql.iceberg.snapshot-property.{k}" for k in properties]
+    for key, value in zip(conf_keys, properties.values()):
         spark.conf.set(key, value)
     try:
         spark.sql(f"""
@@ -246,14 +241,3 @@ def _drop_stale_branches(run: WindowRun) -> None:
             continue
         if now - started > STALE_BRANCH_MS:
             run.spark.sql(f"ALTER TABLE {run.target.sql_name} DROP BRANCH IF EXISTS {quote_column(str(name))}")
-
-
-def _overwrite_delta(run: WindowRun, rows: "DataFrame | None") -> int:
-    """A Delta output: every row overwritten (Delta outputs always take full runs)."""
-    assert rows is not None
-    observed, counted = _observed(rows)
-    pause_point("windows.before-commit")
-    (observed.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
-     .save(run.target.location))
-    run.target.declare()
-    return int(counted.get["rows"] or 0)

@@ -55,7 +55,8 @@ class WindowRecomputeOptions:
 @dataclass
 class WindowReport:
     """The outcome of one run, with the job's one-line summary: the engine (``native`` or
-    ``python-engine``) and the mode (``full`` or ``incremental``) are named in it."""
+    ``python-engine``), the mode (``full`` or ``incremental``), the strategy and why, and the keys
+    that fell back are named in it."""
 
     table: str
     output: str
@@ -68,6 +69,9 @@ class WindowReport:
     engine: str = "native"  # or "python-engine"
     mode: str = "full"  # or "incremental"
     detail: str = ""  # why the engine or the mode, what an increment recomputed
+    strategy: str = "exact"  # lakehouse.windows.strategy.STRATEGIES
+    reason: str = ""  # why that strategy
+    fallback: str = ""  # the keys that fell back to the exact plan (or were recomputed whole), named
 
     @property
     def path(self) -> str:
@@ -75,12 +79,14 @@ class WindowReport:
         return f"{self.mode}, {self.engine}" + (f" ({self.detail})" if self.detail else "")
 
     def summary_line(self) -> str:
+        strategy = f"; strategy {self.strategy}: {self.reason}" + (f"; fell back: {self.fallback}" if self.fallback
+                                                                   else "")
         if self.mode == "incremental":
             return (f"windows {self.table} -> {self.output}: {self.spec}; {self.rows_read} new rows -> "
-                    f"{self.windows} windows added or replaced in {self.seconds:.1f}s; path {self.path}")
+                    f"{self.windows} windows added or replaced in {self.seconds:.1f}s; path {self.path}{strategy}")
         skipped = f" ({self.rows_skipped} with NULL timestamp/value/order skipped)" if self.rows_skipped else ""
         return (f"windows {self.table} -> {self.output}: {self.spec}; {self.rows_read} rows{skipped} in "
-                f"{self.groups} groups -> {self.windows} windows in {self.seconds:.1f}s; path {self.path}")
+                f"{self.groups} groups -> {self.windows} windows in {self.seconds:.1f}s; path {self.path}{strategy}")
 
 
 def result_type(spark_type: Any, aggregation: Any, declared: str | None = None) -> Any:

@@ -21,16 +21,17 @@ since (Iceberg's incremental append scan between the two snapshot ids) and, per 
   python-engine): every window of the key is recomputed from the table at the new snapshot and
   replaces the key's rows (closing per partition, a full run instead).
 
-The result is one :class:`lakehouse.windows.plan.OutputChange` for the committer. A full
-recompute instead (None) when there is no usable bookmark: first run, ``--full``, a Delta source
-or output, a changed definition, a source snapshot that is gone (expired) or not an ancestor of
-the current one, a non-append change in between (delete, overwrite), or a Kafka partition closing
-its windows that got records between old ones.
+The result is one :class:`lakehouse.windows.commit.WriteStep` for the committer. A full
+recompute instead when there is no usable bookmark (:func:`plan_increment` says why): first run,
+``--full``, a Delta source or output, a changed definition, a source snapshot that is gone
+(expired) or not an ancestor of the current one, a non-append change in between (delete,
+overwrite); or, found while computing (:func:`run_increment` returns None), a Kafka partition
+closing its windows that got records between old ones.
 
 Example::
 
-    plan = plan_increment(run)            # None: a full run
-    increment = run_increment(run, plan)  # None: a full run after all
+    plan, why_not = plan_increment(run)                 # plan None: a full run, why_not says why
+    increment = run_increment(run, plan, "tail-append")  # None: a full run after all
 """
 
 from __future__ import annotations
@@ -40,9 +41,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from lakehouse.windows.commit import WriteStep
+from lakehouse.windows.history import TableLog, bookmark_of, source_changes, table_log, table_logs
 from lakehouse.windows.native import native_sliding_windows, sliding_tail_flags
-from lakehouse.windows.history import TableLog, bookmark_of, bookmark_properties, source_changes, table_log, table_logs
-from lakehouse.windows.plan import OutputChange, WindowRun, compute_windows
+from lakehouse.windows.plan import WindowRun, compute_windows
 from lakehouse.windows.state import advance_state, build_state, state_at, state_sql_name, state_table, write_state
 from lakehouse.windows.tail import tail_records
 
@@ -64,33 +66,30 @@ class IncrementPlan:
 
 @dataclass
 class Increment:
-    """An increment ready to commit: the change, the new rows read, what the report says, and the
-    state write running alongside (None when the run keeps no state)."""
+    """An increment ready to commit: its write, the new rows read, what the report says (and the
+    keys recomputed whole instead of by the tail), and the state write running alongside (None
+    when the run keeps no state)."""
 
-    change: OutputChange
+    step: WriteStep
     new_rows: int
     detail: str = ""
+    replaced_keys: "DataFrame | None" = None
     state_write: "Future[None] | None" = None
     cached: list["DataFrame"] = field(default_factory=list)  # unpersisted once committed and the state written
 
 
-def plan_increment(run: WindowRun) -> IncrementPlan | None:
-    """The increment to run, or None for a full recompute (the reason is said). Sets
-    ``run.base_snapshot``: the output snapshot the run starts from."""
-    options, say, source, target = run.options, run.say, run.source, run.target
+def plan_increment(run: WindowRun) -> tuple[IncrementPlan | None, str | None]:
+    """The increment to run, or (None, why) for a full recompute. Sets ``run.base_snapshot``: the
+    output snapshot the run starts from."""
+    options, source, target = run.options, run.source, run.target
     if source.table_format != "iceberg" or target.table_format != "iceberg":
-        if options.full:
-            say("windows: full recompute (--full)")
-        else:
-            say("windows: full recompute (incremental runs need an Iceberg source and output)")
-        return None
+        return None, "incremental runs need an Iceberg source and output"
     if not target.exists():
-        return None
+        return None, "first run"
     if options.full:
         output_log = table_log(run.spark, target.sql_name)
         run.base_snapshot, run.output_refs = output_log.main, output_log.refs
-        say("windows: full recompute (--full)")
-        return None
+        return None, "--full"
     # the output's, the source's and the window state's logs in one query (one Spark job)
     has_state = run.uses_state and run.spark.catalog.tableExists(state_table(options.output))
     logs = table_logs(run.spark, [target.sql_name, source.sql_name, *([state_sql_name(options)] if has_state else [])])
@@ -98,20 +97,17 @@ def plan_increment(run: WindowRun) -> IncrementPlan | None:
     run.base_snapshot, run.output_refs = output_log.main, output_log.refs
     bookmark = bookmark_of(output_log.snapshots, output_log.main)
     if bookmark is None:
-        say(f"windows: full recompute ({options.output} records no source snapshot)")
-        return None
+        return None, f"{options.output} records no source snapshot"
     if bookmark.definition != run.fingerprint:
-        say("windows: full recompute (the window definition changed since the last run)")
-        return None
+        return None, "the window definition changed since the last run"
     until = source_log.main
     if until is None:
-        return None
+        return None, "the source has no snapshot"
     since = bookmark.source_snapshot
     problem, added = (None, 0) if until == since else source_changes(source_log.snapshots, since, until)
     if problem:
-        say(f"windows: full recompute ({problem})")
-        return None
-    return IncrementPlan(since, until, added, logs[2] if has_state else None)
+        return None, problem
+    return IncrementPlan(since, until, added, logs[2] if has_state else None), None
 
 
 def _appended_between(run: WindowRun, since: int, until: int) -> "DataFrame":
@@ -120,21 +116,15 @@ def _appended_between(run: WindowRun, since: int, until: int) -> "DataFrame":
             .option("end-snapshot-id", str(until)).load(run.source.identifier))
 
 
-def run_increment(run: WindowRun, plan: IncrementPlan) -> Increment | None:
-    """The change that brings the output from ``plan.since`` to ``plan.until`` (None: only a full
-    recompute can). The state after the new records is written alongside (``state_write``)."""
-    spec = run.spec
-    bookmark = bookmark_properties(plan.until, run.fingerprint)
-    if plan.since == plan.until:
-        return Increment(OutputChange("incremental", properties={}), 0, "no new source snapshot")
+def run_increment(run: WindowRun, plan: IncrementPlan, strategy: str) -> Increment | None:
+    """The write that brings the output from ``plan.since`` to ``plan.until`` by ``strategy``
+    (``tail-append`` or ``merge-keys``; None: only a full recompute can). The state after the new
+    records is written alongside (``state_write``)."""
     arrived = run.prepare(_appended_between(run, plan.since, plan.until))  # reads the appended files only
-    if not run.uses_state:
-        if "key" not in run.group_cols:  # the python-engine closing per partition
-            run.say("windows: full recompute (the python-engine closing per partition recomputes every window)")
-            return None
-        return _replace_changed_keys(run, plan, arrived, bookmark)
-    if spec.kind == "sliding":
-        return _sliding_increment(run, plan, arrived, bookmark)
+    if strategy == "merge-keys":
+        return _replace_changed_keys(run, plan, arrived)
+    if run.spec.kind == "sliding":
+        return _sliding_increment(run, plan, arrived)
     state, snapshots = _open_state(run, plan)
     state = state.cache()  # one row per group: small, read by the windows' job and the state's write
     # the state's write starts once the windows are computed: it then overlaps the output's commit
@@ -144,7 +134,7 @@ def run_increment(run: WindowRun, plan: IncrementPlan) -> Increment | None:
     # output commit leaves a state whose bookmark differs from the output's, which the next run
     # does not trust (it rebuilds it)
     try:
-        increment = _tail_increment(run, plan, state, arrived, bookmark)
+        increment = _tail_increment(run, plan, state, arrived)
     except BaseException:
         state.unpersist()
         raise
@@ -192,8 +182,7 @@ def _save_state(run: WindowRun, state: "DataFrame", new: "DataFrame", until: int
     write_state(advanced, run.options, until, run.fingerprint, overwrite=overwrite, snapshots=snapshots or 0)
 
 
-def _tail_increment(run: WindowRun, plan: IncrementPlan, state: "DataFrame", arrived: "DataFrame",
-                    bookmark: dict[str, str]) -> Increment | None:
+def _tail_increment(run: WindowRun, plan: IncrementPlan, state: "DataFrame", arrived: "DataFrame") -> Increment | None:
     """Native tumbling and hopping windows: the tail
     groups' new windows, computed and cached by a ``count()`` that also fills the observation
     (whether a group got records between old ones) before anything is committed; such a group's
@@ -202,13 +191,13 @@ def _tail_increment(run: WindowRun, plan: IncrementPlan, state: "DataFrame", arr
     spec, group_cols, order_cols = run.spec, run.group_cols, run.order_cols
     records, seen = tail_records(state, arrived, run.complete, group_cols, order_cols, spec.closing_lag_ms)
     value_type = run.value_type(arrived)
-    rows, _ = compute_windows(records, spec, order_cols, group_cols, value_type, run.engine, observe=False)
+    rows, _ = compute_windows(records, run.grouping, value_type, run.engine, observe=False)
     tail = rows.select("key", "window_start", "window_end", "value").cache()
     tail.count()
     counts = seen.get
     new_rows, reordered = int(counts["new_rows"] or 0), int(counts["reordered"] or 0)
     if not reordered:
-        return Increment(OutputChange("incremental", [tail], None, bookmark), new_rows, cached=[tail])
+        return Increment(WriteStep("append", tail), new_rows, cached=[tail])
     if "key" not in group_cols:
         tail.unpersist()
         run.say("windows: full recompute (a partition got records between its old ones)")
@@ -216,13 +205,12 @@ def _tail_increment(run: WindowRun, plan: IncrementPlan, state: "DataFrame", arr
     replaced = reordered_keys(state, arrived.where(run.complete), group_cols, order_cols)
     recomputed = _recompute_keys(run, plan, replaced, value_type)
     kept_tail = tail.join(replaced, on="key", how="left_anti")  # a replaced key's windows all come anew
-    change = OutputChange("incremental", [kept_tail, recomputed], replaced, bookmark)
-    return Increment(change, new_rows, f"{reordered} groups got records between old ones: their keys recomputed",
-                     cached=[tail])
+    step = WriteStep("merge", kept_tail.unionByName(recomputed), replaced)
+    return Increment(step, new_rows, f"{reordered} groups got records between old ones: their keys recomputed",
+                     replaced_keys=replaced, cached=[tail])
 
 
-def _sliding_increment(run: WindowRun, plan: IncrementPlan, arrived: "DataFrame",
-                       bookmark: dict[str, str]) -> Increment:
+def _sliding_increment(run: WindowRun, plan: IncrementPlan, arrived: "DataFrame") -> Increment:
     """Native sliding windows: the windows that close now, from the window state's records (every
     group in it took the closed form) and the new ones (:func:`lakehouse.windows.native.sliding_tail_flags`),
     appended; the state after the new records is written alongside. Every changed key is
@@ -238,7 +226,7 @@ def _sliding_increment(run: WindowRun, plan: IncrementPlan, arrived: "DataFrame"
     found = _read_state(run, plan)
     if found is None:
         run.say(f"windows: no sliding window state at source snapshot {plan.since}: every changed key is recomputed")
-        return _replace_changed_keys(run, plan, arrived, bookmark)
+        return _replace_changed_keys(run, plan, arrived)
     state, snapshots = found
     state = state.cache()  # one row per group: read by the windows' job and the state's write
     records, seen = tail_records(state, arrived, run.complete, group_cols, order_cols, spec.closing_lag_ms,
@@ -257,11 +245,10 @@ def _sliding_increment(run: WindowRun, plan: IncrementPlan, arrived: "DataFrame"
         state.unpersist()
         run.say(f"windows: {reordered} sliding groups got records between old ones, {awkward} an awkward one: "
                 "every changed key is recomputed")
-        return _replace_changed_keys(run, plan, arrived, bookmark)
+        return _replace_changed_keys(run, plan, arrived)
     saving = _save_alongside(run, state, arrived, plan.until, snapshots)
     # the state stays cached until the write alongside, which reads it, is done
-    return Increment(OutputChange("incremental", [tail], None, bookmark), new_rows, state_write=saving,
-                     cached=[tail, state])
+    return Increment(WriteStep("append", tail), new_rows, state_write=saving, cached=[tail, state])
 
 
 def reordered_keys(state: "DataFrame", arrived: "DataFrame", group_cols: list[str],
@@ -278,13 +265,12 @@ def reordered_keys(state: "DataFrame", arrived: "DataFrame", group_cols: list[st
 def _recompute_keys(run: WindowRun, plan: IncrementPlan, keys: "DataFrame", value_type: Any) -> "DataFrame":
     """Every window of ``keys``, from the source at ``plan.until``."""
     everything = run.prepare(run.source_at(plan.until)).where(run.complete)
-    rows, _ = compute_windows(everything.join(keys, on="key", how="left_semi"), run.spec, run.order_cols,
-                              run.group_cols, value_type, run.engine, observe=False)
+    rows, _ = compute_windows(everything.join(keys, on="key", how="left_semi"), run.grouping, value_type, run.engine,
+                              observe=False)
     return rows.select("key", "window_start", "window_end", "value")
 
 
-def _replace_changed_keys(run: WindowRun, plan: IncrementPlan, arrived: "DataFrame",
-                          bookmark: dict[str, str]) -> Increment:
+def _replace_changed_keys(run: WindowRun, plan: IncrementPlan, arrived: "DataFrame") -> Increment:
     """Sliding windows and the python-engine (per key): every key with new complete records is
     recomputed whole from the source at ``plan.until`` and replaces its rows."""
     from pyspark.sql import functions as F
@@ -294,8 +280,8 @@ def _replace_changed_keys(run: WindowRun, plan: IncrementPlan, arrived: "DataFra
     assert counted is not None  # a global aggregation has one row
     new_rows, keys = int(counted["rows"] or 0), int(counted["keys"] or 0)
     if not keys:  # no window can change (new records without a timestamp or value): the bookmark moves
-        return Increment(OutputChange("incremental", [], None, bookmark), new_rows)
+        return Increment(WriteStep("append"), new_rows)
     changed = arrived.where(run.complete).select("key").distinct().localCheckpoint(eager=True)
     recomputed = _recompute_keys(run, plan, changed, run.value_type(arrived))
-    return Increment(OutputChange("incremental", [recomputed], changed, bookmark), new_rows,
-                     f"{keys} keys recomputed")
+    return Increment(WriteStep("merge", recomputed, changed), new_rows, f"{keys} keys recomputed",
+                     replaced_keys=changed)

@@ -4,13 +4,16 @@ The edge emits ``tumbling_window(...).mean().final()`` results as it reads Kafka
 the raw records back from a lake table and produces the same rows, for backfills, for a changed
 window definition, or to check the edge. One run:
 
-1. plans (:mod:`lakehouse.windows.incremental`): an *incremental* run from the bookmark the
-   output's last commit recorded, or a *full* one;
+1. gathers the facts (the output, the bookmark its last commit recorded:
+   :mod:`lakehouse.windows.incremental`) and chooses a named strategy
+   (:func:`lakehouse.windows.strategy.choose_strategy`: ``exact``, ``proven-then-patch``,
+   ``tail-append``, ``merge-keys``, ``nothing-new``);
 2. computes the rows on the *native* engine (Spark's operators) or the *python-engine* (the edge's
    engines in ``applyInArrow``), whichever the definition allows (:mod:`lakehouse.windows.plan`);
-3. commits them with the bookmark in one commit that is valid only if no other commit reached the
-   output since step 1 (:mod:`lakehouse.windows.commit`); otherwise it plans again, once;
-4. reports, naming the engine and the mode (``path incremental, native``).
+3. hands the writes to one transaction that publishes them with the bookmark, valid only if no
+   other commit reached the output since step 1 (:mod:`lakehouse.windows.commit`); otherwise it
+   plans again, once;
+4. reports, naming the mode, the engine, the strategy and why, and the keys that fell back.
 
 What "the same input" means: the edge sees each Kafka partition in offset order and keys are
 independent, so the job groups by key (``--closing key``, the edge's default) or by Kafka
@@ -38,26 +41,31 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from dataclasses import replace
 from typing import TYPE_CHECKING, Callable
 
 from lakehouse.fault_injection import pause_point
-from lakehouse.windows.commit import ConcurrentRunError, commit_output, writes_in_two_steps
+from lakehouse.windows.commit import ConcurrentRunError, OutputTransaction, WriteStep
 from lakehouse.windows.definition import WindowRecomputeOptions, WindowReport
 from lakehouse.windows.history import bookmark_properties, main_snapshot
-from lakehouse.windows.incremental import plan_increment, run_increment
-from lakehouse.windows.plan import (OutputChange, WindowRun, compute_windows, open_window_table,
-                                   output_schema)
+from lakehouse.windows.incremental import IncrementPlan, plan_increment, run_increment
+from lakehouse.windows.plan import (WindowRun, compute_windows, open_window_table, output_schema, proven_windows,
+                                   unproven_patch)
+from lakehouse.windows.proven import provable
 from lakehouse.windows.state import drop_state, save_full_state
+from lakehouse.windows.strategy import RunFacts, choose_strategy
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger("lakehouse.windows")
 
-__all__ = ("run_window_recompute",)
+__all__ = ("explain_window_recompute", "run_window_recompute")
 
 #: how many times a run plans again after another run committed to the output first
 CONCURRENT_RETRIES = 1
+#: how many of the keys that fell back the report names
+NAMED_KEYS = 5
 
 
 def run_window_recompute(spark: "SparkSession", options: WindowRecomputeOptions,
@@ -77,6 +85,24 @@ def run_window_recompute(spark: "SparkSession", options: WindowRecomputeOptions,
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def explain_window_recompute(spark: "SparkSession", options: WindowRecomputeOptions,
+                             progress: Callable[[str], None] | None = None) -> str:
+    """The strategy a run would take now and why, with the Spark plan of its first write's rows
+    (a full run's) printed by ``progress``; nothing is computed or written."""
+    say = progress or log.info
+    run = _open_run(spark, options, say)
+    plan, why_not = plan_increment(run)
+    strategy, reason = choose_strategy(_facts(run, plan, why_not))
+    if strategy in ("exact", "proven-then-patch"):
+        data = run.prepare(run.source_at(None)).where(run.complete)
+        value_type = run.value_type(data)
+        rows = (proven_windows(data, run.grouping, value_type)[0] if strategy == "proven-then-patch"
+                else compute_windows(data, run.grouping, value_type, run.engine, plain=data)[0])
+        say(f"windows: the Spark plan of the rows the {strategy} strategy writes first:")
+        rows.explain()
+    return f"strategy {strategy}: {reason}"
+
+
 def _open_run(spark: "SparkSession", options: WindowRecomputeOptions, say: Callable[[str], None]) -> WindowRun:
     source = open_window_table(spark, options.table, options.table_format, options.default_catalog)
     if not source.exists():
@@ -86,15 +112,50 @@ def _open_run(spark: "SparkSession", options: WindowRecomputeOptions, say: Calla
     return WindowRun.open(spark, options, say, source, target, columns)
 
 
+def _facts(run: WindowRun, plan: IncrementPlan | None, why_not: str | None) -> RunFacts:
+    """What the run knows before computing: the output (catalog reads), the bookmark's plan."""
+    target = run.target
+    if target.table_format != "iceberg":
+        output = "delta"
+    elif not target.exists():
+        output = "missing"
+    else:
+        data = run.prepare(run.spark.table(run.source.sql_name))  # its schema only: no job
+        current = run.spark.table(target.sql_name).schema
+        wanted = output_schema(data, run.value_type(data))
+        same = [(f.name, f.dataType) for f in current.fields] == [(f.name, f.dataType) for f in wanted.fields]
+        output = "existing" if same and run.base_snapshot is not None else "other-columns"
+    return RunFacts(native=run.engine == "native", provable=provable(run.spec, run.group_cols, run.order_cols),
+                    output=output, full=run.options.full, increment=why_not,
+                    new_snapshot=plan is None or plan.since != plan.until, sliding=run.spec.kind == "sliding",
+                    per_key="key" in run.group_cols, has_state=plan is not None and plan.state_log is not None)
+
+
+def _named(keys: "DataFrame", count: int) -> str:
+    """``count`` keys, the first :data:`NAMED_KEYS` of them named."""
+    names = [str(row["key"]) for row in keys.limit(NAMED_KEYS).collect()]
+    more = f", ... ({count} in all)" if count > len(names) else ""
+    return f"{count} key{'' if count == 1 else 's'} ({', '.join(names)}{more})"
+
+
 def _run_once(spark: "SparkSession", options: WindowRecomputeOptions, say: Callable[[str], None]) -> WindowReport:
     started = time.monotonic()
     run = _open_run(spark, options, say)
-    report = WindowReport(options.table, options.output, run.spec.describe(), engine=run.engine)
-    plan = plan_increment(run)
-    increment = run_increment(run, plan) if plan is not None else None
+    plan, why_not = plan_increment(run)
+    facts = _facts(run, plan, why_not)
+    strategy, reason = choose_strategy(facts)
+    say(f"windows: strategy {strategy}: {reason}")
+    report = WindowReport(options.table, options.output, run.spec.describe(), engine=run.engine,
+                          strategy=strategy, reason=reason)
+    if plan is not None and strategy == "nothing-new":
+        report.mode, report.detail = "incremental", "no new source snapshot"
+        return report
+    increment = run_increment(run, plan, strategy) if plan is not None else None
     if plan is not None and increment is not None:
         try:
-            report.windows = commit_output(run, increment.change)
+            with OutputTransaction(run, bookmark_properties(plan.until, run.fingerprint), "existing") as commit:
+                report.windows = commit.write(increment.step)
+                commit.publish()
         finally:
             if increment.state_write is not None:
                 increment.state_write.exception()  # wait: no job left running (the write reads the cached state)
@@ -107,15 +168,24 @@ def _run_once(spark: "SparkSession", options: WindowRecomputeOptions, say: Calla
                 "the next run rebuilds it from the source")
         pause_point("windows.after-commit")
         report.mode, report.rows_read, report.detail = "incremental", increment.new_rows, increment.detail
+        if increment.replaced_keys is not None:
+            replaced = increment.replaced_keys.count()
+            if replaced:
+                report.fallback = f"{_named(increment.replaced_keys, replaced)} recomputed whole"
         report.seconds = time.monotonic() - started
         say(f"windows: {report.rows_read} new rows since source snapshot {plan.since}; "
             f"{report.windows} window rows added or replaced")
         return report
-    return _full_run(run, report, started)
+    if plan is not None:  # the increment found it cannot be one: a full run
+        why_not = "a partition closing its windows got records between its old ones"
+        report.strategy, report.reason = choose_strategy(replace(facts, increment=why_not))
+        say(f"windows: strategy {report.strategy}: {report.reason}")
+    return _full_run(run, report, facts.output, started)
 
 
-def _full_run(run: WindowRun, report: WindowReport, started: float) -> WindowReport:
-    """Every window from the source's current snapshot; then the window state increments start from."""
+def _full_run(run: WindowRun, report: WindowReport, output: str, started: float) -> WindowReport:
+    """Every window from the source's current snapshot, by the report's strategy (``exact`` or
+    ``proven-then-patch``); then the window state increments start from."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
@@ -130,17 +200,28 @@ def _full_run(run: WindowRun, report: WindowReport, started: float) -> WindowRep
     data = data.observe(read, F.count(F.lit(1)).alias("rows"),
                         F.sum(F.when(complete, 0).otherwise(1)).alias("skipped")).where(complete)
     plain = run.prepare(raw).where(complete)  # the same rows, unobserved (compute_windows says why)
-    # an existing Iceberg output of the same columns takes two writes on the run's branch (the
-    # cheaper proven plan first); creating or replacing a table writes one plan's rows
-    two_step = writes_in_two_steps(run, output_schema(data, value_type))
-    rows, note = compute_windows(data, run.spec, run.order_cols, run.group_cols, value_type, run.engine,
-                                 plain=plain, two_step=two_step)
-    change = OutputChange("full", [rows], None, bookmark_properties(until, run.fingerprint))
-    if note.first_rows is not None and note.rest is not None:
-        change.split = (note.first_rows, note.rest)
-    report.windows = commit_output(run, change)
+    proven = report.strategy == "proven-then-patch"
+    if proven:
+        rows, note = proven_windows(data, run.grouping, value_type)
+    else:
+        rows, note = compute_windows(data, run.grouping, value_type, run.engine, plain=plain)
+    with OutputTransaction(run, bookmark_properties(until, run.fingerprint), output) as commit:
+        report.windows = commit.write(WriteStep("overwrite", rows))
+        replayed = note.replayed()  # observed by the write (never before it: the read would wait for it)
+        if proven and note.unproven():  # observed by the write: the keys it could not prove, by the exact plan
+            patch, keys, patch_note = unproven_patch(plain, run.grouping, value_type)
+            commit.write(WriteStep("merge", patch, keys))
+            report.windows = commit.branch_rows()
+            count, replayed = keys.count(), patch_note.replayed()
+            report.fallback = (f"{_named(keys, count)} by the exact plan: not proven on time (a record later "
+                               "than the grace period, near time 0, or NaN under min/max)")
+            report.detail = (f"{count} key{'' if count == 1 else 's'} by the exact plan: not proven on time (a record "
+                             "later than the grace period, near time 0, or NaN under min/max)")
+            if replayed:
+                report.detail += f"; {patch_note.detail(note.groups())}"
+        commit.publish()
     say(f"windows: wrote {report.windows} window rows to {options.output} ({run.target.table_format})")
-    if until is not None and run.uses_state and run.spec.kind == "sliding" and note.replayed():
+    if until is not None and run.uses_state and run.spec.kind == "sliding" and replayed:
         # the sliding increments' state holds closed-form groups only: increments replace keys instead
         drop_state(spark, options)
     elif until is not None and run.uses_state:  # what the next incremental run starts from
@@ -150,7 +231,7 @@ def _full_run(run: WindowRun, report: WindowReport, started: float) -> WindowRep
     counts = read.get
     report.rows_read, report.rows_skipped = int(counts["rows"] or 0), int(counts["skipped"] or 0)
     report.groups = note.groups(data, run.group_cols)
-    report.detail = note.detail()
+    report.detail = report.detail or note.detail()
     report.seconds = time.monotonic() - started
     say(f"windows: {report.rows_read} rows, {report.groups} groups in {options.table}")
     return report

@@ -23,21 +23,22 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Sequence
 
 from lakehouse.identifiers import quote_table_name
-from lakehouse.windows.definition import (OUTPUT_COLUMNS, WindowRecomputeOptions, WindowSpec, definition_fingerprint,
+from lakehouse.windows.definition import (WindowRecomputeOptions, WindowSpec, definition_fingerprint,
                                           quote_column, result_type)
 from lakehouse.windows.engine import engine_windows
 from lakehouse.windows.native import (group_hash, native_fixed_windows, native_sliding_windows,
                                       native_unsupported_reason, sliding_key_flags)
-from lakehouse.windows.proven import provable, proven_fixed_windows, proven_sliding_windows, unproven_keys
+from lakehouse.windows.proven import proven_fixed_windows, proven_sliding_windows, unproven_keys
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ("complete_sql", "ENGINES", "IcebergName", "OutputChange", "PlanNote", "WindowRun", "open_window_table", "choose_engine", "compute_windows", "extra_columns", "group_columns",
-           "offset_column", "output_schema", "prepare_input")
+__all__ = ("ENGINES", "Grouping", "IcebergName", "PlanNote", "WindowRun", "choose_engine", "complete_sql",
+           "compute_windows", "extra_columns", "group_columns", "offset_column", "open_window_table", "output_schema",
+           "prepare_input", "proven_windows", "unproven_patch")
 
 #: what ``WindowRecomputeOptions.engine`` may say: auto (native when expressible), native, python
 ENGINES = ("auto", "native", "python")
@@ -158,6 +159,15 @@ def prepare_input(df: "DataFrame", options: WindowRecomputeOptions) -> "DataFram
     return df.select(*cols).where(F.col("key").isNotNull())
 
 
+class Grouping(NamedTuple):
+    """What every plan of a run takes together: the window, the prepared order columns (the edge's
+    reading order) and the closing group's columns."""
+
+    spec: WindowSpec
+    order_cols: Sequence[str]
+    group_cols: Sequence[str]
+
+
 def output_schema(data: "DataFrame", value_type: Any) -> Any:
     """The output's Spark schema: ``key`` (the source's type), ``window_start``, ``window_end``, ``value``."""
     from pyspark.sql import types as T
@@ -173,17 +183,9 @@ class PlanNote:
     (they are observations of that job)."""
 
     engine: str  # native or python-engine
-    observation: Any = None  # native: groups, replayed (sliding) and the state floor figures
+    observation: Any = None  # native: groups, replayed (sliding), unproven (proven plans), state floor figures
     reason: str = ""  # why the python-engine (a custom aggregation, forced)
     replay_observation: Any = None  # native sliding: the replayed groups, observed by the windows' operator
-    #: a full run written in two steps (one commit on main all the same): the first rows (one
-    #: plan), and what is left once they are written: None, or rows to add and, when not None,
-    #: the keys whose rows they replace (the keys a proven plan could not prove)
-    first_rows: "DataFrame | None" = None
-    rest: "Callable[[], tuple[DataFrame, DataFrame | None] | None] | None" = None
-    rest_note: "PlanNote | None" = None  # the exact plan's note for the keys of ``rest``
-    proven: bool = False  # the first rows come from a proven plan (lakehouse.windows.proven)
-    rest_keys: int = 0  # how many keys the exact plan recomputed (two steps)
 
     def _metrics(self) -> dict[str, Any]:
         metrics = dict(self.observation.get) if self.observation is not None else {}
@@ -191,29 +193,22 @@ class PlanNote:
             metrics.update(self.replay_observation.get)
         return metrics
 
-    def detail(self) -> str:
-        """What the report adds to the engine's name: the keys the exact plan or the edge's
-        engines computed, or the reason for the python-engine."""
-        parts = []
-        unproven = self.unproven()
-        if unproven:
-            keys = f"{self.rest_keys} key" + ("" if self.rest_keys == 1 else "s")
-            parts.append(f"{keys} by the exact plan: not proven on time (a record later than the grace period, "
-                         "near time 0, or NaN under min/max)")
+    def detail(self, groups: int | None = None) -> str:
+        """What the report adds to the engine's name: the keys the edge's engines computed (of
+        ``groups``, default the plan's own), or the reason for the python-engine."""
         replayed = self.replayed()
         if replayed:
-            parts.append(f"{replayed} of {self.groups()} keys through the edge's engines: sliding records inside "
-                         "closed windows, near time 0 or NaN")
-        return "; ".join(parts) or self.reason
+            return (f"{replayed} of {self.groups() if groups is None else groups} keys through the edge's engines: "
+                    "sliding records inside closed windows, near time 0 or NaN")
+        return self.reason
 
     def unproven(self) -> int:
         """Buckets or records a proven plan could not prove (0 for other plans)."""
-        return int(self._metrics().get("unproven") or 0) if self.proven else 0
+        return int(self._metrics().get("unproven") or 0)
 
     def replayed(self) -> int:
         """The sliding groups the edge's engines computed (observed; 0 for other plans)."""
-        own = 0 if self.proven else int(self._metrics().get("replayed") or 0)
-        return own + (self.rest_note.replayed() if self.rest_note is not None else 0)
+        return int(self._metrics().get("replayed") or 0)
 
     def state_floor(self) -> int | None:
         """The observed ``state_floor`` when no group was stale (``fixed_event_times``), else None."""
@@ -231,33 +226,26 @@ class PlanNote:
         return data.select(*group_cols).distinct().count()
 
 
-def compute_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str], group_cols: Sequence[str],
-                    value_type: Any, engine: str, observe: bool = True,
-                    plain: "DataFrame | None" = None, two_step: bool = False) -> tuple["DataFrame", PlanNote]:
-    """The window rows of ``data`` (prepared, complete rows) on ``engine`` and the plan's note.
+def compute_windows(data: "DataFrame", grouping: "Grouping", value_type: Any, engine: str, observe: bool = True,
+                    plain: "DataFrame | None" = None) -> tuple["DataFrame", PlanNote]:
+    """The window rows of ``data`` (prepared, complete rows) by the exact plan on ``engine``, and
+    the plan's note. The rows have the output's columns and ``__gh`` (the key's hash).
 
-    The rows have the output's columns and ``__gh`` (the key's hash).
     ``observe``: the native plan observes what the full run's report and window state need (an
     increment skips it: two more frames for figures it never reads). ``plain``: the same rows as
-    ``data`` without any observation (``DataFrame.observe``) on them, for the plan's second branch
-    (the sliding keys replayed by the engines): over Spark Connect an observation may appear only
-    once in a plan, and a union of two branches of one observed frame holds it twice.
-
-    ``two_step`` (a writer that can write twice before publishing once): the rows returned are the
-    first write's, ``note.rest`` gives what follows. With a native aggregation closing per key,
-    the first rows come from a proven plan (:mod:`lakehouse.windows.proven`) and the rest
-    recomputes the keys it could not prove with the exact plan, replacing their rows."""
+    ``data`` without any observation (``DataFrame.observe``) on them, for the native sliding plan's
+    second branch (the keys replayed by the engines): over Spark Connect an observation may appear
+    only once in a plan, and a union of two branches of one observed frame holds it twice."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
+    spec, order_cols, group_cols = grouping
     schema = output_schema(data, value_type)
     if engine != "native":
         reason = native_unsupported_reason(spec) or "forced"
         rows = engine_windows(data, spec, order_cols, group_cols, schema)
         return rows.withColumn("__gh", group_hash(["key"])), PlanNote("python-engine", reason=reason)
     note = PlanNote("native", Observation(f"windows_plan_{uuid.uuid4().hex}") if observe else None)
-    if two_step and observe and plain is not None and provable(spec, group_cols, order_cols):
-        return _proven_first(data, plain, spec, order_cols, group_cols, value_type, note)
     if spec.kind != "sliding":
         rows = native_fixed_windows(data, spec, order_cols, group_cols, note.observation)
         return rows.withColumn("value", F.col("value").cast(value_type)), note
@@ -272,45 +260,32 @@ def compute_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[st
         raise ValueError("the native sliding plan with observations needs the rows without them (plain)")
     rest = sliding_key_flags(plain, spec, order_cols, group_cols).where(~F.col("__native")).select(*data.columns)
     replayed = engine_windows(rest, spec, order_cols, group_cols, schema).withColumn("__gh", group_hash(["key"]))
-    if two_step and note.observation is not None:
-        # the union's second branch sorts and flags every record again (Spark shares exchanges
-        # between branches, not sorts): the closed-form rows first, then the replayed keys' rows
-        # only when the first write observed some
-        observed = note
-        note.first_rows = rows
-        note.rest = lambda: (replayed, None) if observed.replayed() else None
-        return rows, note
     return rows.unionByName(replayed), note
 
 
-def _proven_first(data: "DataFrame", plain: "DataFrame", spec: WindowSpec, order_cols: Sequence[str],
-                  group_cols: Sequence[str], value_type: Any, note: PlanNote) -> tuple["DataFrame", PlanNote]:
-    """The proven plan's rows first; then, when it observed keys it could not prove, those keys'
-    rows from the exact plan (with its own note: the sliding keys it replays)."""
+def proven_windows(data: "DataFrame", grouping: "Grouping", value_type: Any) -> tuple["DataFrame", PlanNote]:
+    """The proven plan's rows (:mod:`lakehouse.windows.proven`) and its note, whose ``unproven()``
+    (read after the rows are written) says whether :func:`unproven_patch` has keys to recompute."""
+    from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
+    spec, order_cols, group_cols = grouping
+    note = PlanNote("native", Observation(f"windows_plan_{uuid.uuid4().hex}"))
     proven = proven_sliding_windows if spec.kind == "sliding" else proven_fixed_windows
-    rows = proven(data, spec, order_cols, group_cols, note.observation).withColumn(
-        "value", F.col("value").cast(value_type))
-    note.proven, note.first_rows = True, rows
-
-    def rest() -> "tuple[DataFrame, DataFrame | None] | None":
-        if not note.unproven():
-            return None
-        keys = unproven_keys(plain, spec, order_cols, group_cols)
-        note.rest_keys = keys.count()
-        subset = plain.join(keys, on="key", how="left_semi")
-        exact, note.rest_note = compute_windows(subset, spec, order_cols, group_cols, value_type, "native",
-                                                plain=plain.join(keys, on="key", how="left_semi"))
-        return exact, keys
-
-    note.rest = rest
-    return rows, note
+    rows = proven(data, spec, order_cols, group_cols, note.observation)
+    return rows.withColumn("value", F.col("value").cast(value_type)), note
 
 
-def output_rows(rows: "DataFrame") -> "DataFrame":
-    """``rows`` as the output's columns, in order."""
-    return rows.select(*OUTPUT_COLUMNS)
+def unproven_patch(plain: "DataFrame", grouping: "Grouping",
+                   value_type: Any) -> tuple["DataFrame", "DataFrame", PlanNote]:
+    """The keys a proven plan could not prove (computed once: one column, ``key``), their rows by
+    the exact plan, and its note (the sliding keys it replays)."""
+    spec, order_cols, group_cols = grouping
+    keys = unproven_keys(plain, spec, order_cols, group_cols)
+    subset = plain.join(keys, on="key", how="left_semi")
+    rows, note = compute_windows(subset, grouping, value_type, "native",
+                                 plain=plain.join(keys, on="key", how="left_semi"))
+    return rows, keys, note
 
 
 @dataclass
@@ -344,6 +319,10 @@ class WindowRun:
         return self.options.window
 
     @property
+    def grouping(self) -> Grouping:
+        return Grouping(self.spec, self.order_cols, self.group_cols)
+
+    @property
     def complete(self) -> str:
         """:func:`complete_sql` of this run's columns."""
         return complete_sql(self.order_cols, self.group_cols)
@@ -368,20 +347,3 @@ class WindowRun:
         if snapshot_id is None:
             return self.spark.table(self.source.sql_name)
         return self.spark.sql(f"SELECT * FROM {self.source.sql_name} VERSION AS OF {int(snapshot_id)}")
-
-
-@dataclass
-class OutputChange:
-    """What one run commits to the output, in one commit (:func:`lakehouse.windows.commit.commit_output`):
-    every row (``full``), or the rows to add and the keys whose rows they replace (``incremental``);
-    ``properties``: the bookmark, in the commit's snapshot summary."""
-
-    mode: str  # full or incremental
-    rows: list["DataFrame"] = field(default_factory=list)  # output columns (and perhaps __gh)
-    replace_keys: "DataFrame | None" = None  # one column, key
-    properties: dict[str, str] = field(default_factory=dict)
-    counted: int | None = None  # the rows, when known without counting them in the write
-    #: a full run's rows in two writes on the run's branch (one commit on main all the same): the
-    #: first rows, then what is left once they are written (``PlanNote.rest``); ``rows`` then
-    #: hold the first rows only, so a writer that cannot take two steps must not get a split
-    split: "tuple[DataFrame, Callable[[], tuple[DataFrame, DataFrame | None] | None]] | None" = None

@@ -7,8 +7,8 @@ sort every record a second time, by timestamp). Most streams never drop a record
 within the grace period. For them the windows are a plain function of the records' timestamps,
 and these plans compute exactly that, much more cheaply, *together with a certificate* that no
 record of the key was dropped or placed awkwardly. A key whose certificate fails is recomputed by
-the exact plan and replaces its rows before the run publishes anything
-(:func:`lakehouse.windows.plan.compute_windows` with ``two_step``): the certificate only decides
+the exact plan and replaces its rows before the run publishes anything (the ``proven-then-patch``
+strategy, :mod:`lakehouse.windows.strategy`): the certificate only decides
 which plan computes a key, never what a window holds.
 
 **Fixed windows** (tumbling, hopping; closing per key). Records are aggregated per key and

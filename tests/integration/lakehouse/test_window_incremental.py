@@ -15,7 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lh_testkit import run_job
 
-from lakehouse.windows import ConcurrentRunError, WindowRecomputeOptions, WindowSpec, run_window_recompute
+from lakehouse.windows import (ConcurrentRunError, WindowRecomputeOptions, WindowSpec, explain_window_recompute,
+                               run_window_recompute)
 from lakehouse.windows import commit as window_commit
 from lakehouse.windows import job as window_job
 from lakehouse.windows import state as window_state
@@ -127,7 +128,7 @@ def test_full_reruns_equal_the_runs_they_repeat(spark, raw, batches, kind, in_or
     rerun = WindowRecomputeOptions(table=source, output=output, value_column="temp", window=spec, full=True)
     quiet = lambda _l: None  # noqa: E731
     try:
-        paths, appended = [], []
+        paths, strategies, appended = [], [], []
         for number in range(3):
             part = [r for r, b in zip(rows, assignment) if b == number]
             if not part:
@@ -138,14 +139,17 @@ def test_full_reruns_equal_the_runs_they_repeat(spark, raw, batches, kind, in_or
                 df.writeTo(source).append()
             else:
                 df.writeTo(source).using("iceberg").create()
-            paths.append(run_window_recompute(spark, options, progress=quiet).path)
+            report = run_window_recompute(spark, options, progress=quiet)
+            paths.append(report.path)
+            strategies.append(report.strategy)
             if len(paths) == 1:
                 created = comparable(table_rows(spark, output))
                 assert created == comparable(edge_windows([r for r in appended if r[3] is not None], spec))
-                run_window_recompute(spark, rerun, progress=quiet)
+                assert run_window_recompute(spark, rerun, progress=quiet).strategy == "proven-then-patch"
                 assert comparable(table_rows(spark, output)) == created
         assert paths[0].startswith("full, native")  # the first run has no bookmark
         assert all(p.startswith("incremental, native") for p in paths[1:])
+        assert strategies[0] == "exact" and set(strategies[1:]) <= {"tail-append", "merge-keys"}
         incremented = comparable(table_rows(spark, output))
         assert incremented == comparable(edge_windows(ordered, spec))
         report = run_window_recompute(spark, rerun, progress=quiet)
@@ -245,6 +249,7 @@ def test_sliding_increments_add_the_closing_windows_from_the_state(spark):
         said: list[str] = []
         report = run_window_recompute(spark, options, progress=said.append)
         assert report.path == "incremental, native (1 keys recomputed)", said
+        assert (report.strategy, report.fallback) == ("tail-append", "1 key (k1) recomputed whole")
         assert [line for line in said if "an awkward one" in line]
         assert table_rows(spark, output) == edge_windows(rows[:300] + [awkward], spec)
         shifted = [(k, ts, p, o + 1 if p == 1 else o, v) for k, ts, p, o, v in rows[300:]]
@@ -258,8 +263,14 @@ def test_sliding_increments_add_the_closing_windows_from_the_state(spark):
         # main; no state (k1 did not take the closed form)
         options.full = True
         head = main_snapshot(spark, output)
+        assert explain_window_recompute(spark, options, progress=quiet).startswith(
+            "strategy proven-then-patch: --full into the existing output")
+        assert main_snapshot(spark, output) == head  # explained, not run
         report = run_window_recompute(spark, options, progress=quiet)
         assert report.path.startswith("full, native (1 key by the exact plan: not proven on time")
+        assert (report.strategy, report.fallback) == ("proven-then-patch", "1 key (k1) by the exact plan: not proven "
+                                                      "on time (a record later than the grace period, near time 0, "
+                                                      "or NaN under min/max)")
         assert "; 1 of 5 keys through the edge's engines" in report.path
         assert table_rows(spark, output) == edge_windows(rows[:300] + [awkward] + shifted, spec)
         assert snapshot_log(spark, output)[main_snapshot(spark, output)].parent_id != head  # two writes

@@ -23,7 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lakehouse.windows.definition import WindowSpec
-from lakehouse.windows.plan import PlanNote, choose_engine, compute_windows
+from lakehouse.windows.plan import Grouping, choose_engine, compute_windows, proven_windows, unproven_patch
+from lakehouse.windows.proven import provable
 from stream_edge.dataframe.windows.replay import replay
 
 pytestmark = pytest.mark.spark
@@ -92,31 +93,34 @@ def spark_rows(spark, rows: list[tuple], spec: WindowSpec, engine: str, floats: 
                                            "__order_1 bigint")
     group = ["__order_0"] if spec.closing == "partition" else ["__order_0", "key"]
     out_type = {"count": "bigint", "mean": "double"}.get(spec.aggregation, value_type)
-    windows, note = compute_windows(data, spec, ORDER, group, T._parse_datatype_string(out_type), engine, plain=data)
+    windows, note = compute_windows(data, Grouping(spec, ORDER, group), T._parse_datatype_string(out_type), engine,
+                                    plain=data)
     got = sorted(((r.key, r.window_start, r.window_end, r.value) for r in windows.collect()), key=order)
     return got, note.engine + (f" ({note.detail()})" if note.detail() else "")
 
 
-def two_step_rows(spark, rows: list[tuple], spec: WindowSpec, floats: bool) -> tuple[list[tuple], PlanNote]:
-    """What a full run into an existing output writes in two steps (``two_step``): the first rows
-    (a proven plan's where one exists), then the rest replacing the keys it names, or appended."""
+def proven_rows(spark, rows: list[tuple], spec: WindowSpec, floats: bool) -> tuple[list[tuple], int | None]:
+    """What the ``proven-then-patch`` strategy writes (where a proven plan exists): the proven
+    plan's rows, then the keys it could not prove by the exact plan, replacing theirs; and how
+    many keys that were (None: no proven plan, the exact plan's rows)."""
     from pyspark.sql import types as T
 
     value_type = "double" if floats else "bigint"
     data = spark.createDataFrame(rows, f"key string, ts bigint, value {value_type}, __order_0 int, __order_1 bigint")
     group = ["__order_0"] if spec.closing == "partition" else ["__order_0", "key"]
     out_type = {"count": "bigint", "mean": "double"}.get(spec.aggregation, value_type)
-    first, note = compute_windows(data, spec, ORDER, group, T._parse_datatype_string(out_type), "native", plain=data,
-                                  two_step=True)
+    grouping, value_type = Grouping(spec, ORDER, group), T._parse_datatype_string(out_type)
+    if not provable(spec, group, ORDER):
+        return spark_rows(spark, rows, spec, "native", floats)[0], None
+    first, note = proven_windows(data, grouping, value_type)
     got = [(r.key, r.window_start, r.window_end, r.value) for r in first.collect()]
-    rest = note.rest() if note.rest is not None else None
-    if rest is not None:
-        more, replaced = rest
-        if replaced is not None:
-            gone = {r.key for r in replaced.collect()}
-            got = [r for r in got if r[0] not in gone]
-        got += [(r.key, r.window_start, r.window_end, r.value) for r in more.collect()]
-    return sorted(got, key=order), note
+    if not note.unproven():
+        return sorted(got, key=order), 0
+    patch, keys, _ = unproven_patch(data, grouping, value_type)
+    gone = {r.key for r in keys.collect()}
+    got = [r for r in got if r[0] not in gone] + [(r.key, r.window_start, r.window_end, r.value)
+                                                  for r in patch.collect()]
+    return sorted(got, key=order), len(gone)
 
 
 def same(a: list[tuple], b: list[tuple]) -> bool:
@@ -144,9 +148,9 @@ def check(spark, rows: list[tuple], spec: WindowSpec, floats: bool, engines: boo
         assert same(by_engines, expected), (f"python-engine differs for {spec.describe()}:\n{by_engines}\n"
                                             f"{expected}")
     assert same(native, expected), f"native differs for {spec.describe()}:\n{native}\n{expected}"
-    in_two_steps, note = two_step_rows(spark, rows, spec, floats)
-    assert same(in_two_steps, expected), (f"the two-step plan (proven: {note.proven}, {note.detail()}) differs for "
-                                          f"{spec.describe()}:\n{in_two_steps}\n{expected}")
+    patched, keys = proven_rows(spark, rows, spec, floats)
+    assert same(patched, expected), (f"proven-then-patch ({keys} keys patched) differs for "
+                                     f"{spec.describe()}:\n{patched}\n{expected}")
     return described
 
 
@@ -235,11 +239,8 @@ def test_proven_plans_recompute_the_keys_with_records_later_than_grace(spark, ki
     rows = [("a", 1000, 1, 0, 0), ("a", 1030, 2, 0, 1), ("a", 1100, 3, 0, 2), ("a", 1300, 4, 0, 3),
             ("b", 1000, 1, 1, 0), ("b", 1100, 2, 1, 1), ("b", 1040, 5, 1, 2), ("b", 1300, 1, 1, 3)]
     spec = WindowSpec(kind, 50, 5, 25 if kind == "hopping" else None, "sum")
-    got, note = two_step_rows(spark, rows, spec, floats=False)
-    assert note.proven and note.unproven() > 0 and note.rest_keys == 1
-    assert note.detail().startswith("1 key by the exact plan: not proven on time (a record later than the grace")
-    assert same(got, edge_rows(rows, spec))
+    got, keys = proven_rows(spark, rows, spec, floats=False)
+    assert keys == 1 and same(got, edge_rows(rows, spec))
     on_time = [r for r in rows if r[0] == "a"]
-    got, note = two_step_rows(spark, on_time, spec, floats=False)
-    assert note.proven and note.unproven() == 0 and note.rest_keys == 0 and note.groups() == 1
-    assert same(got, edge_rows(on_time, spec))
+    got, keys = proven_rows(spark, on_time, spec, floats=False)
+    assert keys == 0 and same(got, edge_rows(on_time, spec))

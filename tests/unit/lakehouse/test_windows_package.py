@@ -1,5 +1,5 @@
 """The windows package's shape: imports go one way (definition -> native -> proven -> plan ->
-incremental planner -> committer -> job), no module imports one below it, and nothing reaches
+committer -> incremental planner -> job), no module imports one below it, and nothing reaches
 into the JVM (it runs over Spark Connect)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[3] / "lakehouse" / "windows"
 #: each module may import only modules of a lower layer
-LAYERS = {"definition": 0, "engine": 1, "native": 1, "proven": 2, "plan": 3, "history": 4, "state": 5, "tail": 5,
-          "incremental": 6, "commit": 7, "job": 8, "__init__": 9}
+LAYERS = {"definition": 0, "strategy": 0, "engine": 1, "native": 1, "proven": 2, "plan": 3, "history": 4,
+          "state": 5, "tail": 5, "commit": 6, "incremental": 7, "job": 8, "__init__": 9}
 
 
 def imported_siblings(path: Path) -> set[str]:

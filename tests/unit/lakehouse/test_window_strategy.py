@@ -1,0 +1,34 @@
+"""The windows job's strategy, chosen by one pure function from what a run knows (no Spark)."""
+
+from __future__ import annotations
+
+import pytest
+
+from lakehouse.windows.strategy import STRATEGIES, RunFacts, choose_strategy
+
+EXISTING = dict(output="existing", increment=None)
+
+
+@pytest.mark.parametrize("facts, strategy, why", [
+    (RunFacts(), "exact", "a full run (first run): the output is created"),
+    (RunFacts(provable=True, output="existing", full=True), "proven-then-patch", "--full into the existing output"),
+    (RunFacts(provable=True, output="existing", increment="the window definition changed since the last run"),
+     "proven-then-patch", "a full run (the window definition changed"),
+    (RunFacts(provable=True, output="other-columns", full=True), "exact", "columns differ"),
+    (RunFacts(provable=True, output="delta", increment="incremental runs need an Iceberg source and output"),
+     "exact", "a Delta output is overwritten"),
+    (RunFacts(native=False, output="existing", full=True), "exact", "the python-engine computes every key"),
+    (RunFacts(per_key=False, output="existing", full=True), "exact", "windows closing per partition"),
+    (RunFacts(output="existing", full=True), "exact", "no order column outside the group"),
+    (RunFacts(**EXISTING, new_snapshot=False), "nothing-new", "no new source snapshot"),
+    (RunFacts(**EXISTING), "tail-append", "the windows that close now"),
+    (RunFacts(**EXISTING, sliding=True, has_state=True), "tail-append", "the windows that close now"),
+    (RunFacts(**EXISTING, sliding=True), "merge-keys", "no sliding window state"),
+    (RunFacts(**EXISTING, native=False), "merge-keys", "the python-engine recomputes every changed key"),
+    (RunFacts(**EXISTING, native=False, per_key=False), "exact",
+     "the python-engine closing per partition recomputes every window"),
+])
+def test_each_situation_has_one_named_strategy_and_says_why(facts, strategy, why):
+    chosen, reason = choose_strategy(facts)
+    assert (chosen, why in reason) == (strategy, True), reason
+    assert chosen in STRATEGIES
