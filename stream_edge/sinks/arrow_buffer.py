@@ -1,6 +1,7 @@
 """What a table-writing sink holds between checkpoints: one buffer per topic partition, sealed to
-Arrow as it grows, bounded in bytes, written early at the bound (the data-lake sink and
-``IcebergSink`` share it).
+Arrow as it grows, bounded in bytes, written early at the bound (driven by
+:class:`~stream_edge.sinks.buffered_table.BufferedTableSink`, the base of the data-lake sink and
+``IcebergSink``).
 
 Per partition (:class:`PartitionBuffer`): the newest records stay dicts; every ``SAMPLE_EVERY``
 records the newest one's size is measured (a deep ``sys.getsizeof``) and the dicts are converted to
@@ -94,8 +95,8 @@ class PartitionBuffer:
 
     ``offsets`` is an int64 array of every record's offset; ``keys``/``timestamps`` are kept only
     when the sink needs them (``keep_keys``); ``last`` is the newest offset, to detect a rewound
-    partition. Sinks append to ``values``/``offsets`` (and ``keys``/``timestamps``) themselves, on
-    their hot path, and call :meth:`sample` when ``len(offsets) >= next_sample``.
+    partition. Records come in through :meth:`append` (``BufferedTableSink.add()`` inlines it on
+    its hot path), and :meth:`sample` runs when ``len(offsets) >= next_sample``.
     """
 
     __slots__ = ("values", "chunks", "chunk_rows", "chunk_bytes", "row_bytes", "key_bytes", "next_sample", "keys",
@@ -117,6 +118,16 @@ class PartitionBuffer:
 
     def __len__(self) -> int:
         return len(self.offsets)
+
+    def append(self, value: dict, key: Any, timestamp: int, offset: int) -> bool:
+        """Add a checked record (with its key and Kafka timestamp); True when a sample is due."""
+        self.last = offset
+        self.values.append(value)
+        offsets = self.offsets
+        offsets.append(offset)
+        self.keys.append(key)
+        self.timestamps.append(timestamp)
+        return len(offsets) >= self.next_sample
 
     @property
     def held(self) -> int:
@@ -297,11 +308,31 @@ class BufferPool:
         self.early_writes += count
         return count
 
-    def write_together(self, write: Callable[[Dict[Key, PartitionBuffer]], None]) -> int:
-        """Write every non-empty buffer in one call of ``write({key: buffer})`` (a sink whose
-        destination takes them in one commit, as ``IcebergSink``'s one snapshot). On any failure
-        every buffer is put back and the error propagates. Returns how many were written."""
-        taken = {key: buffer for key, buffer in self.buffers.items() if len(buffer)}
+    def write_early_together(self, write: Callable[[Dict[Key, PartitionBuffer]], None], what: str) -> int:
+        """:meth:`write_early` for a sink whose destination takes every partition in one commit
+        (``IcebergSink``'s one snapshot): one :meth:`write_together`; a failure puts every buffer
+        back, stops early writes until :meth:`unblock` and is logged once."""
+        try:
+            count = self.write_together(write)
+        except Exception as exc:  # noqa: BLE001 - any failure: keep the records for the checkpoint
+            self.blocked = True
+            logger.warning("%s: writing every partition early (buffers at the %s-byte bound) failed: %s: %s; "
+                           "the records stay buffered for the checkpoint", what, self.max_bytes,
+                           type(exc).__name__, exc)
+            return 0
+        self.early_writes += count
+        return count
+
+    def write_together(self, write: Callable[[Dict[Key, PartitionBuffer]], None],
+                       keys: Optional[List[Key]] = None) -> int:
+        """Write every non-empty buffer (or those of ``keys``) in one call of ``write({key:
+        buffer})``. On any failure every buffer taken is put back and the error propagates.
+        Returns how many were written."""
+        buffers = self.buffers
+        if keys is None:
+            taken = {key: buffer for key, buffer in buffers.items() if len(buffer)}
+        else:
+            taken = {key: buffers[key] for key in keys if key in buffers and len(buffers[key])}
         if not taken:
             return 0
         for key in taken:

@@ -19,18 +19,20 @@ widen a column, anything else is that record's :class:`IcebergSinkException`, na
 the value's type and the column's), so the runtime's error callback sees it with the record and
 can skip it; no content error comes out of ``flush()``.
 
-**Memory.** The buffers are the data-lake sink's (``stream_edge.sinks.arrow_buffer``): records
-converted to Arrow every 512 of a partition (sooner for large ones), dicts counted at their
-measured size. When the partitions' buffers together reach ``max_buffer_bytes`` (default
-16 MiB), they are appended at once, before the checkpoint (still exactly once: the offsets in the
-snapshot make a replay skip them), so memory stays bounded whatever the commit interval.
+**Memory.** Buffering, the byte bound and early writes are every table sink's
+(``stream_edge.sinks.buffered_table``, the data-lake sink's base too): records converted to Arrow
+every 512 of a partition (sooner for large ones), dicts counted at their measured size. When the
+partitions' buffers together reach ``max_buffer_bytes`` (default 16 MiB), they are appended at
+once, before the checkpoint (still exactly once: the offsets in the snapshot make a replay skip
+them), so memory stays bounded whatever the commit interval.
 
 Catalogs: ``data_catalog_spec="aws_glue"`` with :class:`AWSIcebergConfig` (as in Quix), or
 ``data_catalog_spec="rest"`` with :class:`RESTIcebergConfig` (an edge extension: any Iceberg REST
-catalog). A catalog or storage fault is classified (``stream_edge.sinks.storage_faults``): a transient one
-(unreachable, 5xx, throttling, a commit that keeps conflicting) raises
-:class:`SinkBackpressureError` with exponential backoff (the partition is paused and replayed); a
-permanent one (access denied, a bad request) stops the application with a
+catalog). A catalog or storage fault is classified by the error model
+(``stream_edge.sinks.buffered_table.write_fault_kind``, ``docs/operations.md``): an outage (the
+catalog does not answer, 5xx, 401/403/429, a commit that keeps conflicting) raises
+:class:`SinkBackpressureError` with exponential backoff (the partition is paused and replayed);
+anything else (S3 access denied, a bad request) stops the application with a
 :class:`~stream_edge.sinks.storage_faults.PermanentStorageError` naming the table and partitions.
 
 Needs the ``edge-iceberg`` extra (``pip install streaming-lakehouse[edge-iceberg]``; ``aws_glue`` also
@@ -52,16 +54,15 @@ import logging
 import time
 from typing import Any, Dict, Literal, Optional, Tuple
 
+from stream_edge.errors import OUTAGE
 from stream_edge.exceptions import QuixException
-from stream_edge.sinks.arrow_buffer import BufferPool, PartitionBuffer
+from stream_edge.sinks.arrow_buffer import PartitionBuffer
 from stream_edge.sinks.arrow_memory import use_edge_memory_pool
 from stream_edge.sinks.base.batch import SinkBatch
-from stream_edge.sinks.base.exceptions import SinkBackpressureError
-from stream_edge.sinks.base.item import HeadersTuples
-from stream_edge.sinks.base.sink import (BatchingSink, ClientConnectFailureCallback, ClientConnectSuccessCallback,
-                                         partition_args)
+from stream_edge.sinks.base.sink import ClientConnectFailureCallback, ClientConnectSuccessCallback, partition_args
+from stream_edge.sinks.buffered_table import BufferedTableSink, write_fault_kind
 from stream_edge.sinks.record_types import ColumnTypes, SchemaConflictError
-from stream_edge.sinks.storage_faults import TRANSIENT, StorageBackoff, classify
+from stream_edge.sinks.storage_faults import StorageBackoff
 from stream_edge.sinks.community.iceberg_config import AWSIcebergConfig, BaseIcebergConfig, RESTIcebergConfig
 
 __all__ = ("IcebergSink", "AWSIcebergConfig", "RESTIcebergConfig", "BaseIcebergConfig", "IcebergSinkException",
@@ -94,29 +95,7 @@ def _pyiceberg() -> Any:
     return pyiceberg
 
 
-def _unreachable(exc: BaseException) -> bool:
-    """Whether a catalog/storage error means "not now" (retry later) rather than "never"."""
-    from pyiceberg import exceptions as ice
-
-    transient: Tuple[type, ...] = (ice.CommitFailedException, ice.CommitStateUnknownException, ice.ServerError,
-                                   ice.ServiceUnavailableError, ice.TooManyRequestsError, ConnectionError,
-                                   TimeoutError)
-    try:
-        import requests
-
-        transient += (requests.ConnectionError, requests.Timeout)
-    except ImportError:  # pragma: no cover - pyiceberg's REST catalog needs requests
-        pass
-    try:
-        from botocore import exceptions as aws
-
-        transient += (aws.ConnectionError, aws.HTTPClientError)
-    except ImportError:
-        pass
-    return isinstance(exc, transient) or (isinstance(exc, OSError) and classify(exc) == TRANSIENT)
-
-
-class IcebergSink(BatchingSink):
+class IcebergSink(BufferedTableSink):
     """Appends each checkpoint's batch to an Iceberg table, exactly once per Kafka offset.
 
     :param table_name: ``namespace.table`` (namespace and table are created when missing).
@@ -147,7 +126,6 @@ class IcebergSink(BatchingSink):
         backpressure_retry_seconds: float = 5.0,
         max_buffer_bytes: Optional[int] = DEFAULT_MAX_BUFFER_BYTES,
     ) -> None:
-        super().__init__(on_client_connect_success, on_client_connect_failure)
         _pyiceberg()
         if data_catalog_spec not in ("aws_glue", "rest"):
             raise ValueError(f"data_catalog_spec must be 'aws_glue' or 'rest', got {data_catalog_spec!r}")
@@ -162,16 +140,16 @@ class IcebergSink(BatchingSink):
         self._schema = schema
         self._partition_spec = partition_spec
         self.backpressure_retry_seconds = backpressure_retry_seconds
-        if max_buffer_bytes is not None and max_buffer_bytes <= 0:
-            raise ValueError(f"max_buffer_bytes must be positive or None, got {max_buffer_bytes}")
-        self.max_buffer_bytes = max_buffer_bytes
         self._table: Any = None
         self._committed: Dict[Tuple[str, int], int] = {}
-        self._pool = BufferPool(max_buffer_bytes, keep_keys=True)
-        self._types = ColumnTypes(reserved={name: (f"the sink writes the message's own {name[1:]} as '{name}'; "
-                                                   f"rename the field") for name in _METADATA})
-        self._check = self._types.check
-        self._backoff = StorageBackoff(f"IcebergSink table {table_name!r}", base_seconds=backpressure_retry_seconds)
+        types = ColumnTypes(reserved={name: (f"the sink writes the message's own {name[1:]} as '{name}'; "
+                                             f"rename the field") for name in _METADATA})
+        name = f"IcebergSink table {table_name!r}"
+        super().__init__(name, types, max_buffer_bytes, keep_keys=True,
+                         backoff=StorageBackoff(name, base_seconds=backpressure_retry_seconds),
+                         on_client_connect_success=on_client_connect_success,
+                         on_client_connect_failure=on_client_connect_failure)
+        self.route_records(True, self.check_record)  # every record: its key must be UTF-8
 
     # -- set-up --------------------------------------------------------------------------------------
     def setup(self) -> None:
@@ -183,7 +161,7 @@ class IcebergSink(BatchingSink):
             self._table = self._load_or_create()
             self._types.adopt(self._table.schema().as_arrow())
         except Exception as exc:
-            if _unreachable(exc) or _is_aws_auth_error(exc):
+            if write_fault_kind(exc) == OUTAGE or _is_aws_auth_error(exc):
                 raise IcebergCatalogUnreachableError(
                     f"Iceberg catalog ({self._config.data_catalog_spec}) unreachable while loading table "
                     f"'{self._table_name}': {type(exc).__name__}: {exc}") from exc
@@ -204,20 +182,24 @@ class IcebergSink(BatchingSink):
         return catalog.create_table_if_not_exists(self._table_name, schema=schema, partition_spec=spec,
                                                   properties={"write.distribution-mode": "fanout"})
 
-    # -- buffering -----------------------------------------------------------------------------------
+    # -- what differs from the other table sinks ----------------------------------------------------
+    #: One append (one snapshot) holds every partition's records.
+    WRITES_TOGETHER = True
+
     @property
     def early_appends(self) -> int:
         """Partitions appended early because the buffers reached ``max_buffer_bytes``."""
-        return self._pool.early_writes
+        return self.early_writes
 
-    def stats(self) -> Dict[str, int]:
-        """Storage faults met so far (the service exports them)."""
-        return self._backoff.stats()
+    @property
+    def types_known(self) -> bool:
+        """Set up: the table's column types are adopted (the runtime sets the sink up before the
+        first record; not from add(): a catalog fault there would be taken for the record's error)."""
+        return self._table is not None
 
-    def add(self, value: Any, key: Any, timestamp: int, headers: HeadersTuples,
-            topic: str, partition: int, offset: int) -> None:
-        """Buffer a record of its topic partition; raises :class:`IcebergSinkException` for a record
-        the table cannot hold (not a dict, a key that is not UTF-8, a field that does not fit)."""
+    def check_record(self, value: Any, key: Any, topic: str, partition: int, offset: int) -> dict:
+        """Every record: its value must be a dict, its key UTF-8 (the ``_key`` column is a
+        string); else that record's :class:`IcebergSinkException`."""
         if value.__class__ is not dict and not isinstance(value, dict):
             raise IcebergSinkException(f"IcebergSink cannot write the value of topic '{topic}' partition {partition} "
                                        f"offset {offset}: it is {type(value).__name__}, not a dict")
@@ -227,89 +209,22 @@ class IcebergSink(BatchingSink):
             except UnicodeDecodeError as exc:
                 raise IcebergSinkException(f"IcebergSink cannot write field '_key' of topic '{topic}' partition "
                                            f"{partition} offset {offset}: the key is not UTF-8 ({exc})") from None
-        # The runtime sets the sink up (and adopts the table's column types) before the first record.
-        # Not here: a catalog fault raised from add() would be taken for this record's error.
-        buffer = self._pool.buffers.get((topic, partition))
-        if buffer is None or offset <= buffer.last:
-            buffer = self._pool.for_offset((topic, partition), offset)
-        try:
-            self._check(value, topic, partition, offset)
-        except SchemaConflictError as exc:
-            raise IcebergSinkException(f"IcebergSink cannot write field '{exc.column}' of topic '{topic}' partition "
-                                       f"{partition} offset {offset}: {exc.detail}") from exc
-        buffer.last = offset
-        buffer.values.append(value)
-        buffer.offsets.append(offset)
-        buffer.keys.append(key)
-        buffer.timestamps.append(timestamp)
-        if len(buffer.offsets) >= buffer.next_sample:
-            self._sample(buffer)
+        return value
 
-    @property
-    def buffered_bytes(self) -> int:
-        """Bytes held in the partitions' buffers, as counted against ``max_buffer_bytes``."""
-        return self._pool.held
-
-    def _sample(self, buffer: PartitionBuffer) -> None:
-        """Every few records: convert the dicts to Arrow when due; at the bound, append early."""
-        if self._table is None:
-            return  # not set up: the table's types are unknown, the checkpoint's write converts them
-        if buffer.sample():
-            buffer.seal(self._types.types)
-        if not self._pool.over_bound():
-            return
-        try:
-            count = self._pool.write_together(lambda taken: self._append_taken(taken, None))
-        except Exception as exc:  # noqa: BLE001 - kept for the checkpoint, whose flush reports it
-            self._pool.blocked = True
-            logger.warning("IcebergSink: the early append (buffers at the %s-byte bound) failed: %s: %s; the "
-                           "records stay buffered for the checkpoint", self.max_buffer_bytes, type(exc).__name__, exc)
-            return
-        self._pool.early_writes += count
-
-    # -- writing -------------------------------------------------------------------------------------
-    def flush(self, *args: Any, **kwargs: Any) -> None:
-        """``flush(topic, partition)``: append what every partition holds (one snapshot), unless the
-        partition's records were already appended; ``flush()``: the same for every partition.
-
-        A refused append keeps every partition's records (the runtime pauses and replays the
-        flushed one) and raises :class:`SinkBackpressureError` (transient) or
-        :class:`~stream_edge.sinks.storage_faults.PermanentStorageError`."""
-        topic, partition = partition_args(args, kwargs)
-        flushed = (topic, partition) if topic is not None and partition is not None else None
-        if flushed is not None:
-            buffer = self._pool.get(flushed)
-            if buffer is None or not len(buffer):
-                return
-        self._pool.unblock()
-        self._pool.write_together(lambda taken: self._append_taken(taken, flushed))
+    def conflict_error(self, exc: SchemaConflictError) -> Exception:
+        """A field that does not fit its column is that record's :class:`IcebergSinkException`."""
+        return IcebergSinkException(f"IcebergSink cannot write field '{exc.column}' of topic '{exc.topic}' partition "
+                                    f"{exc.partition} offset {exc.offset}: {exc.detail}")
 
     def write(self, batch: SinkBatch) -> None:
         """Append one batch now (the checkpoint path is ``flush``); a record the table cannot hold
         raises before anything is appended."""
         if self._table is None:
             self.setup()
-        buffer = PartitionBuffer()
-        for item in batch:
-            if not isinstance(item.value, dict):
-                raise IcebergSinkException(f"IcebergSink cannot write the value of topic '{batch.topic}' partition "
-                                           f"{batch.partition} offset {item.offset}: it is "
-                                           f"{type(item.value).__name__}, not a dict")
-            try:
-                self._check(item.value, batch.topic, batch.partition, item.offset)
-            except SchemaConflictError as exc:
-                raise IcebergSinkException(f"IcebergSink cannot write field '{exc.column}' of topic '{batch.topic}' "
-                                           f"partition {batch.partition} offset {item.offset}: {exc.detail}") from exc
-            buffer.values.append(item.value)
-            buffer.keys.append(item.key)
-            buffer.timestamps.append(item.timestamp)
-            buffer.offsets.append(item.offset)
-            buffer.last = item.offset
-        if len(buffer):
-            self._append_taken({(batch.topic, batch.partition): buffer}, (batch.topic, batch.partition))
+        super().write(batch)
 
-    def _append_taken(self, taken: Dict[Tuple[str, int], PartitionBuffer], flushed: Optional[Tuple[str, int]]) -> None:
-        """One append of the taken buffers, its faults classified (the caller puts them back)."""
+    def write_buffers(self, taken: Dict[Tuple[str, int], PartitionBuffer], flushed: Optional[Tuple[str, int]]) -> None:
+        """One append of the taken buffers, its faults classified (the base puts them back)."""
         if self._table is None:
             self.setup()
         where = flushed if flushed is not None else ("*", -1)
@@ -318,13 +233,10 @@ class IcebergSink(BatchingSink):
         except Exception as exc:
             for key in taken:
                 self._committed.pop(key, None)  # unknown now: read it again
-            if not _unreachable(exc):
-                partitions = ", ".join(f"{t}[{p}]" for t, p in sorted(taken))
-                raise self._backoff.permanent(f"the append of {partitions} to '{self._table_name}'", exc) from exc
-            delay = self._backoff.transient(where, f"appending {len(taken)} partition(s) to '{self._table_name}' "
-                                                   f"(Iceberg refused the write)", exc)
+            partitions = ", ".join(f"{t}[{p}]" for t, p in sorted(taken))
             topic, partition = flushed if flushed is not None else (None, None)
-            raise SinkBackpressureError(delay, topic, partition) from exc
+            raise self.fault(exc, where, f"appending {partitions} to '{self._table_name}' (Iceberg refused the write)",
+                             topic, partition) from exc
         self._backoff.succeeded(where)
 
     def _append(self, taken: Dict[Tuple[str, int], PartitionBuffer]) -> None:
@@ -374,18 +286,14 @@ class IcebergSink(BatchingSink):
         super().on_paused(*args, **kwargs)
         topic, partition = partition_args(args, kwargs)
         if topic is None or partition is None:
-            self._pool.clear()
             self._committed.clear()
-            return
-        self._pool.drop((topic, partition))
-        self._committed.pop((topic, partition), None)
+        else:
+            self._committed.pop((topic, partition), None)
 
     def on_revoke(self, topic: str, partition: int) -> None:
         """The partition left this instance: forget its buffer and committed offset."""
         super().on_revoke(topic, partition)
-        self._pool.drop((topic, partition))
         self._committed.pop((topic, partition), None)
-        self._backoff.forget((topic, partition))
 
 
 def _is_aws_auth_error(exc: BaseException) -> bool:

@@ -5,7 +5,7 @@ tests/integration/sinks/test_sink_fault_injection.py)."""
 from __future__ import annotations
 
 import pytest
-from pyiceberg.exceptions import ForbiddenError, ServiceUnavailableError
+from pyiceberg.exceptions import BadRequestError, ForbiddenError, ServiceUnavailableError, TooManyRequestsError
 
 from stream_edge.sinks.base import SinkBackpressureError
 from stream_edge.sinks.community.iceberg import IcebergSink, IcebergSinkException, RESTIcebergConfig
@@ -34,8 +34,14 @@ def feed(sink: IcebergSink, count: int, partition: int = 0) -> None:
         sink.add({"id": offset, "v": offset / 2}, f"k{offset}".encode(), 1_767_571_200_000, [], "t", partition, offset)
 
 
-def test_a_transient_refusal_backs_off_and_keeps_every_partitions_records():
-    sink = sink_with(ServiceUnavailableError("503 Service Unavailable"))
+@pytest.mark.parametrize("error", [
+    ServiceUnavailableError("503 Service Unavailable"),
+    ForbiddenError("Forbidden: credentials refused"),  # the error model: a 401/403 is an outage
+    TooManyRequestsError("429 Too Many Requests"),
+    ConnectionRefusedError(111, "Connection refused"),
+])
+def test_a_transient_refusal_backs_off_and_keeps_every_partitions_records(error):
+    sink = sink_with(error)
     feed(sink, 5, partition=0)
     feed(sink, 3, partition=1)
     delays = []
@@ -48,14 +54,18 @@ def test_a_transient_refusal_backs_off_and_keeps_every_partitions_records():
     assert delays == [0.5, 1.0, 2.0] and sink.stats()["storage_faults_transient"] == 3
 
 
-def test_a_permanent_refusal_stops_naming_table_and_partitions():
-    sink = sink_with(ForbiddenError("Forbidden: not allowed to write db.readings"))
+@pytest.mark.parametrize("error, words", [
+    (BadRequestError("BadRequest: malformed update of db.readings"), "malformed update"),
+    (OSError("AWS Error ACCESS_DENIED during PutObject operation: Access Denied"), "ACCESS_DENIED"),
+])
+def test_a_permanent_refusal_stops_naming_table_and_partitions(error, words):
+    sink = sink_with(error)
     feed(sink, 2, partition=0)
     feed(sink, 2, partition=1)
     with pytest.raises(PermanentStorageError) as info:
         sink.flush("t", 1)
     text = str(info.value)
-    assert "'db.readings'" in text and "t[0], t[1]" in text and "Forbidden" in text and "not retrying" in text
+    assert "'db.readings'" in text and "t[0], t[1]" in text and words in text and "not retrying" in text
     assert sink.stats() == {"storage_faults_transient": 0, "storage_faults_permanent": 1}
 
 

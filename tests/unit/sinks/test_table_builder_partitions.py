@@ -19,7 +19,8 @@ TIME = ["year", "month", "day", "hour"]
 
 def build(builder: TableBuilder, values: list):
     offsets = list(range(len(values)))
-    return builder.build(values, offsets, [0] * len(values), [None] * len(values), "t", 0)
+    table = pa.Table.from_pylist(values)  # the sink's buffers hand the builder typed Arrow tables
+    return builder.build(table, offsets, [0] * len(values), [None] * len(values), "t", 0)
 
 
 def summary(parts):

@@ -1,14 +1,12 @@
-"""Records -> Arrow tables for the lake: schema discovery, type conflicts, hive partitions.
+"""A batch's Arrow table -> the lake's files: hive partitions, Kafka metadata, tombstones.
 
-- Columns are discovered from the records (the union of all keys of a batch, in order of first
-  appearance); a column that first appears later shows up in later files.
-- Types: the sink checks every record in ``add()`` (``stream_edge.sinks.record_types``: a record
-  that disagrees is that record's :class:`SchemaConflictError`) and hands the builder Arrow tables
-  typed accordingly; for lists of dicts (``write()`` callers) Arrow infers, and a disagreement is
-  a :class:`SchemaConflictError` naming the column and the record -- never a silent coercion.
-- Across batches the table schema is remembered (and restored from the commit log): a column
-  first written as float64 keeps receiving int batches as float64; a column written as int64
-  refuses floats, and so on.
+- Types are not decided here: the sink checks every record in ``add()`` and ``write()`` (one
+  checker, ``stream_edge.sinks.record_types``: a record that disagrees is that record's
+  :class:`SchemaConflictError`, never a silent coercion) and its buffers hand the builder the
+  records as an Arrow table typed accordingly. A column of nulls only (no type yet) is left out:
+  it appears once it has a value.
+- Columns keep the records' order of first appearance; a column that first appears later shows
+  up in later files.
 - Hive columns ``year/month/day/hour`` are derived from the timestamp column (epoch ms, UTC) and
   written into the files as int32 columns as well as the paths (catalogs such as pyiceberg read
   partition values from the file); value hive columns stay in the file as they are.
@@ -31,11 +29,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from stream_edge.lake.partitioning import TIME_PARTITION_COLUMNS, partition_path, partition_value_string
-from stream_edge.sinks.record_types import SchemaConflictError
+from stream_edge.sinks.record_types import SchemaConflictError, preview
 
 __all__ = ("SchemaConflictError", "RecordTypeError", "PartitionedTable", "TableBuilder")
 
-_EXACT_FLOAT_INT = 2 ** 53
 _TIME_FORMATS = {"year": "{:04d}", "month": "{:02d}", "day": "{:02d}", "hour": "{:02d}"}
 METADATA_COLUMNS = ("_kafka_topic", "_kafka_partition", "_kafka_offset", "_kafka_timestamp", "_kafka_key",
                     "_kafka_tombstone")
@@ -54,31 +51,8 @@ class RecordTypeError(TypeError):
                        "else filter them out before sinking")
         else:
             message = (f"DataLakeSink needs dict records; got {type(value).__name__} at {topic}[{partition}] "
-                       f"offset {offset}: {_preview(value)} (convert values to dicts before sinking)")
+                       f"offset {offset}: {preview(value)} (convert values to dicts before sinking)")
         super().__init__(message)
-
-
-def _preview(value: Any, limit: int = 80) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _infer(values: list) -> pa.Array:
-    return pa.array(values)
-
-
-def _first_failing_prefix(values: list) -> int:
-    """Smallest k such that inferring ``values[:k]`` fails (binary search; the failure is at k-1)."""
-    lo, hi = 1, len(values)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        try:
-            _infer(values[:mid])
-        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
 
 
 _HOUR_MS = 3_600_000
@@ -136,7 +110,7 @@ class PartitionedTable:
 
 
 class TableBuilder:
-    """Turns a batch of dict records into per-hive-path Arrow tables with a stable table schema.
+    """Turns a batch's typed Arrow table into per-hive-path tables (the lake's files).
 
     :param hive_columns: partition columns in path order.
     :param timestamp_column: epoch-ms field for year/month/day/hour (None: the Kafka timestamp).
@@ -149,7 +123,6 @@ class TableBuilder:
         self.time_columns = [c for c in self.hive_columns if c in TIME_PARTITION_COLUMNS]
         self.timestamp_column = timestamp_column
         self.include_kafka_metadata = include_kafka_metadata
-        self.known: Dict[str, pa.DataType] = {}
         # offsets of the tombstones not yet built, per topic partition
         self.tombstones: Dict[Tuple[str, int], Set[int]] = {}
 
@@ -171,93 +144,6 @@ class TableBuilder:
             return None
         mask = pa.array([o in marked for o in offsets], pa.bool_())
         return mask if mask.true_count else None
-
-    # -- schema ---------------------------------------------------------------------------------
-    def remember(self, schema: pa.Schema) -> None:
-        """Adopt column types written earlier (from the commit log) for conflict checks."""
-        for field in schema:
-            current = self.known.get(field.name)
-            if current is None or pa.types.is_null(current):
-                self.known[field.name] = field.type
-
-    def _record_table(self, values: Any, offsets: Sequence[int], topic: str, partition: int) -> pa.Table:
-        if isinstance(values, pa.Table):  # converted chunk by chunk by the sink's buffer
-            return values
-        try:
-            struct = _infer(values)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
-            raise self._diagnose(values, offsets, topic, partition, exc) from exc
-        if not pa.types.is_struct(struct.type):
-            raise TypeError(f"records of {topic}[{partition}] did not convert to a struct ({struct.type})")
-        return pa.Table.from_struct_array(struct)
-
-    def _diagnose(self, values: list, offsets: Sequence[int], topic: str, partition: int,
-                  exc: Exception) -> Exception:
-        columns: Dict[str, None] = {}
-        for value in values:
-            for name in value:
-                if not isinstance(name, str):
-                    index = values.index(value)
-                    return SchemaConflictError(
-                        repr(name), topic, partition, offsets[index],
-                        f"field names must be strings, got {type(name).__name__} {name!r}")
-                columns.setdefault(name)
-        for column in columns:
-            column_values = [v.get(column) for v in values]
-            try:
-                _infer(column_values)
-            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as col_exc:
-                k = _first_failing_prefix(column_values)
-                bad = column_values[k - 1]
-                earlier = _infer(column_values[: k - 1]).type if k > 1 else None
-                detail = (f"value {_preview(bad)} ({type(bad).__name__}) does not fit type {earlier} of "
-                          f"earlier records in the same batch ({col_exc})")
-                return SchemaConflictError(column, topic, partition, offsets[k - 1], detail)
-        return TypeError(f"records of {topic}[{partition}] cannot be converted to Arrow: {exc}")
-
-    def _reconcile(self, table: pa.Table, values: list, offsets: Sequence[int], topic: str,
-                   partition: int) -> pa.Table:
-        """Apply the remembered schema: fill known types into null columns, widen int->float,
-        drop all-null columns of unknown type, and refuse every other disagreement."""
-        columns, names = [], []
-        for name, column in zip(table.column_names, table.columns):
-            known = self.known.get(name)
-            new = column.type
-            if pa.types.is_null(new):
-                if known is None or pa.types.is_null(known):
-                    continue  # nothing to say yet: the column appears once it has a value
-                column = pa.nulls(len(column), known)
-            elif known is not None and not pa.types.is_null(known) and new != known:
-                column = self._convert(name, column, known, values, offsets, topic, partition)
-            columns.append(column)
-            names.append(name)
-        if not columns:  # tombstones only: no column, but their rows
-            return table.select([])
-        return pa.Table.from_arrays(columns, names=names)
-
-    def _convert(self, name: str, column: pa.ChunkedArray, known: pa.DataType, values: list,
-                 offsets: Sequence[int], topic: str, partition: int) -> pa.ChunkedArray:
-        """Lossless widening (int -> float when exact, struct field union) or a conflict."""
-        if isinstance(values, pa.Table):
-            values = values.to_pylist()  # only to name the offending record
-        if pa.types.is_floating(known) and pa.types.is_integer(column.type):
-            bounds = pc.min_max(column)
-            lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
-            if lo is None or (-_EXACT_FLOAT_INT <= lo and hi <= _EXACT_FLOAT_INT):
-                return column.cast(known)
-        elif pa.types.is_struct(known) and pa.types.is_struct(column.type):
-            try:
-                merged = pa.unify_schemas([pa.schema([pa.field(name, known)]), pa.schema([pa.field(name, column.type)])])
-                self.known[name] = merged.field(name).type
-                return column
-            except (pa.ArrowInvalid, pa.ArrowTypeError):
-                pass
-        offset = next((offsets[i] for i, v in enumerate(values) if v.get(name) is not None), None)
-        sample = next((v.get(name) for v in values if v.get(name) is not None), None)
-        raise SchemaConflictError(
-            name, topic, partition, offset,
-            f"column was written as {known} by earlier files but this record has {_preview(sample)} "
-            f"({column.type}); not coercing (rename the field or convert it upstream)")
 
     # -- partitions -----------------------------------------------------------------------------
     def _time_parts(self, table: pa.Table, timestamps: Sequence[int], topic: str, partition: int,
@@ -288,22 +174,15 @@ class TableBuilder:
         extract = {"year": pc.year, "month": pc.month, "day": pc.day, "hour": pc.hour}
         return {c: extract[c](moments).cast(pa.int32()) for c in self.time_columns}
 
-    def build(self, values: Any, offsets: Sequence[int], timestamps: Sequence[int], keys: Sequence[Any],
+    def build(self, values: pa.Table, offsets: Sequence[int], timestamps: Sequence[int], keys: Sequence[Any],
               topic: str, partition: int) -> List[PartitionedTable]:
-        """Build the per-hive-path tables of one batch: ``values`` is a list of dicts (already
-        validated as dicts) or an Arrow table of them."""
-        table = self._record_table(values, offsets, topic, partition)
-        table = self._reconcile(table, values, offsets, topic, partition)
-        for name in table.column_names:
-            self.known.setdefault(name, table.schema.field(name).type)
+        """Build the per-hive-path tables of one batch: ``values`` holds the records' columns,
+        typed by the sink's checks (no record has a field named like a derived hive column)."""
+        typed = [i for i, field in enumerate(values.schema) if not pa.types.is_null(field.type)]
+        table = values if len(typed) == values.num_columns else values.select(typed)
         tombstones = self._tombstone_mask(offsets, topic, partition) if self.include_kafka_metadata else None
         derived = self._time_parts(table, timestamps, topic, partition, tombstones) if self.time_columns else {}
         for name, array in derived.items():
-            if name in table.column_names:
-                raise SchemaConflictError(
-                    name, topic, partition, offsets[0],
-                    f"records have a field '{name}' but '{name}' is a hive column derived from the "
-                    f"timestamp; rename the field or remove '{name}' from hive_columns")
             table = table.append_column(name, array)
         if self.include_kafka_metadata:
             table = self._with_metadata(table, offsets, timestamps, keys, topic, partition, tombstones)

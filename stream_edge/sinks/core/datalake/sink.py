@@ -1,11 +1,12 @@
 """``DataLakeSink``: Kafka batches -> Hive-partitioned Parquet, exactly once, plus silence detection.
 
-See ``stream_edge.lake`` for the layout and the commit protocol, ``stream_edge.sinks.record_types``
-for the per-record checks in ``add()`` (a record the table cannot hold is that record's error),
-``stream_edge.sinks.arrow_buffer`` for the buffers and the byte bound,
-``stream_edge.sinks.storage_faults`` for transient vs. permanent storage faults, ``records`` for
-the Arrow tables, ``lake_writer`` for the storage side and ``catalog`` for the optional Iceberg
-registration.
+See ``stream_edge.lake`` for the layout and the commit protocol, and
+``stream_edge.sinks.buffered_table`` for what every table sink shares: ``add()`` and its per-record
+checks (``stream_edge.sinks.record_types``: a record the table cannot hold is that record's error),
+the buffers and the byte bound (``stream_edge.sinks.arrow_buffer``), early writes, ``flush()`` and
+the fault classifier. This sink keeps what is its own: tombstones and the silence tracker per
+record, one lake commit per partition (``records`` for the Arrow tables and hive paths,
+``lake_writer`` for the storage side) and the optional Iceberg registration (``catalog``).
 """
 
 from __future__ import annotations
@@ -17,18 +18,18 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
-from stream_edge.errors import OUTAGE, error_kind
+from stream_edge.errors import OUTAGE
 from stream_edge.lake import CommitRecord, first_unwritten_index, table_root, validate_hive_columns
 from stream_edge.lake.partitioning import TIME_PARTITION_COLUMNS
-from stream_edge.sinks.arrow_buffer import BufferPool, PartitionBuffer
+from stream_edge.sinks.arrow_buffer import PartitionBuffer
 from stream_edge.sinks.arrow_memory import use_edge_memory_pool
-from stream_edge.sinks.base import BatchingSink, SinkBackpressureError, SinkBatch
-from stream_edge.sinks.base.item import HeadersTuples
-from stream_edge.sinks.base.sink import ClientConnectFailureCallback, ClientConnectSuccessCallback
+from stream_edge.sinks.base import SinkBackpressureError, SinkBatch
+from stream_edge.sinks.base.sink import ClientConnectFailureCallback, ClientConnectSuccessCallback, partition_args
+from stream_edge.sinks.buffered_table import BufferedTableSink, write_fault_kind
 from stream_edge.sinks.core.stream_timeout_tracker import StreamTimeoutTracker
 from stream_edge.sinks.record_types import ColumnTypes
 from stream_edge.sinks.storage import display_url, resolve_storage
-from stream_edge.sinks.storage_faults import PERMANENT, PermanentStorageError, StorageBackoff, classify
+from stream_edge.sinks.storage_faults import PermanentStorageError, StorageBackoff
 
 from .catalog import IcebergRegistrar
 from .lake_writer import DICTIONARY_ENCODINGS, LakeTableWriter
@@ -46,7 +47,7 @@ DEFAULT_MAX_BUFFER_BYTES = 8 * 1024 * 1024
 Written = List[Tuple[CommitRecord, pa.Schema]]
 
 
-class DataLakeSink(BatchingSink):
+class DataLakeSink(BufferedTableSink):
     """Writes dict records as Hive-partitioned Parquet files, committed exactly once.
 
     :param table_name: the table folder (one path level).
@@ -119,16 +120,12 @@ class DataLakeSink(BatchingSink):
         on_client_connect_success: Optional[ClientConnectSuccessCallback] = None,
         on_client_connect_failure: Optional[ClientConnectFailureCallback] = None,
     ) -> None:
-        super().__init__(on_client_connect_success, on_client_connect_failure)
         if compression not in _COMPRESSIONS:
             raise ValueError(f"compression must be one of {_COMPRESSIONS}, got {compression!r}")
         if dictionary_encoding not in DICTIONARY_ENCODINGS:
             raise ValueError(f"dictionary_encoding must be one of {DICTIONARY_ENCODINGS}, got {dictionary_encoding!r}")
         if row_group_size is not None and row_group_size <= 0:
             raise ValueError(f"row_group_size must be positive, got {row_group_size}")
-        if max_buffer_bytes is not None and max_buffer_bytes <= 0:
-            raise ValueError(f"max_buffer_bytes must be positive or None, got {max_buffer_bytes}")
-        self.max_buffer_bytes = max_buffer_bytes
         self.table_name = table_name
         self.storage_url = storage_url or os.environ.get(DEFAULT_STORAGE_URL_ENV) or "lake"
         self.s3_prefix = s3_prefix or ""
@@ -143,14 +140,16 @@ class DataLakeSink(BatchingSink):
         table_root("/", self.s3_prefix, table_name)  # validate names early
         self._builder = TableBuilder(self.hive_columns, timestamp_column, include_kafka_metadata)
         derived = [c for c in self.hive_columns if c in TIME_PARTITION_COLUMNS]
-        self._types = ColumnTypes(
+        types = ColumnTypes(
             hive_value_columns=[c for c in self.hive_columns if c not in TIME_PARTITION_COLUMNS],
             reserved={c: (f"records have a field '{c}' but '{c}' is a hive column derived from the timestamp; "
                           f"rename the field or remove '{c}' from hive_columns") for c in derived},
             timestamp_column=timestamp_column if derived else None)
-        self._check = self._types.check  # per record: bound once
-        self._pool = BufferPool(max_buffer_bytes)
-        self._backoff = StorageBackoff(f"DataLakeSink table {table_name!r}")
+        name = f"DataLakeSink table {table_name!r}"
+        super().__init__(name, types, max_buffer_bytes, keep_keys=True, backoff=StorageBackoff(name),
+                         on_client_connect_success=on_client_connect_success,
+                         on_client_connect_failure=on_client_connect_failure)
+        self._flush_every_partition = register_in_catalog  # one catalog commit per checkpoint
         self._writer: Optional[LakeTableWriter] = None
         self._registrar: Optional[IcebergRegistrar] = None
         self._registered: Dict[Tuple[str, int], int] = {}
@@ -178,22 +177,18 @@ class DataLakeSink(BatchingSink):
 
     def stats(self) -> Dict[str, int]:
         """What this sink has done so far (metrics read it between batches): Parquet files, bytes
-        and rows published to the lake, and silence events fired."""
+        and rows published to the lake, silence events fired, storage faults."""
         writer = self._writer
         return {"files_written": writer.files_written if writer else 0,
                 "bytes_written": writer.bytes_written if writer else 0,
                 "rows_written": writer.rows_written if writer else 0,
                 "silence_events": self._tracker.fired_total,
-                **self._backoff.stats()}
+                **super().stats()}
 
     @property
     def early_commits(self) -> int:
         """Lake commits written because the buffers reached ``max_buffer_bytes``."""
-        return self._pool.early_writes
-
-    @property
-    def _buffers(self) -> Dict[Tuple[str, int], PartitionBuffer]:
-        return self._pool.buffers
+        return self.early_writes
 
     def setup(self) -> None:
         """Open the storage, restore the table schema from the commit log, start the tracker;
@@ -239,161 +234,79 @@ class DataLakeSink(BatchingSink):
         self._specialize()
 
     def _specialize(self) -> None:
-        """Pick the cheapest ``add`` for this configuration (it runs once per record).
+        """Route records the cheapest way (``BufferedTableSink.route_records``): keys and Kafka
+        timestamps are buffered only when something uses them (the tracker, the metadata columns,
+        time partitions taken from the Kafka timestamp); every record is screened only when the
+        tracker runs."""
+        builder = self._builder
+        tracking = self._tracker.enabled
+        keep = tracking or builder.include_kafka_metadata or (builder.time_columns and self.timestamp_column is None)
+        self.route_records(bool(keep), self._touch_and_check if tracking else None)
 
-        Keys and Kafka timestamps are buffered only when something uses them: the tracker, the
-        metadata columns, or time partitions taken from the Kafka timestamp.
-        """
-        needs_all = (self._tracker.enabled or self._builder.include_kafka_metadata
-                     or (self._builder.time_columns and self.timestamp_column is None))
-        self._pool.keep_keys = bool(needs_all)
-        self.add = self._add_full if needs_all else self._add_lean  # type: ignore[method-assign]
-
-    def add(self, value: Any, key: Any, timestamp: int, headers: HeadersTuples,
-            topic: str, partition: int, offset: int) -> None:
-        """Buffer a record of ``topic[partition]`` (dicts only); touches the silence tracker.
-
-        Raises :class:`RecordTypeError` or :class:`SchemaConflictError` for a record the table
-        cannot hold (see ``stream_edge.sinks.record_types``): that record is not buffered, and the
-        runtime's ``on_processing_error`` decides whether to skip it."""
-        self._add_full(value, key, timestamp, headers, topic, partition, offset)
-
-    def _add_full(self, value: Any, key: Any, timestamp: int, headers: HeadersTuples,
-                  topic: str, partition: int, offset: int) -> None:
+    def check_record(self, value: Any, key: Any, topic: str, partition: int, offset: int) -> dict:
+        """A dict, or a tombstone (value None) with ``include_kafka_metadata``: a row with
+        ``_kafka_tombstone = true`` (``records``); anything else is that record's
+        :class:`RecordTypeError` (a field that does not fit its column: :class:`SchemaConflictError`,
+        ``stream_edge.sinks.record_types``)."""
         if value is None and self._builder.include_kafka_metadata:
-            # a tombstone: a row with _kafka_tombstone = true (records.py); not the stream
-            # publishing, so the silence tracker is not touched (docs/design.md)
             self._builder.mark_tombstone(topic, partition, offset)
-            value = {}
-        else:
-            self._tracker.touch(key, (topic, partition))  # returns at once when disabled or for None keys
-        if value.__class__ is not dict and not isinstance(value, dict):
-            raise RecordTypeError(value, topic, partition, offset)
-        buffer = self._pool.buffers.get((topic, partition))
-        if buffer is None or offset <= buffer.last:
-            buffer = self._pool.for_offset((topic, partition), offset)
-        self._check(value, topic, partition, offset)
-        buffer.last = offset
-        buffer.values.append(value)
-        buffer.offsets.append(offset)
-        buffer.keys.append(key)
-        buffer.timestamps.append(timestamp)
-        if len(buffer.offsets) >= buffer.next_sample:
-            self._sample(buffer)
+            return {}
+        if isinstance(value, dict):
+            return value
+        raise RecordTypeError(value, topic, partition, offset)
 
-    def _add_lean(self, value: Any, key: Any, timestamp: int, headers: HeadersTuples,
-                  topic: str, partition: int, offset: int) -> None:
-        buffer = self._pool.buffers.get((topic, partition))
-        if buffer is None or offset <= buffer.last or value.__class__ is not dict:
-            if not isinstance(value, dict):
-                raise RecordTypeError(value, topic, partition, offset)
-            if buffer is None or offset <= buffer.last:
-                buffer = self._pool.for_offset((topic, partition), offset)
-        self._check(value, topic, partition, offset)
-        buffer.last = offset
-        buffer.values.append(value)
-        offsets = buffer.offsets
-        offsets.append(offset)
-        if len(offsets) >= buffer.next_sample:
-            self._sample(buffer)
+    def _touch_and_check(self, value: Any, key: Any, topic: str, partition: int, offset: int) -> dict:
+        """Every record, when the silence tracker runs: the record's key was seen (a tombstone is
+        not the stream publishing: not touched, docs/design.md), then :meth:`check_record`."""
+        if value is not None or not self._builder.include_kafka_metadata:
+            self._tracker.touch(key, (topic, partition))  # returns at once for None keys
+            if value.__class__ is dict:
+                return value
+        return self.check_record(value, key, topic, partition, offset)
 
-    @property
-    def buffered_bytes(self) -> int:
-        """Bytes held in the partitions' buffers, as counted against ``max_buffer_bytes``."""
-        return self._pool.held
-
-    def _sample(self, buffer: PartitionBuffer) -> None:
-        """Every few records: measure, convert the dicts to Arrow when due, and at the bound write
-        every buffer as a lake commit at once."""
-        if buffer.sample():
-            buffer.seal(self._types.types)
-        if not self._pool.over_bound():
-            return
-        written: Written = []
+    def written_early(self) -> None:
+        """The early lake commits are registered at once (when registering)."""
         try:
-            self._pool.write_early(lambda topic, partition, pending: self._collect(
-                self._write_buffer(topic, partition, pending), written), "DataLakeSink")
-        finally:
-            self._defer(written)
-            try:
-                self._register_all()
-            except Exception as exc:  # noqa: BLE001 - the records are in the lake: not this record's error
-                logger.warning("%s: registering the early lake commits in the catalog failed (%s: %s); "
-                               "retried at the next checkpoint", self._backoff.name, type(exc).__name__, exc)
+            self._register_all()
+        except Exception as exc:  # noqa: BLE001 - the records are in the lake: not this record's error
+            logger.warning("%s: registering the early lake commits in the catalog failed (%s: %s); "
+                           "retried at the next checkpoint", self._backoff.name, type(exc).__name__, exc)
 
     # -- checkpoints ----------------------------------------------------------------------------
-    def flush(self, topic: str, partition: int) -> None:
-        """Write the partition's records as one lake commit, then run the silence check.
+    def flush(self, *args: Any, **kwargs: Any) -> None:
+        """``flush(topic, partition)``: write the partition's records as one lake commit (when
+        registering: every partition's, each its own commit, then all their files in one catalog
+        commit), then run the silence check.
 
         Raises only what storage does (a record's content was checked by ``add()``):
         :class:`SinkBackpressureError` for a transient fault (with exponential backoff),
         :class:`PermanentStorageError` for a permanent one. Either way the partition's records
         stay buffered until the runtime pauses (and replays) it or stops."""
-        self._pool.unblock()
         try:
-            if self._registrar is None:
-                self._write_taken(topic, partition, None)
-                return
-            # Registering: the checkpoint's first flush writes every partition's records (each its
-            # own lake commit, as an early commit would) and adds all their files to the Iceberg
-            # table in one catalog commit; the other partitions' flushes then find nothing left.
-            written: Written = []
-            try:
-                self._write_taken(topic, partition, written)
-                for other in sorted(self._pool.buffers):
-                    self._write_taken(other[0], other[1], written)
-            finally:
-                self._defer(written)
-            self._register_or_back_off(topic, partition)
+            super().flush(*args, **kwargs)
+            if self._registrar is not None:
+                self._register_or_back_off(*partition_args(args, kwargs))
         finally:
             self._tracker.check_now()
 
-    def _register_or_back_off(self, topic: str, partition: int) -> None:
+    def _register_or_back_off(self, topic: Optional[str], partition: Optional[int]) -> None:
         """Register what waits; a catalog that does not answer (an outage) is backpressure with
         exponential backoff (the partition pauses, is replayed, and the commits stay waiting);
         any other registration error stops the application."""
         try:
             self._register_all()
         except Exception as exc:
-            if error_kind(exc) != OUTAGE:
+            if write_fault_kind(exc) != OUTAGE:
                 raise
             delay = self._backoff.transient((topic, partition), f"registering lake commits in the Iceberg catalog "
                                                                f"{self._registrar.identifier if self._registrar else ''}",
                                             exc)
             raise SinkBackpressureError(delay, topic, partition) from exc
 
-    def _write_taken(self, topic: str, partition: int, written: Optional[Written]) -> None:
-        """Write a partition's buffer; on any failure it is put back (never dropped)."""
-        key = (topic, partition)
-        buffer = self._pool.take(key)
-        if buffer is None or not len(buffer):
-            if buffer is not None:
-                self._pool.restore(key, buffer)
-            return
-        try:
-            result = self._write_buffer(topic, partition, buffer)
-        except BaseException:
-            self._pool.restore(key, buffer)
-            raise
-        self._pool.written(key, buffer)
-        if written is not None:
-            self._collect(result, written)
-
-    @staticmethod
-    def _collect(result: Optional[Tuple[CommitRecord, pa.Schema]],
-                 written: List[Tuple[CommitRecord, pa.Schema]]) -> None:
-        if result is not None:
-            written.append(result)
-
-    def on_paused(self, topic: str, partition: int) -> None:
-        """The partition is paused and will be replayed: drop its buffer."""
-        self._pool.drop((topic, partition))
-
     def on_revoke(self, topic: str, partition: int) -> None:
         """The partition moved to another instance (rebalance): drop its buffer, and forget its
         keys in the silence tracker so they are reported once, by their new owner."""
-        self._pool.drop((topic, partition))
-        self._backoff.forget((topic, partition))
+        super().on_revoke(topic, partition)
         if self._writer is not None:  # its next owner here claims it anew in the commit log
             self._writer.release(topic, partition)
         dropped = self._tracker.forget_partition((topic, partition))
@@ -403,29 +316,20 @@ class DataLakeSink(BatchingSink):
     def write(self, batch: SinkBatch) -> None:
         """Write a :class:`SinkBatch` (the ``BatchingSink`` API) as one lake commit; a record the
         table cannot hold raises before anything is written."""
-        buffer = PartitionBuffer()
-        for item in batch:
-            value = item.value
-            if value is None and self._builder.include_kafka_metadata:  # a tombstone (see add())
-                self._builder.mark_tombstone(batch.topic, batch.partition, item.offset)
-                value = {}
-            if not isinstance(value, dict):
-                raise RecordTypeError(value, batch.topic, batch.partition, item.offset)
-            self._check(value, batch.topic, batch.partition, item.offset)
-            buffer.values.append(value)
-            buffer.keys.append(item.key)
-            buffer.timestamps.append(item.timestamp)
-            buffer.offsets.append(item.offset)
-        if len(buffer):
-            written: Written = []
-            self._collect(self._write_buffer(batch.topic, batch.partition, buffer), written)
-            self._defer(written)
+        super().write(batch)
+        if self._registrar is not None:
             self._register_or_back_off(batch.topic, batch.partition)
+
+    def write_buffers(self, taken: Dict[Tuple[str, int], PartitionBuffer], flushed: Optional[Tuple[str, int]]) -> None:
+        """One lake commit per partition; queued for registration when registering."""
+        for (topic, partition), buffer in taken.items():
+            result = self._write_buffer(topic, partition, buffer)
+            if result is not None:
+                self._defer([result])
 
     def _learn(self, schema: pa.Schema) -> None:
         """Columns written earlier (by this table's commits): remembered for the files' schema and
         adopted by the per-record check."""
-        self._builder.remember(schema)
         self._types.adopt(schema)
 
     def _write_buffer(self, topic: str, partition: int, buffer: PartitionBuffer) -> Optional[Tuple[CommitRecord, pa.Schema]]:
@@ -459,23 +363,19 @@ class DataLakeSink(BatchingSink):
             self._backoff.succeeded((topic, partition))
             return None
         types = self._types.types
-        values = buffer.table(start, types)
+        values = buffer.table(start, types)  # typed by the checks of add(): no conflict comes out of it
         keys, timestamps = buffer.keys, buffer.timestamps
         if start:
             keys, timestamps, offsets = keys[start:], timestamps[start:], offsets[start:]
-        # The records were checked against these types in add(): the builder takes them as the
-        # table's (no conflict can come out of the build).
-        self._builder.known.update(types)
         parts = self._builder.build(values, offsets, timestamps, keys, topic, partition)
-        schema = _union_schema([p.table.schema for p in parts])
+        schema = parts[0].table.schema  # the parts are rows of one table
         columns = set(schema.names) | self._types.committed
         files = ", ".join(sorted({part.hive_path or "." for part in parts}))
         try:
             record = writer.commit(
                 topic, partition, offsets[0], offsets[-1], parts, rows=len(offsets),
                 schema={f.name: str(f.type) for f in schema},
-                schema_ipc=_encode_schema(pa.schema([pa.field(n, t) for n, t in self._builder.known.items()
-                                                     if n in columns])),
+                schema_ipc=_encode_schema(pa.schema([pa.field(n, t) for n, t in types.items() if n in columns])),
             )
         except OSError as exc:
             raise self._storage_fault(topic, partition, f"writing the lake commit of {topic}[{partition}] "
@@ -486,12 +386,10 @@ class DataLakeSink(BatchingSink):
         return (record, schema) if self._registrar is not None else None
 
     def _storage_fault(self, topic: str, partition: int, what: str, exc: OSError) -> Exception:
-        """A storage error, classified: transient -> backpressure with backoff; permanent -> a
-        :class:`PermanentStorageError` naming the table, the partition and the files."""
-        if classify(exc) == PERMANENT:
-            return self._backoff.permanent(what, exc)
-        delay = self._backoff.transient((topic, partition), what, exc)
-        return SinkBackpressureError(delay, topic, partition)
+        """A storage error, classified (``BufferedTableSink.fault``): transient -> backpressure
+        with backoff; permanent -> a :class:`PermanentStorageError` naming the table, the
+        partition and the files."""
+        return self.fault(exc, (topic, partition), what, topic, partition)
 
     def _defer(self, written: Written) -> None:
         """Queue lake commits for registration (none when not registering; each commit once)."""
@@ -540,10 +438,6 @@ class DataLakeSink(BatchingSink):
         if schema is None:
             raise ValueError(f"commit {record.topic}[{record.partition}]@{record.last_offset} has no schema")
         self._defer([(record, pa.schema([schema.field(n) for n in record.schema if n in schema.names]))])
-
-
-def _union_schema(schemas: List[pa.Schema]) -> pa.Schema:
-    return schemas[0] if len(schemas) == 1 else pa.unify_schemas(schemas)
 
 
 def _encode_schema(schema: pa.Schema) -> str:
