@@ -154,6 +154,8 @@ def build_parser() -> argparse.ArgumentParser:
     mnt.add_argument("--allow-unsafe-retention", action="store_true",
                      help="accept retentions shorter than the safe minimum (tests, emergencies)")
 
+    from stream_edge.dataframe.windows.rules import CLOSING, NATIVE_AGGREGATIONS, WINDOW_KINDS
+
     win = sub.add_parser(
         "windows", parents=[common], help="recompute the edge's time windows from a lake table",
         description="Recompute tumbling/hopping/sliding window results with the edge's exact semantics "
@@ -167,14 +169,14 @@ def build_parser() -> argparse.ArgumentParser:
                      help="result table (created by the first run, then brought up to date by each run in one commit)")
     win.add_argument("--output-format", choices=("iceberg", "delta"),
                      help="result table format (default: delta for delta.`path`, else iceberg)")
-    win.add_argument("--kind", choices=("tumbling", "hopping", "sliding"), default="tumbling",
+    win.add_argument("--kind", choices=WINDOW_KINDS, default="tumbling",
                      help="window kind (default tumbling)")
     win.add_argument("--duration", required=True, help="window length: 500ms, 1s, 5m, 1h, 1d")
     win.add_argument("--step", help="hopping windows: the step (e.g. 1s)")
     win.add_argument("--grace", default="0", help="grace period for late records (default 0)")
-    win.add_argument("--aggregation", choices=("sum", "count", "mean", "min", "max"), default="mean",
+    win.add_argument("--aggregation", choices=NATIVE_AGGREGATIONS, default="mean",
                      help="aggregation of --value-column (default mean)")
-    win.add_argument("--closing", choices=("key", "partition"), default="key",
+    win.add_argument("--closing", choices=CLOSING, default="key",
                      help="windows close per key (the edge's default) or per Kafka partition "
                           "(edges built with closing_strategy='partition')")
     win.add_argument("--value-column", required=True, help="the column aggregated")

@@ -16,6 +16,7 @@ from stream_edge.state.serialization import default_dumps, default_loads
 from .aggregations import MISSING, Aggregation, BaseAggregator, BaseCollector, MultiAggregation
 from .base import Window
 from .fixed_engine import EarlyExpiringWindowEngine, FixedWindowEngine
+from .rules import CLOSING
 
 if TYPE_CHECKING:  # pragma: no cover
     from stream_edge.dataframe import StreamingDataFrame
@@ -54,7 +55,7 @@ def _aggregated_view(aggregation: Aggregation) -> Callable[[Any, bool], Any]:
 class FixedTimeWindow(Window):
     """A tumbling (``step_ms=None``) or hopping window with one aggregation."""
 
-    closing_strategies = ("key", "partition")
+    closing_strategies = CLOSING
 
     def __init__(self, duration_ms: int, grace_ms: int, name: str, dataframe: "StreamingDataFrame",
                  aggregation: Aggregation, step_ms: Optional[int] = None,
