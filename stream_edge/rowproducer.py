@@ -38,7 +38,11 @@ class TopicOutput:
     ``value_dumps``/``key_dumps`` are the topic's one-argument serializers (None: bytes as given);
     ``key_func`` computes a new message key from the value; ``extra_headers`` are merged into the
     record's headers; ``on_failure(value, key, timestamp, headers, exc, retry)`` handles a raised
-    produce call (full queue: retry; else ``on_producer_error``).
+    produce call (full queue: retry; else ``on_producer_error``). ``positional``: ``produce`` is
+    confluent-kafka's, called with its positional arguments (``topic, value, key, partition,
+    on_delivery, callback, timestamp, headers``; -1 and None are its defaults): a keyword call costs
+    it ~0.3 us more per record (``bench/loop_cpu.py``); else ``produce(topic, value, key,
+    timestamp=..., headers=...)``.
     """
 
     produce: Callable[..., None]
@@ -48,6 +52,7 @@ class TopicOutput:
     key_dumps: Optional[Callable[[Any], Any]]
     extra_headers: Any
     on_failure: Callable[..., None]
+    positional: bool = False
 
 
 _PURGED = {confluent_kafka.KafkaError._PURGE_QUEUE, confluent_kafka.KafkaError._PURGE_INFLIGHT}
@@ -150,7 +155,8 @@ class RowProducer:
         """The pieces ``to_topic(topic, key=key)`` is generated from (see :class:`TopicOutput`)."""
         return TopicOutput(produce=self._producer.raw.produce, topic_name=topic.name,
                            value_dumps=topic.value_dumps, key_func=key, key_dumps=topic.key_dumps,
-                           extra_headers=topic.extra_headers or None, on_failure=self._on_produce_failure)
+                           extra_headers=topic.extra_headers or None, on_failure=self._on_produce_failure,
+                           positional=True)
 
     def _on_produce_failure(self, value: Any, key: Any, timestamp: int, headers: Any, exc: Exception,
                             retry: Callable[[Any, Any, int, Any], None]) -> None:

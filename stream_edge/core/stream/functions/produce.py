@@ -20,10 +20,11 @@ class ToTopicFunction(StreamFunction):
 
     ``output_factory(topic, key)`` returns the :class:`~stream_edge.rowproducer.TopicOutput` (the
     Application's producer provides it); it is asked when the pipeline is composed, so defining a
-    pipeline needs no producer. The generated lines call confluent-kafka's ``produce`` directly::
+    pipeline needs no producer. The generated lines call confluent-kafka's ``produce`` directly,
+    with its positional arguments (``TopicOutput.positional``)::
 
         try:
-            produce_3('out', dumps_4(value), key, timestamp=timestamp, headers=headers)
+            produce_3('out', dumps_4(value), key, -1, None, None, timestamp, headers)
         except Exception as exc:
             on_failure_5(value, key, timestamp, headers, exc, retry_6)
     """
@@ -51,8 +52,13 @@ class ToTopicFunction(StreamFunction):
         headers = "headers"
         if out.extra_headers:
             headers = f"{ref(merge_headers, 'merge_headers')}(headers, {ref(out.extra_headers, 'extra_headers')})"
-        lines.append(f"{ref(out.produce, 'produce')}({ref(out.topic_name, 'topic')}, {value}, {key}, "
-                     f"timestamp=timestamp, headers={headers})")
+        if out.positional:  # confluent-kafka's produce: (topic, value, key, partition, on_delivery,
+            # callback, timestamp, headers), no keyword parsing per record (see TopicOutput)
+            lines.append(f"{ref(out.produce, 'produce')}({ref(out.topic_name, 'topic')}, {value}, {key}, "
+                         f"-1, None, None, timestamp, {headers})")
+        else:
+            lines.append(f"{ref(out.produce, 'produce')}({ref(out.topic_name, 'topic')}, {value}, {key}, "
+                         f"timestamp=timestamp, headers={headers})")
         return lines
 
     def code(self, ref: Ref) -> List[str]:
