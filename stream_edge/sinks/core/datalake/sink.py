@@ -241,6 +241,8 @@ class DataLakeSink(BufferedTableSink):
         builder = self._builder
         tracking = self._tracker.enabled
         keep = tracking or builder.include_kafka_metadata or (builder.time_columns and self.timestamp_column is None)
+        self._touch = self._tracker.touch  # per record: bound once
+        self._tombstones = builder.include_kafka_metadata
         self.route_records(bool(keep), self._touch_and_check if tracking else None)
 
     def check_record(self, value: Any, key: Any, topic: str, partition: int, offset: int) -> dict:
@@ -258,8 +260,8 @@ class DataLakeSink(BufferedTableSink):
     def _touch_and_check(self, value: Any, key: Any, topic: str, partition: int, offset: int) -> dict:
         """Every record, when the silence tracker runs: the record's key was seen (a tombstone is
         not the stream publishing: not touched, docs/design.md), then :meth:`check_record`."""
-        if value is not None or not self._builder.include_kafka_metadata:
-            self._tracker.touch(key, (topic, partition))  # returns at once for None keys
+        if value is not None or not self._tombstones:
+            self._touch(key, (topic, partition))  # returns at once for None keys
             if value.__class__ is dict:
                 return value
         return self.check_record(value, key, topic, partition, offset)
