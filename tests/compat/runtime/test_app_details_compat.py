@@ -46,7 +46,12 @@ def app():
 class Stubborn(Source):
     """Ignores the request to stop: the application kills it after its shutdown_timeout."""
 
+    def __init__(self, name, shutdown_timeout, running_flag):
+        super().__init__(name=name, shutdown_timeout=shutdown_timeout)
+        self.running_flag = running_flag
+
     def run(self):
+        open(self.running_flag, "w").close()
         while True:
             time.sleep(0.05)
 
@@ -75,8 +80,16 @@ def failure(label, application):
 def main():
     print("== sources")
     application = app()
-    application.add_source(Stubborn(name="stubborn-" + SUFFIX, shutdown_timeout=1))
-    threading.Timer(3, application.stop).start()
+    running_flag = os.path.join(tempfile.mkdtemp(), "running")
+    application.add_source(Stubborn(name="stubborn-" + SUFFIX, shutdown_timeout=1, running_flag=running_flag))
+
+    def stop_once_the_source_runs():  # a spawned source can take seconds to start on a busy machine
+        deadline = time.monotonic() + 120
+        while not os.path.exists(running_flag) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        application.stop()
+
+    threading.Thread(target=stop_once_the_source_runs, daemon=True).start()
     failure("killed at stop", application)
     os.environ["STREAM_EDGE_SOURCE_START_METHOD"] = "spawn"  # quixstreams always spawns
     application = app()
