@@ -49,8 +49,12 @@ def _sources() -> Tuple[Tuple[str, ast.Module], ...]:
                  for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py")))
 
 
+# A named tuple's public API starts with an underscore so as not to clash with its fields.
+NAMED_TUPLE_API = {"_replace", "_asdict", "_fields", "_make", "_field_defaults"}
+
+
 def _is_private(name: str) -> bool:
-    return name.startswith("_") and not name.startswith("__")
+    return name.startswith("_") and not name.startswith("__") and name not in NAMED_TUPLE_API
 
 
 def _defined_names(tree: ast.Module) -> Set[str]:
