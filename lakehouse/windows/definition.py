@@ -17,12 +17,12 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 from lakehouse.identifiers import quote_identifier
 from stream_edge.dataframe.windows.rules import WindowSpec, parse_duration_ms
 
-__all__ = ("OUTPUT_COLUMNS", "WindowRecomputeOptions", "WindowReport", "WindowSpec", "definition_fingerprint",
+__all__ = ("OUTPUT_COLUMNS", "Grouping", "WindowRecomputeOptions", "WindowReport", "WindowSpec", "definition_fingerprint",
            "parse_duration_ms", "quote_column", "result_type")
 
 OUTPUT_COLUMNS = ("key", "window_start", "window_end", "value")
@@ -30,6 +30,15 @@ OUTPUT_COLUMNS = ("key", "window_start", "window_end", "value")
 #: a column quoted for the SQL text of a plan (``selectExpr``, ``expr``, ``F.col``): the one
 #: quoting function of :mod:`lakehouse.identifiers`, under the name the plans use
 quote_column = quote_identifier
+
+
+class Grouping(NamedTuple):
+    """What every plan of a run takes together: the window, the prepared order columns (the edge's
+    reading order) and the closing group's columns."""
+
+    spec: WindowSpec
+    order_cols: Sequence[str]
+    group_cols: Sequence[str]
 
 
 @dataclass

@@ -10,14 +10,14 @@ construction, NaN included (its ``<``-based ``min``/``max``).
 
 Example::
 
-    rows = engine_windows(prepared, spec, order_cols, group_cols, output_schema)
+    rows = engine_windows(prepared, Grouping(spec, order_cols, group_cols), output_schema)
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
-from lakehouse.windows.definition import WindowSpec
+from lakehouse.windows.definition import Grouping, WindowSpec
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -53,11 +53,11 @@ def windows_of_group(records: "pa.Table", spec: WindowSpec, order_by: Sequence[s
     return pa.Table.from_pydict(columns, schema=schema)
 
 
-def engine_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str], group_cols: Sequence[str],
-                   schema: Any) -> "DataFrame":
+def engine_windows(data: "DataFrame", grouping: Grouping, schema: Any) -> "DataFrame":
     """The rows of ``data`` (prepared: ``key``, ``ts``, ``value``, the order columns; complete
     rows only) with ``schema`` (a Spark ``StructType`` of the output columns), each closing group
     through the edge's engines in ``applyInArrow``."""
+    spec, order_cols, group_cols = grouping
     from pyspark.sql.pandas.types import to_arrow_schema
 
     arrow_schema = to_arrow_schema(schema)

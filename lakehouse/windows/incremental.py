@@ -232,9 +232,9 @@ def _sliding_increment(run: WindowRun, plan: IncrementPlan, arrived: "DataFrame"
     records, seen = tail_records(state, arrived, run.complete, group_cols, order_cols, spec.closing_lag_ms,
                                  keep_new=True)
     flags_seen = Observation(f"windows_sliding_tail_{uuid.uuid4().hex}")
-    flagged = sliding_tail_flags(records, spec, order_cols, group_cols, flags_seen)
+    flagged = sliding_tail_flags(records, run.grouping, flags_seen)
     value_type = run.value_type(arrived)
-    rows = native_sliding_windows(flagged, spec, group_cols).withColumn("value", F.col("value").cast(value_type))
+    rows = native_sliding_windows(flagged, run.grouping).withColumn("value", F.col("value").cast(value_type))
     tail = rows.select("key", "window_start", "window_end", "value").cache()
     tail.count()
     counts = seen.get

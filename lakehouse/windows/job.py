@@ -125,7 +125,7 @@ def _facts(run: WindowRun, plan: IncrementPlan | None, why_not: str | None) -> R
         wanted = output_schema(data, run.value_type(data))
         same = [(f.name, f.dataType) for f in current.fields] == [(f.name, f.dataType) for f in wanted.fields]
         output = "existing" if same and run.base_snapshot is not None else "other-columns"
-    return RunFacts(native=run.engine == "native", provable=provable(run.spec, run.group_cols, run.order_cols),
+    return RunFacts(native=run.engine == "native", provable=provable(run.grouping),
                     output=output, full=run.options.full, increment=why_not,
                     new_snapshot=plan is None or plan.since != plan.until, sliding=run.spec.kind == "sliding",
                     per_key="key" in run.group_cols, has_state=plan is not None and plan.state_log is not None)

@@ -28,15 +28,15 @@ integer results are exact.
 
 Example::
 
-    rows = native_fixed_windows(data, spec, order_cols=["__order_0", "__order_1"],
-                                group_cols=["__order_0", "key"])
+    rows = native_fixed_windows(data, Grouping(spec, order_cols=["__order_0", "__order_1"],
+                                               group_cols=["__order_0", "key"]))
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
-from lakehouse.windows.definition import WindowSpec, quote_column
+from lakehouse.windows.definition import Grouping, WindowSpec, quote_column
 from stream_edge.dataframe.windows import rules
 from stream_edge.dataframe.windows.rules import Sql
 
@@ -71,10 +71,10 @@ def nan_aware(spec: WindowSpec, value_type: Any) -> bool:
     return rules.nan_aware(spec.aggregation, isinstance(value_type, (T.FloatType, T.DoubleType)))
 
 
-def _positions(spec: WindowSpec, data: "DataFrame", group_cols: Sequence[str],
-               order_cols: Sequence[str]) -> list[str]:
+def _positions(grouping: Grouping, data: "DataFrame") -> list[str]:
     """The order columns a NaN-aware plan carries to tell a window's first record (those not
     constant within the group); none otherwise."""
+    spec, order_cols, group_cols = grouping
     if not nan_aware(spec, data.schema["value"].dataType):
         return []
     return [c for c in order_cols if c not in kept_columns(group_cols)]
@@ -121,14 +121,14 @@ def _over(group_cols: Sequence[str], order_cols: Sequence[str], frame: str = "")
             f"ORDER BY {', '.join(map(quote_column, order_cols))}{frame})")
 
 
-def fixed_event_times(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str],
-                      group_cols: Sequence[str], observation: Any = None) -> "DataFrame":
+def fixed_event_times(data: "DataFrame", grouping: Grouping, observation: Any = None) -> "DataFrame":
     """Stage 1 of the fixed windows: each record (``__gh``, the group's columns, ``key``,
     ``value``, ``ts``) with the bound at or below which its group's windows are closed when it
     arrives (``__closed_upto``; at least ``__closed_floor`` when ``data`` has that column) and at
     the end of the data (``__final_closed_upto``). Records none
     of whose windows is emitted are left out. One shuffle by the group and one sort by offset; both
     windows share them. ``observation`` (a ``pyspark.sql.Observation``) receives ``groups``."""
+    spec, order_cols, group_cols = grouping
     from pyspark.sql import functions as F
 
     running = _over(group_cols, order_cols, _RUNNING)
@@ -137,7 +137,7 @@ def fixed_event_times(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[
         closed_upto = rules.at_least(closed_upto, Sql("__closed_floor"))
     final = rules.closed_upto(rules.event_time(Sql(f"max(ts) OVER {_over(group_cols, order_cols, _WHOLE)}")), spec)
     # every window function here shares the offset order, so one window operator computes them all
-    positions = _positions(spec, data, group_cols, order_cols)
+    positions = _positions(grouping, data)
     columns = [*map(quote_column, kept_columns(group_cols)), *map(quote_column, positions), "value", "ts",
                f"{closed_upto} AS __closed_upto", f"{final} AS __final_closed_upto",
                f"CAST(row_number() OVER {_over(group_cols, order_cols)} = 1 AS INT) AS __first_of_group"]
@@ -175,8 +175,7 @@ def _state_observations() -> list["Column"]:
             F.count(F.when(stale, 1)).alias("stale_groups")]
 
 
-def fixed_window_parts(timed: "DataFrame", spec: WindowSpec, group_cols: Sequence[str],
-                       order_cols: Sequence[str] = ()) -> "DataFrame":
+def fixed_window_parts(timed: "DataFrame", grouping: Grouping) -> "DataFrame":
     """Stage 2 of the fixed windows: rows of the group's columns, ``key``, ``__first``, ``__last``
     and partial aggregates: the records whose kept windows are the starts ``__first``,
     ``__first + step``, ... ``__last``, aggregated together.
@@ -186,6 +185,7 @@ def fixed_window_parts(timed: "DataFrame", spec: WindowSpec, group_cols: Sequenc
     last one ``final()`` emits; records with the same range are aggregated *before* the range is
     expanded, so the expansion multiplies a few partial rows per key and step, not every record.
     """
+    spec, order_cols, group_cols = grouping
     assert isinstance(spec.aggregation, str)
     ts = Sql("ts")
     if spec.step_ms is None:  # tumbling: one window
@@ -197,7 +197,7 @@ def fixed_window_parts(timed: "DataFrame", spec: WindowSpec, group_cols: Sequenc
                                rules.window_start(Sql("__closed_upto"), step) + step)
         last = rules.at_most(rules.window_start(ts, step), rules.window_start(Sql("__final_closed_upto"), step))
     kept_cols = kept_columns(group_cols)
-    positions = _positions(spec, timed, group_cols, order_cols)
+    positions = _positions(grouping, timed)
     ranged = timed.selectExpr(*map(quote_column, kept_cols), *map(quote_column, positions), "value",
                               f"{first} AS __first", f"{last} AS __last",
                               "__closed_upto", "__final_closed_upto")
@@ -205,8 +205,7 @@ def fixed_window_parts(timed: "DataFrame", spec: WindowSpec, group_cols: Sequenc
     return kept.groupBy(*kept_cols, "__first", "__last").agg(*partials(spec.aggregation, positions))
 
 
-def native_fixed_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str],
-                         group_cols: Sequence[str], observation: Any = None) -> "DataFrame":
+def native_fixed_windows(data: "DataFrame", grouping: Grouping, observation: Any = None) -> "DataFrame":
     """Tumbling or hopping ``final()`` rows of ``data`` (columns ``key``, ``ts``, ``value``, the order
     columns): ``__gh``, ``key``, ``window_start``, ``window_end``, ``value``.
 
@@ -216,14 +215,14 @@ def native_fixed_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequen
     Every step after the first shuffle groups by columns that include the group, so Spark keeps
     the data where the shuffle put it (no second exchange).
     """
+    spec, order_cols, group_cols = grouping
     from pyspark.sql import functions as F
 
     reason = native_unsupported_reason(spec)
     if reason:
         raise ValueError(f"the native path cannot compute {reason}")
     assert isinstance(spec.aggregation, str)
-    parts = fixed_window_parts(fixed_event_times(data, spec, order_cols, group_cols, observation), spec, group_cols,
-                               order_cols)
+    parts = fixed_window_parts(fixed_event_times(data, grouping, observation), grouping)
     merge = merge_sql(spec, data.schema["value"].dataType)
     if spec.step_ms is None:  # one window per record: the parts are the windows already
         grouped = parts.selectExpr("__gh", "key", "__first AS window_start", f"{merge[1]} AS value")
@@ -236,8 +235,7 @@ def native_fixed_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequen
                               "value")
 
 
-def sliding_key_flags(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str],
-                      group_cols: Sequence[str] = ("key",), observation: Any = None,
+def sliding_key_flags(data: "DataFrame", grouping: Grouping, observation: Any = None,
                       per_group: bool = True) -> "DataFrame":
     """``data`` with ``__gh``, ``__final`` (the group's final event time), ``__accepted`` (the edge
     keeps the record) and ``__native`` (the group's sliding windows have the closed form: no
@@ -251,6 +249,7 @@ def sliding_key_flags(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[
     what the window state of a full run can take from this pass (``state_floor`` and
     ``stale_groups`` as in :func:`_state_observations`, with ``spec.state_bound_ms``; read only
     when no group was replayed: every group's newest record is then above 0)."""
+    spec, order_cols, group_cols = grouping
     from pyspark.sql import functions as F
 
     awkward = _sliding_awkward(spec, data.schema["value"].dataType, "__latest")
@@ -294,8 +293,7 @@ def _sliding_awkward(spec: WindowSpec, value_type: Any, latest: str) -> str:
     return awkward
 
 
-def sliding_tail_flags(records: "DataFrame", spec: WindowSpec, order_cols: Sequence[str],
-                       group_cols: Sequence[str], observation: Any) -> "DataFrame":
+def sliding_tail_flags(records: "DataFrame", grouping: Grouping, observation: Any) -> "DataFrame":
     """An increment's sliding records in the form :func:`native_sliding_windows` takes, for the
     groups that end their old data on the closed form (the window state holds only such groups:
     a full run with replayed keys writes none).
@@ -309,6 +307,7 @@ def sliding_tail_flags(records: "DataFrame", spec: WindowSpec, order_cols: Seque
     window ``[t - duration, t]`` with ``t >= E_old - grace`` starts at or after the oldest).
     A group with an awkward new record is left out and counted in ``observation``
     (``awkward``): the run replaces its key instead."""
+    spec, order_cols, group_cols = grouping
     from pyspark.sql import functions as F
 
     # the group's event time at the end of the old data (__closed_floor is closed_upto of it)
@@ -329,8 +328,7 @@ def sliding_tail_flags(records: "DataFrame", spec: WindowSpec, order_cols: Seque
     return observed.drop("__first_of_group", "__new")
 
 
-def native_sliding_windows(flagged: "DataFrame", spec: WindowSpec, group_cols: Sequence[str] = ("key",),
-                           observation: Any = None) -> "DataFrame":
+def native_sliding_windows(flagged: "DataFrame", grouping: Grouping, observation: Any = None) -> "DataFrame":
     """Sliding ``final()`` rows (``__gh``, ``key``, ``window_start``, ``window_end``, ``value``) of
     the groups :func:`sliding_key_flags` marked native (``__native``), or, from its records'
     ``__awkward``, of the groups none of whose records is awkward; ``observation`` then receives
@@ -341,6 +339,7 @@ def native_sliding_windows(flagged: "DataFrame", spec: WindowSpec, group_cols: S
     by the group: no further shuffle, one sort): a ``RANGE`` frame aggregates each window, ``lead``
     keeps one row per timestamp (peers share the frame), and the awkward records are folded over
     the group."""
+    spec, order_cols, group_cols = grouping
     reason = native_unsupported_reason(spec)
     if reason:
         raise ValueError(f"the native path cannot compute {reason}")

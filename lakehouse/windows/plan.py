@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from lakehouse.identifiers import quote_table_name
-from lakehouse.windows.definition import (WindowRecomputeOptions, WindowSpec, definition_fingerprint,
+from lakehouse.windows.definition import (Grouping, WindowRecomputeOptions, WindowSpec, definition_fingerprint,
                                           quote_column, result_type)
 from lakehouse.windows.engine import engine_windows
 from lakehouse.windows.native import (group_hash, native_fixed_windows, native_sliding_windows,
@@ -159,15 +159,6 @@ def prepare_input(df: "DataFrame", options: WindowRecomputeOptions) -> "DataFram
     return df.select(*cols).where(F.col("key").isNotNull())
 
 
-class Grouping(NamedTuple):
-    """What every plan of a run takes together: the window, the prepared order columns (the edge's
-    reading order) and the closing group's columns."""
-
-    spec: WindowSpec
-    order_cols: Sequence[str]
-    group_cols: Sequence[str]
-
-
 def output_schema(data: "DataFrame", value_type: Any) -> Any:
     """The output's Spark schema: ``key`` (the source's type), ``window_start``, ``window_end``, ``value``."""
     from pyspark.sql import types as T
@@ -243,23 +234,23 @@ def compute_windows(data: "DataFrame", grouping: "Grouping", value_type: Any, en
     schema = output_schema(data, value_type)
     if engine != "native":
         reason = native_unsupported_reason(spec) or "forced"
-        rows = engine_windows(data, spec, order_cols, group_cols, schema)
+        rows = engine_windows(data, grouping, schema)
         return rows.withColumn("__gh", group_hash(["key"])), PlanNote("python-engine", reason=reason)
     note = PlanNote("native", Observation(f"windows_plan_{uuid.uuid4().hex}") if observe else None)
     if spec.kind != "sliding":
-        rows = native_fixed_windows(data, spec, order_cols, group_cols, note.observation)
+        rows = native_fixed_windows(data, grouping, note.observation)
         return rows.withColumn("value", F.col("value").cast(value_type)), note
     if note.observation is not None:
         note.replay_observation = Observation(f"windows_replayed_{uuid.uuid4().hex}")
-    flagged = sliding_key_flags(data, spec, order_cols, group_cols, note.observation, per_group=False)
-    rows = (native_sliding_windows(flagged, spec, group_cols, note.replay_observation)
+    flagged = sliding_key_flags(data, grouping, note.observation, per_group=False)
+    rows = (native_sliding_windows(flagged, grouping, note.replay_observation)
             .withColumn("value", F.col("value").cast(value_type)))
     if plain is None and note.observation is None:
         plain = data
     if plain is None:
         raise ValueError("the native sliding plan with observations needs the rows without them (plain)")
-    rest = sliding_key_flags(plain, spec, order_cols, group_cols).where(~F.col("__native")).select(*data.columns)
-    replayed = engine_windows(rest, spec, order_cols, group_cols, schema).withColumn("__gh", group_hash(["key"]))
+    rest = sliding_key_flags(plain, grouping).where(~F.col("__native")).select(*data.columns)
+    replayed = engine_windows(rest, grouping, schema).withColumn("__gh", group_hash(["key"]))
     return rows.unionByName(replayed), note
 
 
@@ -269,10 +260,9 @@ def proven_windows(data: "DataFrame", grouping: "Grouping", value_type: Any) -> 
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
-    spec, order_cols, group_cols = grouping
     note = PlanNote("native", Observation(f"windows_plan_{uuid.uuid4().hex}"))
-    proven = proven_sliding_windows if spec.kind == "sliding" else proven_fixed_windows
-    rows = proven(data, spec, order_cols, group_cols, note.observation)
+    proven = proven_sliding_windows if grouping.spec.kind == "sliding" else proven_fixed_windows
+    rows = proven(data, grouping, note.observation)
     return rows.withColumn("value", F.col("value").cast(value_type)), note
 
 
@@ -280,8 +270,7 @@ def unproven_patch(plain: "DataFrame", grouping: "Grouping",
                    value_type: Any) -> tuple["DataFrame", "DataFrame", PlanNote]:
     """The keys a proven plan could not prove (computed once: one column, ``key``), their rows by
     the exact plan, and its note (the sliding keys it replays)."""
-    spec, order_cols, group_cols = grouping
-    keys = unproven_keys(plain, spec, order_cols, group_cols)
+    keys = unproven_keys(plain, grouping)
     subset = plain.join(keys, on="key", how="left_semi")
     rows, note = compute_windows(subset, grouping, value_type, "native",
                                  plain=plain.join(keys, on="key", how="left_semi"))

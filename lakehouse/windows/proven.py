@@ -35,8 +35,8 @@ Both observe what the full run's report and window state need (``groups``, ``sta
 
 Example::
 
-    rows = proven_fixed_windows(data, spec, order_cols, ["__order_0", "key"], observation)
-    keys = unproven_keys(plain, spec, order_cols, group_cols)   # when observation's unproven > 0
+    rows = proven_fixed_windows(data, grouping, observation)
+    keys = unproven_keys(plain, grouping)   # when observation's unproven > 0
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from __future__ import annotations
 from math import gcd
 from typing import TYPE_CHECKING, Any, Sequence
 
-from lakehouse.windows.definition import WindowSpec, quote_column
+from lakehouse.windows.definition import Grouping, WindowSpec, quote_column
 from lakehouse.windows.native import (kept_columns, merge_sql, nan_aware, native_unsupported_reason, partials,
                                       with_group_hash)
 from stream_edge.dataframe.windows import rules
@@ -56,10 +56,11 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ("provable", "proven_fixed_windows", "proven_sliding_windows", "unproven_keys")
 
 
-def provable(spec: WindowSpec, group_cols: Sequence[str], order_cols: Sequence[str]) -> bool:
+def provable(grouping: Grouping) -> bool:
     """Whether a proven plan exists: a native aggregation, windows closing per key (closing per
     partition, a key's windows close on the other keys' records too) and some order column
     outside the group (the offset)."""
+    spec, order_cols, group_cols = grouping
     return (native_unsupported_reason(spec) is None and "key" in group_cols
             and any(c not in group_cols for c in order_cols))
 
@@ -80,11 +81,11 @@ def _bucket_ms(spec: WindowSpec) -> int:
     return spec.duration_ms if spec.step_ms is None else gcd(spec.step_ms, spec.duration_ms)
 
 
-def _fixed_buckets(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str],
-                   group_cols: Sequence[str]) -> "DataFrame":
+def _fixed_buckets(data: "DataFrame", grouping: Grouping) -> "DataFrame":
     """Per key and bucket: the value's partial aggregates and the certificate's ``__unproven``,
     ``__final`` (the group's event time at the end of the data), ``__first_bucket`` and what the
     window state's figures need."""
+    spec, order_cols, group_cols = grouping
     from pyspark.sql import functions as F
 
     assert isinstance(spec.aggregation, str)
@@ -119,15 +120,15 @@ def _fixed_buckets(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str
         " AS __unproven")
 
 
-def proven_fixed_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str],
-                         group_cols: Sequence[str], observation: Any) -> "DataFrame":
+def proven_fixed_windows(data: "DataFrame", grouping: Grouping, observation: Any) -> "DataFrame":
     """Tumbling or hopping ``final()`` rows (``__gh``, ``key``, ``window_start``, ``window_end``,
     ``value``) as if no record were dropped, right for every key of a proven group;
     ``observation`` receives ``unproven`` (buckets whose certificate failed), ``groups``,
     ``state_floor`` and ``stale_groups``."""
+    spec, order_cols, group_cols = grouping
     from pyspark.sql import functions as F
 
-    buckets = _fixed_buckets(data, spec, order_cols, group_cols)
+    buckets = _fixed_buckets(data, grouping)
     emitted_upto = rules.closed_upto(Sql("__final"), spec)  # final() emits a window starting at or below it
     bound = F.expr(str(emitted_upto))
     stale = ((F.col("__max_pos") == F.col("__group_last_pos"))
@@ -150,10 +151,10 @@ def proven_fixed_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequen
     return rows.selectExpr("__gh", "key", "window_start", f"window_start + {spec.duration_ms} AS window_end", "value")
 
 
-def _sliding_frames(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str],
-                    group_cols: Sequence[str]) -> "DataFrame":
+def _sliding_frames(data: "DataFrame", grouping: Grouping) -> "DataFrame":
     """Every record with its window's value (``__window_value``), ``__unproven``, ``__final`` and
     the flags the emission and the observation need: one sort by descending timestamp."""
+    spec, order_cols, group_cols = grouping
     assert isinstance(spec.aggregation, str)
     duration = spec.duration_ms
     desc = f"({_partition(group_cols)} ORDER BY ts DESC"
@@ -175,14 +176,14 @@ def _sliding_frames(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[st
     return framed.selectExpr("*", f"({awkward}) AS __unproven")
 
 
-def proven_sliding_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str],
-                           group_cols: Sequence[str], observation: Any) -> "DataFrame":
+def proven_sliding_windows(data: "DataFrame", grouping: Grouping, observation: Any) -> "DataFrame":
     """Sliding ``final()`` rows (``__gh``, ``key``, ``window_start``, ``window_end``, ``value``) of
     the closed form, right for every proven key; ``observation`` receives ``unproven`` (records
     that failed), ``groups``, ``state_floor`` and ``stale_groups``."""
+    spec, order_cols, group_cols = grouping
     from pyspark.sql import functions as F
 
-    framed = _sliding_frames(data, spec, order_cols, group_cols)
+    framed = _sliding_frames(data, grouping)
     bound = F.expr(str(rules.closed_upto(Sql("__final"), spec)))
     stale = (F.col("__pos") == F.col("__group_last_pos")) & (F.col("ts") <= bound)
     framed = framed.observe(observation, F.count(F.when(F.col("__unproven"), 1)).alias("unproven"),
@@ -195,12 +196,12 @@ def proven_sliding_windows(data: "DataFrame", spec: WindowSpec, order_cols: Sequ
                               "ts AS window_end", "__window_value AS value")
 
 
-def unproven_keys(data: "DataFrame", spec: WindowSpec, order_cols: Sequence[str],
-                  group_cols: Sequence[str]) -> "DataFrame":
+def unproven_keys(data: "DataFrame", grouping: Grouping) -> "DataFrame":
     """The keys (one column, ``key``) with a group whose certificate fails: the exact plan
     recomputes them. Computed once (a local checkpoint): the run reads them twice."""
+    spec, order_cols, group_cols = grouping
     if spec.kind == "sliding":
-        flagged = _sliding_frames(data, spec, order_cols, group_cols)
+        flagged = _sliding_frames(data, grouping)
     else:
-        flagged = _fixed_buckets(data, spec, order_cols, group_cols)
+        flagged = _fixed_buckets(data, grouping)
     return flagged.where("__unproven").select("key").distinct().localCheckpoint(eager=True)

@@ -9,7 +9,7 @@ from chispa import assert_df_equality
 
 from lakehouse.audit import violation
 from lakehouse.quality_spec import ExpectationSpec
-from lakehouse.windows.definition import WindowRecomputeOptions, WindowSpec
+from lakehouse.windows.definition import Grouping, WindowRecomputeOptions, WindowSpec
 from lakehouse.windows.incremental import reordered_keys
 from lakehouse.windows.native import fixed_event_times, fixed_window_parts, native_fixed_windows
 from lakehouse.windows.plan import prepare_input
@@ -46,11 +46,12 @@ def test_fixed_window_parts_and_windows(spark):
     data = spark.createDataFrame([("a", 3, 1, 0, 0), ("a", 12, 2, 0, 1), ("a", 25, 4, 0, 2), ("a", 5, 8, 0, 3),
                                   ("a", 31, 16, 0, 4)], RECORDS)
     spec = WindowSpec.parse("tumbling", 10, aggregation="sum")
-    parts = fixed_window_parts(fixed_event_times(data, spec, ORDER, GROUP), spec, GROUP).drop("__gh")
+    grouping = Grouping(spec, ORDER, GROUP)
+    parts = fixed_window_parts(fixed_event_times(data, grouping), grouping).drop("__gh")
     expected_parts = spark.createDataFrame([(0, "a", 0, 0, 1), (0, "a", 10, 10, 2), (0, "a", 20, 20, 4)],
                                            "__order_0 int, key string, __first bigint, __last bigint, __sum bigint")
     assert_df_equality(parts, expected_parts, ignore_row_order=True, ignore_nullable=True)
-    windows = native_fixed_windows(data, spec, ORDER, GROUP).drop("__gh")
+    windows = native_fixed_windows(data, grouping).drop("__gh")
     expected = spark.createDataFrame([("a", 0, 10, 1), ("a", 10, 20, 2), ("a", 20, 30, 4)],
                                      "key string, window_start bigint, window_end bigint, value bigint")
     assert_df_equality(windows, expected, ignore_row_order=True, ignore_nullable=True)

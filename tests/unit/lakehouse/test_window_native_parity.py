@@ -110,7 +110,7 @@ def proven_rows(spark, rows: list[tuple], spec: WindowSpec, floats: bool) -> tup
     group = ["__order_0"] if spec.closing == "partition" else ["__order_0", "key"]
     out_type = {"count": "bigint", "mean": "double"}.get(spec.aggregation, value_type)
     grouping, value_type = Grouping(spec, ORDER, group), T._parse_datatype_string(out_type)
-    if not provable(spec, group, ORDER):
+    if not provable(grouping):
         return spark_rows(spark, rows, spec, "native", floats)[0], None
     first, note = proven_windows(data, grouping, value_type)
     got = [(r.key, r.window_start, r.window_end, r.value) for r in first.collect()]

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lakehouse.windows.native import native_fixed_windows
-from lakehouse.windows.definition import WindowSpec
+from lakehouse.windows.definition import Grouping, WindowSpec
 from lakehouse.windows.state import build_state, full_state
 from tests.unit.lakehouse.test_window_native_parity import ORDER, RAW, build_rows
 
@@ -61,7 +61,7 @@ def test_state_from_the_observed_floor_equals_the_state_of_every_record(spark, r
     data = spark.createDataFrame(rows, SCHEMA)
     bound = grace + duration
     observed = Observation("state_floor_test")
-    native_fixed_windows(data, spec, ORDER, GROUP, observed).write.format("noop").mode("overwrite").save()
+    native_fixed_windows(data, Grouping(spec, ORDER, GROUP), observed).write.format("noop").mode("overwrite").save()
     metrics = observed.get
     groups, floor, stale = expected_observations(rows, bound)
     assert (metrics["groups"], metrics["state_floor"], metrics["stale_groups"]) == (groups, floor, stale)
@@ -80,5 +80,5 @@ def test_a_late_last_record_makes_its_group_stale(spark):
     spec = WindowSpec("tumbling", 20, 5)
     observed = Observation("state_floor_stale")
     data = spark.createDataFrame(rows, SCHEMA)
-    native_fixed_windows(data, spec, ORDER, GROUP, observed).write.format("noop").mode("overwrite").save()
+    native_fixed_windows(data, Grouping(spec, ORDER, GROUP), observed).write.format("noop").mode("overwrite").save()
     assert (observed.get["groups"], observed.get["state_floor"], observed.get["stale_groups"]) == (2, 1075, 1)
