@@ -176,7 +176,7 @@ def paired(spark, table: str, kind: str, pairs: int, expected: str, rerun: bool)
     what = "full rerun" if rerun else "first run"
     if rerun and not spark.catalog.tableExists(output):
         run_window_recompute(spark, options, progress=quiet)
-    ratios, ok = [], True
+    ratios, jobs, ok = [], [], True
     for number in range(pairs):
         if not rerun:
             drop_output(spark, output)
@@ -188,13 +188,15 @@ def paired(spark, table: str, kind: str, pairs: int, expected: str, rerun: bool)
         if not floor_first:
             floor_seconds = floor(spark, table, sort)
         ratios.append(floor_seconds / job)
+        jobs.append(job)
         fell_back = f"; fell back: {report.fallback}" if report.fallback else ""
         print(f"  {what} {kind:8}: floor{'' if sort else ' (no sort)'} {floor_seconds:.2f}s, job {job:.2f}s "
               f"({report.windows:,} windows, strategy {report.strategy}{fell_back}): {ratios[-1]:.0%}"
               + ("" if floor_first else " (job first)"), flush=True)
         ok = same_as(spark, output, expected, f"{kind} {what} {number + 1}") and ok
     median = statistics.median(ratios)
-    print(f"{kind}: {what}, median of {pairs} paired ratios floor/job: {median:.0%}", flush=True)
+    print(f"{kind}: {what}, median of {pairs} paired ratios floor/job: {median:.0%}; median job "
+          f"{statistics.median(jobs):.2f}s", flush=True)
     return median, ok
 
 
