@@ -66,6 +66,7 @@ def test_sliding_window_closes_after_end_plus_grace_and_the_late_rule():
     assert 8 > rules.closed_upto(20, spec) >= 7
 
 
+@pytest.mark.spark
 def test_rules_as_sql_are_the_rules_as_python(spark):
     """Every rule on times, as SQL evaluated by Spark, equals its Python value (negative times too)."""
     spec_fixed, spec_sliding = WindowSpec("hopping", 30, 4, 7), WindowSpec("sliding", 10, 3)
