@@ -149,6 +149,7 @@ def _run_once(spark: "SparkSession", options: WindowRecomputeOptions, say: Calla
                           strategy=strategy, reason=reason)
     if plan is not None and strategy == "nothing-new":
         report.mode, report.detail = "incremental", "no new source snapshot"
+        report.seconds = time.monotonic() - started
         return report
     increment = run_increment(run, plan, strategy) if plan is not None else None
     if plan is not None and increment is not None:
