@@ -173,6 +173,9 @@ def test_a_store_that_ignores_if_none_match_is_refused_before_the_first_entry(en
     sink.add({"id": 1}, None, 0, [], "t", 0, 0)
     with pytest.raises(Exception) as raised:
         sink.flush("t", 0)
+    from stream_edge.sinks.base import SinkBackpressureError
+
+    assert not isinstance(raised.value, SinkBackpressureError), "a permanent fault: no retry makes the store honour it"
     chain: List[Optional[BaseException]] = [raised.value]
     while chain[-1] is not None:
         chain.append(chain[-1].__cause__ or chain[-1].__context__)
