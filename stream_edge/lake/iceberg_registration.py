@@ -5,8 +5,8 @@ inline registrar (:mod:`stream_edge.sinks.core.datalake.catalog`) both append ed
 with pyiceberg only (no Spark, no JVM): the files *in place* (the table references the edge's
 Parquet files, their metrics read from the footers, the partition values from the files'
 columns) and the writer's registration-ledger batch number as a table property, in ONE Iceberg
-transaction, so a crash anywhere leaves either both or neither (docs/design.md, "One
-registration path").
+transaction, so a crash anywhere leaves either both or neither (docs/internals.md,
+"Registration: two entry points, one path").
 
 The edge files carry no Iceberg field ids: readers find their columns by name through the table's
 name mapping, which must list every column, including those schema evolution added since. The

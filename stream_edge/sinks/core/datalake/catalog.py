@@ -2,7 +2,8 @@
 
 Off by default: registering is the batch side's job (``lakehouse register``). When enabled,
 every lake commit is followed by an append of its files, by the same protocol as the job, so the
-two paths are one path with two entry points (docs/internals.md, "Iceberg registration"):
+two paths are one path with two entry points (docs/internals.md, "Registration: two entry
+points, one path"):
 
 * **one protocol, one ledger**: :class:`stream_edge.lake.registrar.Registrar` over the
   :class:`~stream_edge.lake.registration_ledger.RegistrationLedger` next to the edge files, keyed
