@@ -69,7 +69,7 @@ class _Forward(BaseHTTPRequestHandler):
 
     def _body(self) -> bytes:
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            chunks = []
+            chunks: List[bytes] = []
             while True:
                 size = int(self.rfile.readline().split(b";")[0].strip(), 16)
                 if size == 0:
@@ -100,7 +100,7 @@ class _Forward(BaseHTTPRequestHandler):
             headers.pop("If-None-Match", None)
         headers["Content-Length"] = str(len(body))
         headers.pop("Transfer-Encoding", None)
-        connection = http.client.HTTPConnection(srv.upstream.hostname, srv.upstream.port, timeout=30)
+        connection = http.client.HTTPConnection(str(srv.upstream.hostname), srv.upstream.port, timeout=30)
         connection.request(self.command, self.path, body=body, headers=headers)
         response = connection.getresponse()
         status, answer_headers, answer = response.status, response.getheaders(), response.read()

@@ -45,7 +45,7 @@ def test_a_number_the_same_writer_took_is_two_instances_of_one_writer(registrar)
 
 def test_files_a_lower_batch_owns_are_not_committed_and_the_batch_is_done(registrar):
     registrar.claim("edge:t:0", ["x", "y"])  # pending: the sink is registering x and y
-    committed = []
+    committed: list[Claim] = []
     claims = registrar.register([("job", ["y", "z"])], committed.extend)
     assert [(c.number, c.files) for c in committed] == [(2, ("z",))]
     assert [c.number for c in claims] == [2]
@@ -60,7 +60,7 @@ def test_resume_finishes_only_its_own_pending_batches(registrar, tmp_path: Path)
     registrar.claim("edge:t:0", ["a", "gone"])  # not committed before the crash; "gone" was compacted
     registrar.claim("edge:t:0", ["b"])          # committed, its done marker lost
     registrar.claim("edge:t:1", ["c"])          # another partition's
-    committed = []
+    committed: list[Claim] = []
     finished = registrar.resume("edge:t:0", lambda number: number == 2, committed.extend)
     assert committed == [Claim(1, "edge:t:0", ("a",))]
     assert [c.number for c in finished] == [1, 2]

@@ -6,7 +6,7 @@ token, whichever variable sets them, with the documented precedence."""
 from __future__ import annotations
 
 import types
-from typing import Dict
+from typing import Any, Dict
 
 import pytest
 
@@ -39,7 +39,7 @@ def _every_consumer() -> Dict[str, S3Settings]:
     registrar_on_sink = IcebergRegistrar("http://catalog", "db", "t")
     registrar_on_sink.attach_lake(sink_fs, "lake/edge/t", local=False)
     spark = SparkSettings.from_env()
-    session = types.SimpleNamespace(conf=dict(spark.conf()))  # the session's conf, as the job reads it
+    session: Any = types.SimpleNamespace(conf=dict(spark.conf()))  # the session's conf, as the job reads it
     return {
         "data-lake sink": S3Settings.from_filesystem(sink_fs),
         "file sink / source": S3Settings.from_filesystem(s3_filesystem()),
