@@ -16,7 +16,10 @@ Run it with ``./dev demo`` (it sets up everything it needs). Steps, each printed
    window semantics, into a second table;
 7. ``lakehouse validate``: check the table against ``pipelines/quality/sensor_readings.json`` with
    Great Expectations (Data Docs in the demo folder);
-8. ``lakehouse sql``: query both tables;
+8. ``lakehouse sql``: query both tables; then a keyed table: a device registry topic (updates,
+   decommissions as tombstones; ``pipelines/demo_registry.py``) landed by the edge as a changelog,
+   ``lakehouse register``-ed and mirrored by ``lakehouse upsert`` into ``lake.demo.devices``
+   (checked against a replay of the registry), joined with the readings in SQL;
 9. a report: records in, rows in the lake, quarantined records, silent sensors, windows,
    expectations passed/failed and where the Data Docs are; each figure is checked against what
    the feed sent, and the demo fails if one does not add up.
@@ -45,6 +48,7 @@ from pathlib import Path
 
 from infra.local import services
 from pipelines.demo_feed import DemoFeed, sensors_reported
+from pipelines.demo_registry import DeviceRegistry, land_registry
 from pipelines.demo_pipeline import LateReadings
 
 # Silence is measured on the edge's clock (when records arrive), so a processing stall longer
@@ -338,6 +342,39 @@ def _figure(pattern: str, text: str, what: str) -> re.Match:
     return match
 
 
+def _keyed_table(bootstrap: str, topics: DemoTopics, workdir: Path, feed: DemoFeed, start_ms: int, readings: str,
+                 common: list[str]) -> int:
+    """The device registry: produced, landed by the edge with tombstones, registered, mirrored
+    into ``lake.demo.devices`` by ``lakehouse upsert``, checked against its replay, joined with the
+    readings; returns the devices in the table."""
+    registry = DeviceRegistry(feed.names, seed=1, start_ms=start_ms)
+    topic = f"device-registry-{topics.run_id}"
+    _create_topics(bootstrap, topic)
+    _produce(bootstrap, topic, registry.messages())  # type: ignore[arg-type]  # tombstones: value None
+    _step(f"device registry: {len(registry.changes)} changes to {topic} (registrations, firmware updates, "
+          "decommissions as tombstones, a re-registration); the edge lands them with the Kafka metadata")
+    root = land_registry(bootstrap, topic, workdir / "registry-lake", f"demo-registry-{topics.run_id}",
+                         len(registry.changes))
+    lakehouse("register", "--source", root.as_uri(), "--table", "lake.demo.devices_changelog", *common)
+    out = lakehouse("upsert", "--source", "lake.demo.devices_changelog", "--table", "lake.demo.devices",
+                    "--key-column", "sensor", *common)
+    devices = int(_figure(r"rows \d+ -> (\d+)", out, "the keyed table's rows").group(1))
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.getActiveSession()  # the jobs ran in this process
+    got = {r["sensor"]: {k: r[k] for k in ("sensor", "site", "model", "firmware")}
+           for r in spark.table("lake.demo.devices").collect()} if spark is not None else {}
+    expected = registry.expected()
+    if devices != len(expected) or (spark is not None and got != expected):
+        raise DemoFailed(f"lake.demo.devices holds {devices} devices, not the registry's replay ({len(expected)})")
+    lakehouse("sql", "SELECT d.site, count(DISTINCT d.sensor) AS devices, count(*) AS readings, "
+              f"round(avg(r.temperature), 2) AS avg_temp FROM {readings} r JOIN lake.demo.devices d "
+              "ON r.sensor = d.sensor GROUP BY d.site ORDER BY d.site", *common)
+    _step(f"keyed table lake.demo.devices: {devices} devices, as the registry's replay "
+          f"({len(registry.changes) - devices} changes superseded or deleted)")
+    return devices
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="demo", description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=4000, help="readings to produce (default 4000)")
@@ -395,6 +432,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"AS last_seen FROM {table} GROUP BY sensor ORDER BY readings, sensor LIMIT 6", *common)
         lakehouse("sql", "SELECT cast(key AS string) AS sensor, count(*) AS minutes, round(min(value), 2) AS coolest, "
                   f"round(max(value), 2) AS warmest FROM {windows} GROUP BY key ORDER BY sensor LIMIT 6", *common)
+        _keyed_table(bootstrap, topics, workdir, feed, start_ms, table, common)
         report = DemoReport(
             records_in=feed.records, malformed_sent=feed.malformed, valid_sent=feed.valid, late_sent=feed.late,
             lake_rows=_lake_rows(table_root), quarantined=quarantined, silence=silence,
