@@ -11,6 +11,7 @@ import pytest
 from stream_edge.lake import parse_partition_path
 from stream_edge.sinks.base import SinkBatch
 from stream_edge.sinks.core.datalake import DataLakeSink, RecordTypeError
+from stream_edge.sinks.core.datalake.lake_writer import CRASH_POINTS
 from stream_edge.sinks.core.stream_timeout_tracker import StreamTimeoutTracker
 
 TS = 1_745_311_234_567  # 2025-04-22 08:40:34.567 UTC
@@ -100,3 +101,35 @@ def test_a_tombstone_is_not_the_stream_publishing(tmp_path):
     assert b"deleted-only" not in sink._timeout
     sink.add({"v": 1}, b"live", TS, [], "devices", 0, 1)
     assert b"live" in sink._timeout and len(sink._timeout) == 1
+
+
+class Crash(Exception):
+    pass
+
+
+@pytest.mark.parametrize("point", CRASH_POINTS)
+def test_a_crash_at_each_protocol_point_then_replay_lands_every_tombstone_once(tmp_path, point):
+    """The writer dies at each point of its commit protocol with tombstones in the batch; a new
+    sink replays from Kafka: every offset once, the tombstones still tombstones."""
+    values = [{"v": 0}, None, {"v": 2}, None, {"v": 4}, {"v": 5}]
+    sink = make_sink(tmp_path, include_kafka_metadata=True)
+    for offset in range(2):
+        sink.add(values[offset], b"k", TS, [], "devices", 0, offset)
+    sink.flush("devices", 0)
+
+    def crash(where: str) -> None:
+        if where == point:
+            raise Crash(where)
+
+    sink._writer.crash_hook = crash
+    for offset in range(2, 5):
+        sink.add(values[offset], b"k", TS, [], "devices", 0, offset)
+    with pytest.raises(Crash):
+        sink.flush("devices", 0)
+    restarted = make_sink(tmp_path, include_kafka_metadata=True)
+    for offset in range(2, 6):  # Kafka replays from the last committed offset
+        restarted.add(values[offset], b"k", TS, [], "devices", 0, offset)
+    restarted.flush("devices", 0)
+    rows = all_rows(tmp_path / "lake" / "devices")
+    assert [(r["_kafka_offset"], r["_kafka_tombstone"]) for r in rows] == [
+        (offset, value is None) for offset, value in enumerate(values)]
