@@ -359,3 +359,23 @@ def test_maintain_compacts_the_delete_files_and_the_next_run_goes_on(spark, name
     assert table_state(spark, table) == replay(changes)
     for name in (table, source):
         spark.sql(f"DROP TABLE IF EXISTS {name}")
+
+
+def test_the_table_widens_int_to_bigint_as_the_changelog_does(spark, names):
+    """The changelog's ``level`` grows from int to bigint between runs: the keyed table's column
+    is widened before the merge, and a value past int32 lands whole."""
+    source, table = names
+    changes = random_changes(random.Random(4), 30, 0, keys=10)
+    spark.createDataFrame(changelog_rows(changes), CHANGELOG_SCHEMA).writeTo(source).using("iceberg").create()
+    run_upsert(spark, UpsertOptions(source=source, table=table), **QUIET)
+    assert dict(spark.table(table).dtypes)["level"] == "int"
+    spark.sql(f"ALTER TABLE {source} ALTER COLUMN level TYPE BIGINT")
+    big = [(0, 30, b"k1", {"name": "big", "level": 2 ** 40}), (0, 31, b"new", {"name": "new", "level": -(2 ** 35)})]
+    changes += big
+    spark.createDataFrame(changelog_rows(big), CHANGELOG_SCHEMA.replace("level INT", "level BIGINT")) \
+        .writeTo(source).append()
+    run_upsert(spark, UpsertOptions(source=source, table=table), **QUIET)
+    assert dict(spark.table(table).dtypes)["level"] == "bigint"
+    assert table_state(spark, table) == replay(changes)
+    for name in (table, source):
+        spark.sql(f"DROP TABLE IF EXISTS {name}")
