@@ -320,9 +320,10 @@ def test_killed_mid_commit_then_rerun_over_spark_connect(spark, ensure_services,
     assert table_state(spark, table) == replay(changes)
     cow = f"{table}_cow"
     code, out, err = run_job(["upsert", "--source", source, "--table", cow, "--merge-mode", "copy-on-write",
-                              "--format-version", "2"], env)
+                              "--format-version", "2", "--partition-by", "bucket(4, key)"], env)
     assert code == 0 and "(copy-on-write)" in out, err[-3000:]
     assert table_state(spark, cow) == replay(changes)
+    assert spark.table(f"{cow}.partitions").count() > 1  # bucketed by key
     for name in (table, cow, source):
         spark.sql(f"DROP TABLE IF EXISTS {name}")
 
@@ -377,5 +378,29 @@ def test_the_table_widens_int_to_bigint_as_the_changelog_does(spark, names):
     run_upsert(spark, UpsertOptions(source=source, table=table), **QUIET)
     assert dict(spark.table(table).dtypes)["level"] == "bigint"
     assert table_state(spark, table) == replay(changes)
+    for name in (table, source):
+        spark.sql(f"DROP TABLE IF EXISTS {name}")
+
+
+def test_debezium_envelopes_wrapped_by_a_json_converter_with_schemas(spark, names):
+    """``{"schema": ..., "payload": {...}}`` values and keys (Kafka Connect's JSON converter with
+    schemas): the envelope and the key fields are read inside ``payload``."""
+    import json
+
+    source, table = names
+    envelope = "STRUCT<op: STRING, before: STRUCT<id: BIGINT, name: STRING>, after: STRUCT<id: BIGINT, name: STRING>>"
+    schema = f"schema STRING, payload {envelope}, " + CHANGELOG_SCHEMA.split(", ", 2)[2]
+
+    def change(offset: int, key_id: int, op: str | None, name: str | None = None) -> tuple:
+        key = json.dumps({"schema": {"type": "struct"}, "payload": {"id": key_id}}).encode()
+        after = None if name is None else (key_id, name)
+        payload = None if op is None else (op, None, after)
+        return ("{}", payload, "pg.devices", 0, offset, TS, key, op is None)
+
+    rows = [change(0, 1, "r", "a"), change(1, 2, "c", "b"), change(2, 1, "u", "a2"), change(3, 2, "d"),
+            change(4, 2, None), change(5, 3, "c", "c"), change(6, 3, "r", "stale")]
+    spark.createDataFrame(rows, schema).writeTo(source).using("iceberg").create()
+    report = run_upsert(spark, UpsertOptions(source=source, table=table, cdc="debezium"), **QUIET)
+    assert table_state(spark, table, "id") == {1: {"name": "a2"}, 3: {"name": "c"}}, report.summary_line()
     for name in (table, source):
         spark.sql(f"DROP TABLE IF EXISTS {name}")
