@@ -147,7 +147,7 @@ def _run_once(spark: "SparkSession", options: UpsertOptions, say: Callable[[str]
     report.keys_changed = report.upserts + report.deletes
     changes = last.where(f"{quote_identifier(first_key)} IS NOT NULL").drop("__n")
     if report.rejected:
-        rejects = _table(spark, options.rejects_table or f"{target.identifier}_rejects", None)
+        rejects = _table(spark, options.rejects_table or f"{target.identifier}_rejects", options.default_catalog)
         report.rejects_table = rejects.identifier
         write_rejects(spark, rejects.identifier, rejects.sql_name, rejects_of(normalize(raw, layout)),
                       source.identifier, until)
