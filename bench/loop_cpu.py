@@ -98,7 +98,7 @@ def bare_processor(producer: Any) -> Callable[[list], int]:
                 payload, key, timestamp, headers = dumps(value), msg.key(), msg.timestamp()[1], msg.headers()
                 while True:
                     try:
-                        produce(out, payload, key, timestamp=timestamp, headers=headers)
+                        produce(out, payload, key, -1, None, None, timestamp, headers)  # positional, as the edge
                         break
                     except BufferError:
                         poll(0.05)

@@ -78,7 +78,10 @@ def bare_loop(args) -> None:
     A careful hand-written loop: ``consume(10000, 1.0)`` batches with the edge's prefetch bounds
     (``queued.max.messages.kbytes=2048``, ``fetch.queue.backoff.ms=10``), orjson both ways, a
     producer with ``linger.ms=10`` and lz4, one ``poll(0)`` per batch and ``poll(0.05)`` only on a
-    full queue (``BufferError``), one commit at the end.
+    full queue (``BufferError``), one commit at the end. ``produce`` is called with its positional
+    arguments (``topic, value, key, partition, on_delivery, callback, timestamp, headers``), as the
+    edge calls it: the keyword form costs confluent-kafka ~0.3 us more per record, which would
+    lower the ceiling.
     """
     import orjson
     from confluent_kafka import Consumer, Producer
@@ -105,7 +108,7 @@ def bare_loop(args) -> None:
                 payload, key, timestamp, headers = dumps(value), msg.key(), msg.timestamp()[1], msg.headers()
                 while True:
                     try:
-                        produce(out, payload, key, timestamp=timestamp, headers=headers)
+                        produce(out, payload, key, -1, None, None, timestamp, headers)
                         break
                     except BufferError:
                         poll(0.05)
