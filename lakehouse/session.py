@@ -194,20 +194,8 @@ class SparkSettings:
         else:
             conf[f"{cat}.type"] = "hadoop"
             conf[f"{cat}.warehouse"] = self.warehouse or Path(self.local_dir, "warehouse").resolve().as_uri()
-        if self.s3_endpoint:
-            conf.update({
-                "spark.hadoop.fs.s3a.endpoint": self.s3_endpoint,
-                "spark.hadoop.fs.s3a.path.style.access": "true",
-                "spark.hadoop.fs.s3a.connection.ssl.enabled": str(self.s3_endpoint.startswith("https")).lower(),
-                "spark.hadoop.fs.s3a.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
-            })
-        if self.s3_access_key and self.s3_secret_key:
-            conf["spark.hadoop.fs.s3a.access.key"] = self.s3_access_key
-            conf["spark.hadoop.fs.s3a.secret.key"] = self.s3_secret_key
-            if self.s3_session_token:
-                conf["spark.hadoop.fs.s3a.session.token"] = self.s3_session_token
-                conf["spark.hadoop.fs.s3a.aws.credentials.provider"] = \
-                    "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"
+        conf.update(s3a_conf(S3Settings(endpoint_url=self.s3_endpoint, access_key=self.s3_access_key,
+                                        secret_key=self.s3_secret_key, session_token=self.s3_session_token)))
         if self.s3_endpoint and self.rest_uri:
             # With a custom S3 endpoint, a REST catalog's tables do their file IO through Hadoop's
             # S3A, configured above (the same client Spark reads with). Iceberg's own S3FileIO
@@ -451,3 +439,28 @@ def quiet_expected_warnings(spark: "SparkSession") -> None:
     for name, level in QUIET_LOGGERS.items():
         configurator.setLevel(name, jvm.org.apache.logging.log4j.Level.toLevel(level))
 
+
+def s3a_conf(s3: S3Settings) -> dict[str, str]:
+    """Hadoop S3A settings for a store (endpoint, path-style access, keys, a session token).
+
+    One definition for every Spark the project starts (jobs, the Spark Connect server).
+
+    >>> s3a_conf(S3Settings(endpoint_url="http://127.0.0.1:9"))["spark.hadoop.fs.s3a.endpoint"]
+    'http://127.0.0.1:9'
+    """
+    conf: dict[str, str] = {}
+    if s3.endpoint_url:
+        conf.update({
+            "spark.hadoop.fs.s3a.endpoint": s3.endpoint_url,
+            "spark.hadoop.fs.s3a.path.style.access": "true",
+            "spark.hadoop.fs.s3a.connection.ssl.enabled": str(s3.endpoint_url.startswith("https")).lower(),
+            "spark.hadoop.fs.s3a.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+        })
+    if s3.access_key and s3.secret_key:
+        conf["spark.hadoop.fs.s3a.access.key"] = s3.access_key
+        conf["spark.hadoop.fs.s3a.secret.key"] = s3.secret_key
+        if s3.session_token:
+            conf["spark.hadoop.fs.s3a.session.token"] = s3.session_token
+            conf["spark.hadoop.fs.s3a.aws.credentials.provider"] = \
+                "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"
+    return conf

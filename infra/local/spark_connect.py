@@ -44,7 +44,8 @@ def server_conf(warehouse: str, env: dict[str, str]) -> dict[str, str]:
     ('127.0.0.1', 'http://127.0.0.1:9')
     """
     from lakehouse.session import DELTA_EXTENSIONS, ICEBERG_EXTENSIONS, JOB_DEFAULTS, LOCAL_DEFAULTS, \
-        cached_spark_jars
+        cached_spark_jars, s3a_conf
+    from stream_edge.lake.s3_settings import S3Settings
 
     conf = {**LOCAL_DEFAULTS, **JOB_DEFAULTS,
             "spark.connect.grpc.binding.address": "127.0.0.1",
@@ -55,14 +56,7 @@ def server_conf(warehouse: str, env: dict[str, str]) -> dict[str, str]:
     jars = cached_spark_jars()
     if jars:
         conf["spark.driver.extraClassPath"] = ":".join(jars)
-    endpoint = env.get("S3_ENDPOINT")
-    if endpoint:
-        conf.update({"spark.hadoop.fs.s3a.endpoint": endpoint, "spark.hadoop.fs.s3a.path.style.access": "true",
-                     "spark.hadoop.fs.s3a.connection.ssl.enabled": str(endpoint.startswith("https")).lower(),
-                     "spark.hadoop.fs.s3a.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem"})
-    if env.get("AWS_ACCESS_KEY_ID") and env.get("AWS_SECRET_ACCESS_KEY"):
-        conf.update({"spark.hadoop.fs.s3a.access.key": env["AWS_ACCESS_KEY_ID"],
-                     "spark.hadoop.fs.s3a.secret.key": env["AWS_SECRET_ACCESS_KEY"]})
+    conf.update(s3a_conf(S3Settings.from_env(env)))  # the same store as the jobs and the edge
     return conf
 
 

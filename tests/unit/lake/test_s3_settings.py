@@ -5,6 +5,7 @@ token, whichever variable sets them, with the documented precedence."""
 
 from __future__ import annotations
 
+import os
 import types
 from typing import Any, Dict
 
@@ -21,6 +22,7 @@ def _every_consumer() -> Dict[str, S3Settings]:
     from lakehouse.iceberg_catalogs import catalog_properties
     from lakehouse.lake_files import LakeLocation
     from lakehouse.register_ledger import open_ledger
+    from infra.local.spark_connect import server_conf
     from lakehouse.session import SparkSettings
     from stream_edge.lake.exclusive_create import ExclusiveCreator
     from stream_edge.sinks.core.datalake.catalog import IcebergRegistrar
@@ -54,7 +56,19 @@ def _every_consumer() -> Dict[str, S3Settings]:
         "job Spark session": S3Settings(endpoint_url=spark.s3_endpoint, region=None,  # S3A finds it itself
                                         access_key=spark.s3_access_key, secret_key=spark.s3_secret_key,
                                         session_token=spark.s3_session_token),
+        "Spark Connect server": from_s3a(server_conf("/w", dict(os.environ))),
     }
+
+
+def from_s3a(conf: Dict[str, str]) -> S3Settings:
+    """The store a Spark configuration's S3A settings name (S3A finds the region itself)."""
+    return S3Settings(endpoint_url=conf.get("spark.hadoop.fs.s3a.endpoint"),
+                      access_key=conf.get("spark.hadoop.fs.s3a.access.key"),
+                      secret_key=conf.get("spark.hadoop.fs.s3a.secret.key"),
+                      session_token=conf.get("spark.hadoop.fs.s3a.session.token"))
+
+
+S3A_CONSUMERS = {"job Spark session", "Spark Connect server"}  # no region setting: S3A finds it
 
 
 @pytest.fixture()
@@ -82,7 +96,7 @@ def test_every_consumer_resolves_the_endpoint_the_precedence_names(env, variable
     resolved = _every_consumer()
     assert {name: s.endpoint_url for name, s in resolved.items()} == dict.fromkeys(resolved, endpoint)
     assert {name: s.region for name, s in resolved.items()
-            if name != "job Spark session"} == dict.fromkeys(set(resolved) - {"job Spark session"}, "eu-west-1")
+            if name not in S3A_CONSUMERS} == dict.fromkeys(set(resolved) - S3A_CONSUMERS, "eu-west-1")
     assert {(s.access_key, s.secret_key) for s in resolved.values()} == {("AKID", "secret")}
 
 
@@ -97,7 +111,7 @@ def test_every_consumer_resolves_the_region_and_the_session_token(env, variables
     env.setenv("AWS_ENDPOINT_URL", "http://store:9000")
     env.setenv("AWS_SESSION_TOKEN", "token-1")
     resolved = _every_consumer()
-    regions = {name: s.region for name, s in resolved.items() if name != "job Spark session"}
+    regions = {name: s.region for name, s in resolved.items() if name not in S3A_CONSUMERS}
     assert regions == dict.fromkeys(regions, region)
     assert {name: s.session_token for name, s in resolved.items()} == dict.fromkeys(resolved, "token-1")
     spark_conf = __import__("lakehouse.session", fromlist=["SparkSettings"]).SparkSettings.from_env().conf()
