@@ -15,11 +15,11 @@ since (Iceberg's incremental append scan between the two snapshot ids) and, per 
   reads the new files and that state only (:mod:`lakehouse.windows.tail`);
   Sliding windows the same way (:func:`lakehouse.windows.native.sliding_tail_flags`): the windows
   ending after ``E_old - grace - 1``, from the state's records (``ts >= E_old - grace - duration``)
-  and the new ones, for groups that took the closed form (their state exists only then);
+  and the new ones, for groups on the closed form (the state marks the others ``replayed``);
 * **replaced keys** (a new record sits between old ones in offset order, a sliding record inside
-  an already-closed window, sliding windows without a state of the closed form, or the
-  python-engine): every window of the key is recomputed from the table at the new snapshot and
-  replaces the key's rows (closing per partition, a full run instead).
+  an already-closed window, a sliding group marked ``replayed``, sliding windows without a state,
+  or the python-engine): every window of the key is recomputed from the table at the new snapshot
+  and replaces the key's rows (closing per partition, a full run instead).
 
 The result is one :class:`lakehouse.windows.commit.WriteStep` for the committer. A full
 recompute instead when there is no usable bookmark (:func:`plan_increment` says why): first run,
@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lakehouse.windows.commit import WriteStep
+from lakehouse.windows.definition import Grouping
 from lakehouse.windows.history import TableLog, bookmark_of, source_changes, table_log, table_logs
 from lakehouse.windows.native import native_sliding_windows, sliding_tail_flags
 from lakehouse.windows.plan import WindowRun, compute_windows
@@ -121,11 +122,17 @@ def run_increment(run: WindowRun, plan: IncrementPlan, strategy: str) -> Increme
     (``tail-append`` or ``merge-keys``; None: only a full recompute can). The state after the new
     records is written alongside (``state_write``)."""
     arrived = run.prepare(_appended_between(run, plan.since, plan.until))  # reads the appended files only
-    if strategy == "merge-keys":
+    found: tuple["DataFrame", int | None] | None = None
+    if strategy != "merge-keys" and plan.state_log is not None:
+        found = state_at(run.spark, run.options, plan.state_log, plan.since, run.fingerprint)
+    if strategy == "merge-keys" or (found is None and run.spec.kind == "sliding"):
+        if strategy != "merge-keys":  # the sliding state's flags cannot be rebuilt from the source
+            run.say(f"windows: no sliding window state at source snapshot {plan.since}: changed keys recomputed")
         return _replace_changed_keys(run, plan, arrived)
-    if run.spec.kind == "sliding":
-        return _sliding_increment(run, plan, arrived)
-    state, snapshots = _open_state(run, plan)
+    if found is None:
+        run.say(f"windows: rebuilding the per-group window state from source snapshot {plan.since}")
+        found = build_state(run.prepare(run.source_at(plan.since)).where(run.complete), run.grouping), None
+    state, snapshots = found  # snapshots None: rebuilt by a full scan, the table is replaced
     state = state.cache()  # one row per group: small, read by the windows' job and the state's write
     # the state's write starts once the windows are computed: it then overlaps the output's commit
     # (catalog work, little CPU) instead of taking the two cores from the windows' job (measured:
@@ -141,125 +148,89 @@ def run_increment(run: WindowRun, plan: IncrementPlan, strategy: str) -> Increme
     if increment is None:  # a full run follows, which writes the state
         state.unpersist()
         return None
-    increment.state_write = _save_alongside(run, state, arrived, plan.until, snapshots)
+    increment.state_write = _save_alongside(run, state, arrived, plan.until, snapshots, increment.replaced_keys)
     increment.cached.append(state)  # unpersisted once the state's write is done
     return increment
 
 
-def _open_state(run: WindowRun, plan: IncrementPlan) -> tuple["DataFrame", int | None]:
-    """The window state at ``plan.since`` and the state table's snapshot count (None when the
-    state was rebuilt from the old snapshot, a full scan: then the table is replaced)."""
-    found = _read_state(run, plan)
-    if found is not None:
-        return found
-    run.say(f"windows: rebuilding the per-group window state from source snapshot {plan.since}")
-    old = run.prepare(run.source_at(plan.since)).where(run.complete)
-    return build_state(old, run.group_cols, run.order_cols, run.spec.closing_lag_ms), None
-
-
-def _read_state(run: WindowRun, plan: IncrementPlan) -> tuple["DataFrame", int] | None:
-    """The window state at ``plan.since`` (and the state table's snapshot count), None without one."""
-    if plan.state_log is None:
-        return None
-    return state_at(run.spark, run.options, plan.state_log, plan.since, run.fingerprint)
-
-
 def _save_alongside(run: WindowRun, state: "DataFrame", arrived: "DataFrame", until: int,
-                    snapshots: int | None) -> "Future[None]":
-    """:func:`_save_state` after the new (complete) records of ``arrived``, in a thread of its own:
-    started once the windows are computed, it overlaps the output's commit."""
+                    snapshots: int | None, replayed_keys: "DataFrame | None") -> "Future[None]":
+    """The state after the new (complete) records of ``arrived`` (sliding: ``replayed_keys``
+    marked), written in a thread of its own: started once the windows are computed, it overlaps
+    the output's commit. An overwrite of the table the state was read from (same columns), a
+    create-or-replace when it was rebuilt."""
+    def save() -> None:  # the plan is built in the thread too: its JVM round trips are off the critical path
+        advanced = advance_state(state, arrived.where(run.complete), run.grouping, replayed_keys)
+        overwrite = snapshots is not None and advanced.schema.simpleString() == state.schema.simpleString()
+        write_state(advanced, run.options, until, run.fingerprint, overwrite=overwrite, snapshots=snapshots or 0)
+
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="window-state")
-    saving = pool.submit(_save_state, run, state, arrived.where(run.complete), until, snapshots)
+    saving = pool.submit(save)
     pool.shutdown(wait=False)
     return saving
 
 
-def _save_state(run: WindowRun, state: "DataFrame", new: "DataFrame", until: int, snapshots: int | None) -> None:
-    """Write the state after ``new``: an overwrite of the table the state was read from (same
-    columns), a create-or-replace when it was rebuilt."""
-    advanced = advance_state(state, new, run.group_cols, run.order_cols, run.spec.closing_lag_ms)
-    overwrite = snapshots is not None and advanced.schema.simpleString() == state.schema.simpleString()
-    write_state(advanced, run.options, until, run.fingerprint, overwrite=overwrite, snapshots=snapshots or 0)
-
-
 def _tail_increment(run: WindowRun, plan: IncrementPlan, state: "DataFrame", arrived: "DataFrame") -> Increment | None:
-    """Native tumbling and hopping windows: the tail
-    groups' new windows, computed and cached by a ``count()`` that also fills the observation
-    (whether a group got records between old ones) before anything is committed; such a group's
-    key is recomputed whole (per partition: a full run). Not ``localCheckpoint``: over Spark
-    Connect a checkpoint is a command that returns no observed metrics."""
-    spec, group_cols, order_cols = run.spec, run.group_cols, run.order_cols
-    records, seen = tail_records(state, arrived, run.complete, group_cols, order_cols, spec.closing_lag_ms)
-    value_type = run.value_type(arrived)
-    rows, _ = compute_windows(records, run.grouping, value_type, run.engine, observe=False)
-    tail = rows.select("key", "window_start", "window_end", "value").cache()
-    tail.count()
-    counts = seen.get
-    new_rows, reordered = int(counts["new_rows"] or 0), int(counts["reordered"] or 0)
-    if not reordered:
-        return Increment(WriteStep("append", tail), new_rows, cached=[tail])
-    if "key" not in group_cols:
-        tail.unpersist()
-        run.say("windows: full recompute (a partition got records between its old ones)")
-        return None
-    replaced = reordered_keys(state, arrived.where(run.complete), group_cols, order_cols)
-    recomputed = _recompute_keys(run, plan, replaced, value_type)
-    kept_tail = tail.join(replaced, on="key", how="left_anti")  # a replaced key's windows all come anew
-    step = WriteStep("merge", kept_tail.unionByName(recomputed), replaced)
-    return Increment(step, new_rows, f"{reordered} groups got records between old ones: their keys recomputed",
-                     replaced_keys=replaced, cached=[tail])
-
-
-def _sliding_increment(run: WindowRun, plan: IncrementPlan, arrived: "DataFrame") -> Increment:
-    """Native sliding windows: the windows that close now, from the window state's records (every
-    group in it took the closed form) and the new ones (:func:`lakehouse.windows.native.sliding_tail_flags`),
-    appended; the state after the new records is written alongside. Every changed key is
-    recomputed from the table instead (:func:`_replace_changed_keys`) when there is no such state
-    (a full run with replayed keys writes none), or when a group got records between its old ones
-    or an awkward one (inside an already-closed window, near time 0, NaN under min/max): that
-    increment does not advance the state, so the next ones recompute their keys too, until a full
-    run writes a new one."""
+    """The tail groups' new windows (sliding: :func:`lakehouse.windows.native.sliding_tail_flags`),
+    computed and cached by a ``count()`` that also fills the observations before anything is
+    committed. The keys of the other changed groups (records between old ones; sliding: marked
+    ``replayed`` in the state, or an awkward new record: inside an already-closed window, near
+    time 0, NaN under min/max) are recomputed whole (per partition: a full run, None). Not
+    ``localCheckpoint``: over Spark Connect a checkpoint is a command that returns no observed
+    metrics."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
-    spec, group_cols, order_cols = run.spec, run.group_cols, run.order_cols
-    found = _read_state(run, plan)
-    if found is None:
-        run.say(f"windows: no sliding window state at source snapshot {plan.since}: every changed key is recomputed")
-        return _replace_changed_keys(run, plan, arrived)
-    state, snapshots = found
-    state = state.cache()  # one row per group: read by the windows' job and the state's write
-    records, seen = tail_records(state, arrived, run.complete, group_cols, order_cols, spec.closing_lag_ms,
-                                 keep_new=True)
-    flags_seen = Observation(f"windows_sliding_tail_{uuid.uuid4().hex}")
-    flagged = sliding_tail_flags(records, run.grouping, flags_seen)
+    sliding = run.spec.kind == "sliding"
+    records, seen = tail_records(state, arrived, run.complete, run.grouping, keep_new=sliding)
     value_type = run.value_type(arrived)
-    rows = native_sliding_windows(flagged, run.grouping).withColumn("value", F.col("value").cast(value_type))
-    tail = rows.select("key", "window_start", "window_end", "value").cache()
+    flags_seen = Observation(f"windows_sliding_tail_{uuid.uuid4().hex}")
+    if sliding:
+        rows = native_sliding_windows(sliding_tail_flags(records, run.grouping, flags_seen), run.grouping)
+    else:
+        rows, _ = compute_windows(records, run.grouping, value_type, run.engine, observe=False)
+    tail = rows.select("key", "window_start", "window_end", F.col("value").cast(value_type).alias("value")).cache()
     tail.count()
     counts = seen.get
-    new_rows, reordered = int(counts["new_rows"] or 0), int(counts["reordered"] or 0)
-    awkward = int(flags_seen.get.get("awkward") or 0)
-    if reordered or awkward:
+    new_rows, set_aside = int(counts["new_rows"] or 0), int(counts["reordered"] or 0)
+    awkward = int(flags_seen.get.get("awkward") or 0) if sliding else 0
+    if not (set_aside or awkward):
+        return Increment(WriteStep("append", tail), new_rows, cached=[tail])
+    if "key" not in run.group_cols:
         tail.unpersist()
-        state.unpersist()
-        run.say(f"windows: {reordered} sliding groups got records between old ones, {awkward} an awkward one: "
-                "every changed key is recomputed")
-        return _replace_changed_keys(run, plan, arrived)
-    saving = _save_alongside(run, state, arrived, plan.until, snapshots)
-    # the state stays cached until the write alongside, which reads it, is done
-    return Increment(WriteStep("append", tail), new_rows, state_write=saving, cached=[tail, state])
+        run.say("windows: full recompute (a partition got records between its old ones)")
+        return None
+    run.say(f"windows: {set_aside} groups with records between old ones{' or replayed before' if sliding else ''}, "
+            f"{awkward} with an awkward one: their keys recomputed")
+    replaced = _set_aside_keys(run, state, arrived, awkward)
+    recomputed = _recompute_keys(run, plan, replaced, value_type)
+    step = WriteStep("merge", tail.join(replaced, on="key", how="left_anti").unionByName(recomputed), replaced)
+    return Increment(step, new_rows, f"{replaced.count()} keys recomputed", replaced_keys=replaced, cached=[tail])
 
 
-def reordered_keys(state: "DataFrame", arrived: "DataFrame", group_cols: list[str],
-                    order_cols: list[str]) -> "DataFrame":
+def _set_aside_keys(run: WindowRun, state: "DataFrame", arrived: "DataFrame", awkward: int) -> "DataFrame":
+    """The keys an increment recomputes whole (computed once: one column, ``key``): those of the
+    groups whose new complete records came between old ones, that the sliding state marks
+    ``replayed``, or (``awkward``: some) that got an awkward sliding record."""
+    complete = arrived.where(run.complete)
+    keys = reordered_keys(state, complete, run.grouping)
+    if "replayed" in state.columns:
+        keys = keys.unionByName(complete.select("key").join(state.where("replayed").select("key"), on="key",
+                                                            how="left_semi"))
+    if awkward:  # the flags again, unobserved: the groups that got an awkward record
+        records, _ = tail_records(state, arrived, run.complete, run.grouping, keep_new=True)
+        keys = keys.unionByName(sliding_tail_flags(records, run.grouping).where("NOT __native").select("key"))
+    return keys.distinct().localCheckpoint(eager=True)
+
+
+def reordered_keys(state: "DataFrame", arrived: "DataFrame", grouping: Grouping) -> "DataFrame":
     """The keys of the groups whose new records (complete ones) start at or before their last old one."""
     from pyspark.sql import functions as F
 
-    first_new = (arrived.groupBy(*group_cols)
-                 .agg(F.min(F.struct(*order_cols)).alias("__new_first")))
-    joined = first_new.join(state.select(*group_cols, "last"), on=group_cols, how="inner")
-    return joined.where(F.col("__new_first") <= F.col("last")).select("key").distinct().localCheckpoint(eager=True)
+    spec, order_cols, group_cols = grouping
+    first_new = arrived.groupBy(*group_cols).agg(F.min(F.struct(*order_cols)).alias("__new_first"))
+    joined = first_new.join(state.select(*group_cols, "last"), on=list(group_cols), how="inner")
+    return joined.where(F.col("__new_first") <= F.col("last")).select("key").distinct()
 
 
 def _recompute_keys(run: WindowRun, plan: IncrementPlan, keys: "DataFrame", value_type: Any) -> "DataFrame":

@@ -52,7 +52,7 @@ from lakehouse.windows.incremental import IncrementPlan, plan_increment, run_inc
 from lakehouse.windows.plan import (WindowRun, compute_windows, open_window_table, output_schema, proven_windows,
                                    unproven_patch)
 from lakehouse.windows.proven import provable
-from lakehouse.windows.state import drop_state, save_full_state
+from lakehouse.windows.state import save_full_state
 from lakehouse.windows.strategy import RunFacts, choose_strategy
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -208,12 +208,13 @@ def _full_run(run: WindowRun, report: WindowReport, output: str, started: float)
         rows, note = compute_windows(data, run.grouping, value_type, run.engine, plain=plain)
     with OutputTransaction(run, bookmark_properties(until, run.fingerprint), output) as commit:
         report.windows = commit.write(WriteStep("overwrite", rows))
+        replaying = note  # the plan whose replayed keys the state marks
         replayed = note.replayed()  # observed by the write (never before it: the read would wait for it)
         if proven and note.unproven():  # observed by the write: the keys it could not prove, by the exact plan
             patch, keys, patch_note = unproven_patch(plain, run.grouping, value_type)
             commit.write(WriteStep("merge", patch, keys))
             report.windows = commit.branch_rows()
-            count, replayed = keys.count(), patch_note.replayed()
+            count, replayed, replaying = keys.count(), patch_note.replayed(), patch_note
             report.fallback = (f"{_named(keys, count)} by the exact plan: not proven on time (a record later "
                                "than the grace period, near time 0, or NaN under min/max)")
             report.detail = (f"{count} key{'' if count == 1 else 's'} by the exact plan: not proven on time (a record "
@@ -222,12 +223,11 @@ def _full_run(run: WindowRun, report: WindowReport, output: str, started: float)
                 report.detail += f"; {patch_note.detail(note.groups())}"
         commit.publish()
     say(f"windows: wrote {report.windows} window rows to {options.output} ({run.target.table_format})")
-    if until is not None and run.uses_state and run.spec.kind == "sliding" and replayed:
-        # the sliding increments' state holds closed-form groups only: increments replace keys instead
-        drop_state(spark, options)
-    elif until is not None and run.uses_state:  # what the next incremental run starts from
-        save_full_state(run.prepare(raw).where(run.complete), options, run.group_cols, run.order_cols, until,
-                        run.fingerprint, note.state_floor())
+    if until is not None and run.uses_state:  # what the next incremental run starts from
+        # sliding: the groups the edge's engines computed are marked, their increments replace their keys
+        marked = replaying.replayed_keys(spark, data.schema["key"].dataType) if replayed else None
+        save_full_state(run.prepare(raw).where(run.complete), options, run.grouping, until, run.fingerprint,
+                        None if replayed else note.state_floor(), marked)
     pause_point("windows.after-commit")
     counts = read.get
     report.rows_read, report.rows_skipped = int(counts["rows"] or 0), int(counts["skipped"] or 0)

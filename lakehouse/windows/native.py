@@ -293,10 +293,10 @@ def _sliding_awkward(spec: WindowSpec, value_type: Any, latest: str) -> str:
     return awkward
 
 
-def sliding_tail_flags(records: "DataFrame", grouping: Grouping, observation: Any) -> "DataFrame":
+def sliding_tail_flags(records: "DataFrame", grouping: Grouping, observation: Any = None) -> "DataFrame":
     """An increment's sliding records in the form :func:`native_sliding_windows` takes, for the
-    groups that end their old data on the closed form (the window state holds only such groups:
-    a full run with replayed keys writes none).
+    groups that end their old data on the closed form (the others, marked ``replayed`` in the
+    window state, are left out by the tail).
 
     ``records`` (:func:`lakehouse.windows.tail.tail_records` with ``keep_new``): a tail group's old
     records newer than ``E_old - duration - grace - 1`` (``E_old``: its event time at the end of
@@ -305,8 +305,8 @@ def sliding_tail_flags(records: "DataFrame", grouping: Grouping, observation: An
     ``final()`` adds are those ending after ``E_old - grace - 1`` (the old ones are emitted and
     never change: a non-awkward new record lies after them), made of these records only (a
     window ``[t - duration, t]`` with ``t >= E_old - grace`` starts at or after the oldest).
-    A group with an awkward new record is left out and counted in ``observation``
-    (``awkward``): the run replaces its key instead."""
+    A group with an awkward new record is left out (``__native`` false) and counted in
+    ``observation`` (``awkward``; None: not observed): the run replaces its key instead."""
     spec, order_cols, group_cols = grouping
     from pyspark.sql import functions as F
 
@@ -323,17 +323,18 @@ def sliding_tail_flags(records: "DataFrame", grouping: Grouping, observation: An
         f"max(CASE WHEN __new AND {awkward} THEN 1 ELSE 0 END) OVER {whole} = 0 AS __native",
         f"{rules.at_least(Sql(f'max(ts) OVER {whole}'), old_latest)} AS __final",
         f"{rules.sliding_emitted_upto(old_latest, spec)} AS __emitted_upto")
-    observed = flagged.observe(observation, F.expr("sum(CASE WHEN NOT __native THEN __first_of_group ELSE 0 END)"
-                                                   " AS awkward"))
-    return observed.drop("__first_of_group", "__new")
+    if observation is not None:
+        flagged = flagged.observe(observation, F.expr("sum(CASE WHEN NOT __native THEN __first_of_group ELSE 0 END)"
+                                                      " AS awkward"))
+    return flagged.drop("__first_of_group", "__new")
 
 
 def native_sliding_windows(flagged: "DataFrame", grouping: Grouping, observation: Any = None) -> "DataFrame":
     """Sliding ``final()`` rows (``__gh``, ``key``, ``window_start``, ``window_end``, ``value``) of
     the groups :func:`sliding_key_flags` marked native (``__native``), or, from its records'
     ``__awkward``, of the groups none of whose records is awkward; ``observation`` then receives
-    ``replayed`` (the other groups). With ``__emitted_upto`` (an increment), only the windows
-    ending after it.
+    ``replayed`` (the other groups) and ``replayed_keys`` (their keys). With ``__emitted_upto`` (an
+    increment), only the windows ending after it.
 
     One window operator over the accepted records in timestamp order (the data stays partitioned
     by the group: no further shuffle, one sort): a ``RANGE`` frame aggregates each window, ``lead``
@@ -362,8 +363,9 @@ def native_sliding_windows(flagged: "DataFrame", grouping: Grouping, observation
     if per_record and observation is not None:
         from pyspark.sql import functions as F
 
-        windows = windows.observe(observation, F.expr("count(CASE WHEN __first_ts AND NOT __native THEN 1 END)"
-                                                      " AS replayed"))
+        replayed = "CASE WHEN __first_ts AND NOT __native THEN {} END"
+        windows = windows.observe(observation, F.expr(f"count({replayed.format(1)}) AS replayed"),
+                                  F.expr(f"collect_set({replayed.format('key')}) AS replayed_keys"))
     emitted = windows.where(f"(__next_ts IS NULL OR __next_ts <> ts) AND "
                             f"{Sql('ts') <= rules.sliding_emitted_upto(Sql('__final'), spec)}"
                             + (" AND __native" if per_record else "")

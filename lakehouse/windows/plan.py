@@ -201,6 +201,17 @@ class PlanNote:
         """The sliding groups the edge's engines computed (observed; 0 for other plans)."""
         return int(self._metrics().get("replayed") or 0)
 
+    def replayed_keys(self, spark: "SparkSession", key_type: Any) -> "DataFrame | None":
+        """The keys of the sliding groups the edge's engines computed, one column ``key`` of
+        ``key_type`` (observed; None: none)."""
+        from pyspark.sql import types as T
+
+        keys = self._metrics().get("replayed_keys") or []
+        if not keys:
+            return None
+        schema = T.StructType([T.StructField("key", key_type)])
+        return spark.createDataFrame([(k,) for k in keys], schema)
+
     def state_floor(self) -> int | None:
         """The observed ``state_floor`` when no group was stale (``fixed_event_times``), else None."""
         metrics = self._metrics()
@@ -320,7 +331,7 @@ class WindowRun:
     def uses_state(self) -> bool:
         """Whether increments read the per-group window state (:mod:`lakehouse.windows.state`), so
         a full run writes it: the native windows, whose increments add the windows of tail groups
-        (sliding: a full run writes it only when every group took the closed form). Otherwise an
+        (sliding: of the groups on the closed form; the others' keys are recomputed). Otherwise an
         increment recomputes every changed key from the table."""
         return self.engine == "native" and self.target.table_format == "iceberg"
 

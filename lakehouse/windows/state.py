@@ -8,8 +8,10 @@ Kafka partition, or the partition):
   new records sit between old ones);
 * ``records``: the old records still able to fall into a window that closes later, those with
   ``ts > latest - grace - duration`` (the records of the group's open windows; sliding windows
-  ``ts >= latest - grace - duration``: ``WindowSpec.closing_lag_ms``). A sliding state holds only
-  groups that took the closed form: a full run with replayed keys drops it (:func:`drop_state`).
+  ``ts >= latest - grace - duration``: ``WindowSpec.closing_lag_ms``);
+* sliding windows, ``replayed``: the group's windows are not all of the closed form (the edge's
+  engines computed them, or an increment recomputed its key whole), so an increment recomputes
+  its key whole when it gets records; the other groups take the tail.
 
 Reading those from the old snapshot means scanning every record ever written, so a run would cost
 as much as a full recompute. Instead the job keeps them in a small Iceberg table next to the
@@ -36,10 +38,10 @@ Example::
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from lakehouse.identifiers import quote_field_path, quote_table_name, split_multipart, sql_string
-from lakehouse.windows.definition import WindowRecomputeOptions, quote_column
+from lakehouse.windows.definition import Grouping, WindowRecomputeOptions, quote_column
 from lakehouse.windows.history import TableLog, table_log
 from lakehouse.windows.plan import offset_column
 from stream_edge.dataframe.windows import rules
@@ -60,11 +62,13 @@ def state_table(output: str) -> str:
     return f"{output}{STATE_SUFFIX}"
 
 
-def build_state(records: "DataFrame", group_cols: Sequence[str], order_cols: Sequence[str], bound: int) -> "DataFrame":
+def build_state(records: "DataFrame", grouping: Grouping) -> "DataFrame":
     """The state after ``records`` (prepared, complete rows): per group ``latest``, ``last`` and
-    the records with ``ts > latest - bound``."""
+    the records with ``ts > latest - bound`` (``bound``: the spec's closing lag)."""
     from pyspark.sql import functions as F
 
+    spec, order_cols, group_cols = grouping
+    bound = spec.closing_lag_ms
     stats = records.groupBy(*group_cols).agg(F.expr(f"{rules.event_time(Sql('max(ts)'))} AS latest"),
                                              F.max(F.struct(*order_cols)).alias("last"))
     columns = records.columns
@@ -74,8 +78,8 @@ def build_state(records: "DataFrame", group_cols: Sequence[str], order_cols: Seq
     return stats.join(open_records, on=list(group_cols), how="left")
 
 
-def advance_state(prior: "DataFrame", new: "DataFrame", group_cols: Sequence[str], order_cols: Sequence[str],
-                  bound: int) -> "DataFrame":
+def advance_state(prior: "DataFrame", new: "DataFrame", grouping: Grouping,
+                  replayed_keys: "DataFrame | None" = None) -> "DataFrame":
     """The state after ``prior`` (a state) and ``new`` (prepared, complete rows): what
     :func:`build_state` of every record ``prior`` has seen and ``new`` gives, in one aggregation (one
     shuffle) instead of three: each new record becomes a one-record state row, the rows of a group
@@ -83,19 +87,36 @@ def advance_state(prior: "DataFrame", new: "DataFrame", group_cols: Sequence[str
     window closing from now on cannot hold (``ts <= latest - bound``) are dropped. Every shuffle is
     a Spark job of its own under adaptive execution, ~0.2-0.5 s each on a small input.
 
+    A sliding state (with ``replayed``) keeps each group's flag, set for ``replayed_keys`` (one
+    column, ``key``: the keys the increment recomputed whole).
+
     Written as SQL text (one round trip to the JVM per step instead of one per column expression:
     an increment builds this plan while its windows' plan is built alongside)."""
     from pyspark.sql import functions as F
 
+    spec, order_cols, group_cols = grouping
+    flag = ["replayed"] if "replayed" in prior.columns else []
     groups = list(map(quote_column, group_cols))
     singles = new.selectExpr(*groups, f"{rules.event_time(Sql('ts'))} AS latest",
                              f"struct({', '.join(map(quote_column, order_cols))}) AS last",
-                             f"array(struct({', '.join(map(quote_column, new.columns))})) AS records")
-    merged = (prior.selectExpr(*groups, "latest", "last", "records").unionByName(singles)
+                             f"array(struct({', '.join(map(quote_column, new.columns))})) AS records",
+                             *(["false AS replayed"] if flag else []))
+    merged = (prior.selectExpr(*groups, "latest", "last", "records", *flag).unionByName(singles)
               .groupBy(*group_cols).agg(F.expr("max(latest) AS latest"), F.expr("max(last) AS last"),
-                                        F.expr("flatten(collect_list(records)) AS records")))
-    return merged.selectExpr(*groups, "latest", "last",
-                             f"filter(records, r -> r.ts > latest - {int(bound)}) AS records")
+                                        F.expr("flatten(collect_list(records)) AS records"),
+                                        *([F.expr("max(replayed) AS replayed")] if flag else [])))
+    advanced = merged.selectExpr(*groups, "latest", "last",
+                                 f"filter(records, r -> r.ts > latest - {int(spec.closing_lag_ms)}) AS records", *flag)
+    return with_replayed(advanced, replayed_keys) if flag and replayed_keys is not None else advanced
+
+
+def with_replayed(state: "DataFrame", keys: "DataFrame") -> "DataFrame":
+    """``state`` with ``replayed`` set for the groups of ``keys`` (one column, ``key``)."""
+    marked = keys.selectExpr("key", "true AS __again")
+    columns = [quote_column(c) for c in state.columns if c != "replayed"]
+    previous = "coalesce(replayed, false)" if "replayed" in state.columns else "false"
+    return (state.join(marked, on="key", how="left")
+            .selectExpr(*columns, f"({previous} OR __again IS NOT NULL) AS replayed"))
 
 
 def state_sql_name(options: WindowRecomputeOptions) -> str:
@@ -131,11 +152,6 @@ def state_bookmark(spark: "SparkSession", options: WindowRecomputeOptions) -> tu
     return snapshot.summary.get(STATE_SNAPSHOT_PROPERTY), snapshot.summary.get(STATE_DEFINITION_PROPERTY)
 
 
-def state_properties(until: int, fingerprint: str) -> dict[str, str]:
-    """The snapshot summary entries of a state write: the source snapshot and the definition it reflects."""
-    return {STATE_SNAPSHOT_PROPERTY: str(until), STATE_DEFINITION_PROPERTY: fingerprint}
-
-
 def write_state(state: "DataFrame", options: WindowRecomputeOptions, until: int, fingerprint: str,
                 overwrite: bool = False, snapshots: int = 0) -> None:
     """Write ``state`` as the state table's rows, recording ``until`` and the definition in the
@@ -148,7 +164,7 @@ def write_state(state: "DataFrame", options: WindowRecomputeOptions, until: int,
 
     name = state_sql_name(options)
     writer = state.writeTo(name)
-    for key, value in state_properties(until, fingerprint).items():
+    for key, value in {STATE_SNAPSHOT_PROPERTY: str(until), STATE_DEFINITION_PROPERTY: fingerprint}.items():
         writer = writer.option(f"snapshot-property.{key}", value)
     if overwrite:
         writer.overwrite(F.lit(True))
@@ -156,12 +172,6 @@ def write_state(state: "DataFrame", options: WindowRecomputeOptions, until: int,
         writer.using("iceberg").createOrReplace()
     if snapshots + 1 > 2 * STATE_SNAPSHOTS_KEPT:
         expire_old_states(state.sparkSession, options)
-
-
-def drop_state(spark: "SparkSession", options: WindowRecomputeOptions) -> None:
-    """No window state: a full run of sliding windows some of whose groups the edge's engines
-    computed (the state claims that every group it holds took the closed form)."""
-    spark.sql(f"DROP TABLE IF EXISTS {state_sql_name(options)}")
 
 
 def expire_old_states(spark: "SparkSession", options: WindowRecomputeOptions) -> None:
@@ -178,8 +188,7 @@ def expire_old_states(spark: "SparkSession", options: WindowRecomputeOptions) ->
               f"older_than => TIMESTAMP '{cutoff}', retain_last => {STATE_SNAPSHOTS_KEPT})").collect()
 
 
-def full_state(data: "DataFrame", group_cols: Sequence[str], order_cols: Sequence[str], bound: int,
-               floor: int | None = None) -> "DataFrame":
+def full_state(data: "DataFrame", grouping: Grouping, floor: int | None = None) -> "DataFrame":
     """:func:`build_state` of every record, in two light passes instead of a sort: the per-group
     ``latest``/``last`` by a hash aggregation (``last`` from the largest offset when the other
     order columns are part of the group), kept in memory (one row per group), then only the
@@ -192,9 +201,11 @@ def full_state(data: "DataFrame", group_cols: Sequence[str], order_cols: Sequenc
     if large), and the whole table is never scanned."""
     from pyspark.sql import functions as F
 
+    spec, order_cols, group_cols = grouping
+    bound = spec.closing_lag_ms
     offset = offset_column(order_cols, group_cols)
     if offset is None:
-        return build_state(data, group_cols, order_cols, bound)
+        return build_state(data, grouping)
     if floor is not None:  # one scan, pruned to the newest files; both passes below read what it kept
         data = data.where(F.col("ts") > F.lit(int(floor))).localCheckpoint(eager=True)
     stats = (data.groupBy(*group_cols).agg(F.expr(f"{rules.event_time(Sql('max(ts)'))} AS latest"),
@@ -221,12 +232,15 @@ def _ddl(df: "DataFrame") -> str:
     return ", ".join(f"{quote_column(f.name)}: {f.dataType.simpleString()}" for f in df.schema.fields)
 
 
-def save_full_state(data: "DataFrame", options: WindowRecomputeOptions, group_cols: Sequence[str],
-                    order_cols: Sequence[str], until: Any, fingerprint: str, floor: int | None = None) -> None:
+def save_full_state(data: "DataFrame", options: WindowRecomputeOptions, grouping: Grouping, until: Any,
+                    fingerprint: str, floor: int | None = None, replayed_keys: "DataFrame | None" = None) -> None:
     """After a full recompute at source snapshot ``until``: the state from all (prepared, complete)
-    records (``floor``: :func:`full_state`)."""
+    records (``floor``: :func:`full_state`); sliding windows flag the groups of ``replayed_keys``
+    (one column, ``key``: the keys the edge's engines computed; None: none)."""
     if until is None:
         return
-    spec = options.window
-    write_state(full_state(data, group_cols, order_cols, spec.closing_lag_ms, floor), options,
-                int(until), fingerprint)
+    state = full_state(data, grouping, floor)
+    if grouping.spec.kind == "sliding":
+        state = (state.selectExpr("*", "false AS replayed") if replayed_keys is None
+                 else with_replayed(state, replayed_keys))
+    write_state(state, options, int(until), fingerprint)

@@ -78,5 +78,5 @@ def choose_strategy(facts: RunFacts) -> tuple[str, str]:
     if not facts.native:
         return "merge-keys", "the python-engine recomputes every changed key"
     if facts.sliding and not facts.has_state:
-        return "merge-keys", "no sliding window state (the last full run replayed some keys): changed keys recomputed"
+        return "merge-keys", "no sliding window state at the bookmark: every changed key recomputed"
     return "tail-append", "the windows that close now, from the window state and the new records"

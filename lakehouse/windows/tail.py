@@ -15,7 +15,7 @@ Spark Connect message), ~600 of them for this plan; a ``selectExpr`` is one.
 
 Example::
 
-    records, observation = tail_records(state, arrived, run.complete, group_cols, order_cols, bound)
+    records, observation = tail_records(state, arrived, run.complete, run.grouping)
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any, Sequence
 
-from lakehouse.windows.definition import quote_column
+from lakehouse.windows.definition import Grouping, quote_column
 from stream_edge.dataframe.windows.rules import group_hash_sql
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -35,42 +35,43 @@ __all__ = ("tail_records",)
 def _state_rows(state: "DataFrame", columns: Sequence[str], group_cols: Sequence[str]) -> "DataFrame":
     """The state's open records as prepared rows, each with its group's ``__old_latest`` and
     ``__old_last``; a group without open records keeps one row with no record (``__record``
-    false), so its figures still reach the group."""
-    exploded = state.selectExpr(*map(quote_column, group_cols), "latest", "last", "explode_outer(records) AS __r")
+    false), so its figures still reach the group. ``__old_replayed``: the sliding state's ``replayed``."""
+    replayed = "coalesce(replayed, false)" if "replayed" in state.columns else "false"
+    exploded = state.selectExpr(*map(quote_column, group_cols), "latest", "last", f"{replayed} AS __old_replayed",
+                                "explode_outer(records) AS __r")
     fields = [quote_column(c) if c in group_cols else f"__r.{quote_column(c)} AS {quote_column(c)}" for c in columns]
-    return exploded.selectExpr(*fields, "latest AS __old_latest", "last AS __old_last", "false AS __new",
-                               "__r IS NOT NULL AS __record")
+    return exploded.selectExpr(*fields, "latest AS __old_latest", "last AS __old_last", "__old_replayed",
+                               "false AS __new", "__r IS NOT NULL AS __record")
 
 
 def _new_rows(arrived: "DataFrame", state: "DataFrame", complete: str) -> "DataFrame":
     """Every new row (incomplete ones too: they are counted, not windowed), typed like the state's."""
     types = {f.name: f.dataType.simpleString() for f in state.schema.fields}
     return arrived.selectExpr(*map(quote_column, arrived.columns), f"CAST(NULL AS {types['latest']}) AS __old_latest",
-                              f"CAST(NULL AS {types['last']}) AS __old_last", "true AS __new",
+                              f"CAST(NULL AS {types['last']}) AS __old_last", "false AS __old_replayed",
+                              "true AS __new",
                               f"({complete}) AS __record")
 
 
-def tail_records(state: "DataFrame", arrived: "DataFrame", complete: str, group_cols: Sequence[str],
-                 order_cols: Sequence[str], bound: int, keep_new: bool = False) -> tuple["DataFrame", Any]:
+def tail_records(state: "DataFrame", arrived: "DataFrame", complete: str, grouping: Grouping,
+                 keep_new: bool = False) -> tuple["DataFrame", Any]:
     """The records the windows closing now are made of (the prepared columns, ``__gh`` and
     ``__closed_floor``): those of tail groups with new complete records (``complete``: the SQL
-    condition of a complete row), newer than the group's
-    closed floor ``__old_latest - bound``; and the observation (``pyspark.sql.Observation``) that
-    the action computing them fills: ``new_rows`` (every row read, as ``count()`` would),
-    ``changed`` (groups with new complete records) and ``reordered`` (of those, the groups whose
-    new records sit between old ones; their records are left out).
+    condition of a complete row), newer than the group's closed floor ``__old_latest - bound``
+    (the spec's closing lag); and the observation (``pyspark.sql.Observation``) that the action
+    computing them fills: ``new_rows`` (every row read, as ``count()`` would), ``changed`` (groups
+    with new complete records) and ``reordered`` (of those, the groups whose new records sit
+    between old ones, or that the sliding state marks ``replayed``; their records are left out).
 
     The per-group figures are frames over the whole group, partitioned and ordered as the
     windows' offset-order frames (:func:`lakehouse.windows.native.fixed_event_times`), so the plan
     keeps one exchange and one sort. ``keep_new``: the records keep ``__new`` (false for the
-    state's old records), which the sliding windows' flags need.
-
-    Written as SQL text: every column expression built in Python is a round trip to the JVM
-    (a ``Column`` object per ``F.col``, operator and alias), ~600 of them for this plan before,
-    which an increment paid on its critical path; a ``selectExpr`` is one."""
+    state's old records), which the sliding windows' flags need."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
+    spec, order_cols, group_cols = grouping
+    bound = spec.closing_lag_ms
     columns = list(arrived.columns)
     rows = _state_rows(state, columns, group_cols).unionByName(_new_rows(arrived, state, complete))
     groups = ", ".join(map(quote_column, group_cols))
@@ -80,9 +81,10 @@ def tail_records(state: "DataFrame", arrived: "DataFrame", complete: str, group_
     with_group = rows.selectExpr(
         "*", f"max(__old_latest) OVER {whole} AS __latest", f"max(__old_last) OVER {whole} AS __last",
         f"min(CASE WHEN __new AND __record THEN struct({', '.join(map(quote_column, order_cols))}) END) OVER {whole}"
-        " AS __new_first", f"row_number() OVER ({ordered}) = 1 AS __group_row")
+        " AS __new_first", f"max(__old_replayed) OVER {whole} AS __replayed",
+        f"row_number() OVER ({ordered}) = 1 AS __group_row")
     has_new = "__new_first IS NOT NULL"
-    tail = "(__last IS NULL OR __new_first > __last)"
+    tail = "((__last IS NULL OR __new_first > __last) AND NOT __replayed)"
     observation = Observation(f"windows_tail_{uuid.uuid4().hex}")
     observed = with_group.observe(
         observation, F.expr("count(CASE WHEN __new THEN 1 END) AS new_rows"),

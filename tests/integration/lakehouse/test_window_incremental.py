@@ -223,9 +223,10 @@ def test_only_new_windows_are_added_and_nothing_is_read_twice(spark, monkeypatch
 def test_sliding_increments_add_the_closing_windows_from_the_state(spark):
     """Sliding windows, in-order appends within the grace: each increment adds the windows that
     close now from the window state and the new records (no key recomputed); an append with a
-    record inside an already-closed window makes the run recompute the changed keys, and the
-    following runs too (no state of the closed form) until a full run writes one again. The
-    output equals the edge's after every run."""
+    record inside an already-closed window makes the run recompute that key, marked in the state,
+    and the following runs too when it changes; a full run that replays it (proven, then patched)
+    still writes the state, so the next increment takes the tail. The output equals the edge's
+    after every run, and a ``--full`` run's."""
     rng = random.Random(7)
     rows = stream([(rng.randrange(4), rng.randrange(12), rng.choice([0, 0, 3, 8]), rng.randrange(10))
                    for _ in range(400)])
@@ -257,10 +258,10 @@ def test_sliding_increments_add_the_closing_windows_from_the_state(spark):
         report = run_window_recompute(spark, options, progress=quiet)
         assert report.path.startswith("incremental, native (") and "keys recomputed" in report.path
         assert table_rows(spark, output) == edge_windows(rows[:300] + [awkward] + shifted, spec)
-        assert state_bookmark(spark, options)[0] != str(main_snapshot(spark, source))  # no state advanced
+        assert state_bookmark(spark, options)[0] == str(main_snapshot(spark, source))  # k1 marked, state advanced
         # a full run into the table: the proven plan's rows, then k1's (later than the grace
         # period, replayed by the exact plan) replacing its rows on the same branch, one commit on
-        # main; no state (k1 did not take the closed form)
+        # main; the state of every group, k1 marked replayed
         options.full = True
         head = main_snapshot(spark, output)
         assert explain_window_recompute(spark, options, progress=quiet).startswith(
@@ -274,7 +275,20 @@ def test_sliding_increments_add_the_closing_windows_from_the_state(spark):
         assert "; 1 of 5 keys through the edge's engines" in report.path
         assert table_rows(spark, output) == edge_windows(rows[:300] + [awkward] + shifted, spec)
         assert snapshot_log(spark, output)[main_snapshot(spark, output)].parent_id != head  # two writes
-        assert not spark.catalog.tableExists(state_table(output))
+        assert [r.key for r in spark.table(state_table(output)).where("replayed").collect()] == ["k1"]
+        # the increment after that fallback run: k2 and k3 (in order, within the grace) by the tail
+        written = rows[:300] + [awkward] + shifted
+        top, offsets = max(r[1] for r in written), [max(r[3] for r in written if r[2] == p) for p in (0, 1)]
+        more = [(f"k{2 + i % 2}", top + 3 * i, i % 2, offsets[i % 2] + 1 + i // 2, i) for i in range(40)]
+        spark.createDataFrame(more, SCHEMA).writeTo(source).append()
+        options.full = False
+        report = run_window_recompute(spark, options, progress=quiet)
+        assert (report.path, report.strategy, report.fallback) == ("incremental, native", "tail-append", "")
+        incremented = table_rows(spark, output)
+        assert incremented == edge_windows(written + more, spec)
+        options.full = True
+        assert run_window_recompute(spark, options, progress=quiet).strategy == "proven-then-patch"
+        assert table_rows(spark, output) == incremented
     finally:
         for table in (source, output, state_table(output)):
             spark.sql(f"DROP TABLE IF EXISTS {table}")

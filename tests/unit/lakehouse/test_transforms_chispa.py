@@ -37,7 +37,8 @@ def test_prepare_input_renames_converts_event_time_and_drops_null_keys(spark):
 def test_reordered_keys_are_the_keys_of_groups_with_records_between_old_ones(spark):
     old = spark.createDataFrame([("a", 1000, 1, 0, 0), ("a", 3000, 1, 0, 2), ("b", 500, 1, 1, 0)], RECORDS)
     new = spark.createDataFrame([("a", 2500, 1, 0, 1), ("b", 4000, 1, 1, 5), ("c", 100, 1, 1, 6)], RECORDS)
-    got = reordered_keys(build_state(old, GROUP, ORDER, 1200), new, GROUP, ORDER)
+    grouping = Grouping(WindowSpec.parse("tumbling", 1000, grace=200), ORDER, GROUP)
+    got = reordered_keys(build_state(old, grouping), new, grouping)
     assert_df_equality(got, spark.createDataFrame([("a",)], "key string"), ignore_nullable=True)
 
 

@@ -65,10 +65,10 @@ def test_state_from_the_observed_floor_equals_the_state_of_every_record(spark, r
     metrics = observed.get
     groups, floor, stale = expected_observations(rows, bound)
     assert (metrics["groups"], metrics["state_floor"], metrics["stale_groups"]) == (groups, floor, stale)
-    expected = state_rows(build_state(data, GROUP, ORDER, bound))
-    assert state_rows(full_state(data, GROUP, ORDER, bound)) == expected
+    expected = state_rows(build_state(data, Grouping(spec, ORDER, GROUP)))
+    assert state_rows(full_state(data, Grouping(spec, ORDER, GROUP))) == expected
     if stale == 0:  # what the job does then: the state from the records above the floor only
-        assert state_rows(full_state(data, GROUP, ORDER, bound, floor)) == expected
+        assert state_rows(full_state(data, Grouping(spec, ORDER, GROUP), floor)) == expected
 
 
 def test_a_late_last_record_makes_its_group_stale(spark):
