@@ -76,7 +76,7 @@ class Window:
                              f"got {closing_strategy!r}")
         dataframe = self._dataframe
         cursor = dataframe.processing_context.cursor  # the loop moves it; read per message
-        transaction = dataframe._store(self._name, windowed=True).transaction
+        transaction = dataframe.register_store(store_name=self._name, windowed=True).transaction
         engine = self._engine
         process = engine.process_final if final else engine.process_current
         spread = self._spread
@@ -106,7 +106,7 @@ class Window:
                 return [({"start": start, "end": end, "value": result}, owner, start, None)
                         for owner, start, end, result in rows]
 
-            return dataframe._add_expanding_op(self._with_late_value(partition_window_op))
+            return dataframe.add_expanding_op(self._with_late_value(partition_window_op))
 
         def window_op(value: Any, key: Any, timestamp: int, headers: Any) -> Any:
             msg = cursor.message
@@ -120,7 +120,7 @@ class Window:
             return [({"start": start, "end": end, "value": result}, key, start, None)
                     for start, end, result in results]
 
-        return dataframe._add_expanding_op(self._with_late_value(window_op))
+        return dataframe.add_expanding_op(self._with_late_value(window_op))
 
     def _with_late_value(self, op: Callable[[Any, Any, int, Any], Any]) -> Callable[[Any, Any, int, Any], Any]:
         """With an ``on_late`` callback, keep the message's value and key for it (else: ``op``)."""
