@@ -179,13 +179,6 @@ class StreamingDataFrame(BaseStreaming):
         (as in Quix Streams, whose windows add ``stream.add_transform(expand=True)`` themselves)."""
         return self._clone(self._stream.add_transform(func, expand=True))
 
-    # The names windows used before the seams were public (kept while callers move over).
-    def _store(self, store_name: str = "default", *, windowed: bool = False,
-               store_type: Optional[str] = None) -> "StoreRef":
-        return self.register_store(store_type, store_name=store_name, windowed=windowed)
-
-    _add_expanding_op = add_expanding_op
-
     def _stateful(self, func: Callable[..., Any], metadata: bool) -> Callable[[Any, Any, int, Any], Any]:
         """Wrap ``func`` so it gets the State of the current key as its last argument."""
         cursor = self._processing_context.cursor  # the loop moves it; read per message

@@ -25,9 +25,6 @@ PACKAGES = ("stream_edge", "lakehouse", "pipelines")
 #: (module, private name) -> why it is used across modules anyway
 ALLOWED_PRIVATE: Dict[Tuple[str, str], str] = {
     # In files being reshaped by other work; each provider has its public name already.
-    ("stream_edge/dataframe/windows/base.py", "_store"): "windows/ in refactor: use dataframe.register_store",
-    ("stream_edge/dataframe/windows/base.py", "_add_expanding_op"):
-        "windows/ in refactor: use dataframe.add_expanding_op",
     ("stream_edge/dataframe/windows/sliding_engine.py", "_ignore_late"):
         "windows/ in refactor: the engines' shared default on_late",
     ("stream_edge/sinks/base/sink.py", "_buffer"): "sinks/base in refactor: the per-record append of a batch",

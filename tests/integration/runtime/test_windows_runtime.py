@@ -1,5 +1,5 @@
 """Windows (stream_edge.dataframe.windows) driven by the runtime on the real broker: the
-_add_expanding_op seam, windowed stores through the state manager, results to a topic."""
+add_expanding_op seam, windowed stores through the state manager, results to a topic."""
 
 from __future__ import annotations
 
