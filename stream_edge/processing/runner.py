@@ -34,7 +34,7 @@ from stream_edge.processing.observer import RunObserver
 from stream_edge.processing.pausing import PausingManager
 
 if TYPE_CHECKING:  # pragma: no cover
-    from stream_edge.app import ApplicationConfig
+    from stream_edge.app_config import ApplicationConfig
     from stream_edge.dataframe.registry import DataframeRegistry
     from stream_edge.rowconsumer import RowConsumer
     from stream_edge.rowproducer import RowProducer

@@ -33,10 +33,7 @@ ALLOWED_PRIVATE: Dict[Tuple[str, str], str] = {
 
 #: import circles among stream_edge's modules still allowed -> why; a circle is allowed when each of
 #: its modules is one of the key's modules or inside one of its packages
-ALLOWED_CYCLES: Dict[Tuple[str, ...], str] = {
-    ("stream_edge.app", "stream_edge.processing.runner"):
-        "processing/ in refactor: the runner's type-only import of ApplicationConfig belongs to app_config",
-}
+ALLOWED_CYCLES: Dict[Tuple[str, ...], str] = {}
 
 
 @functools.lru_cache(maxsize=1)
