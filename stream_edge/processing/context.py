@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from stream_edge.rowproducer import RowProducer, TopicOutput
     from stream_edge.sinks.base.manager import SinkManager
     from stream_edge.sinks.base.sink import BaseSink
-    from stream_edge.state import PartitionTransaction, StateStoreManager
+    from stream_edge.state import StateStoreManager
 
 __all__ = ("ProcessingContext", "CheckpointDriver")
 
@@ -45,8 +45,9 @@ class ProcessingContext:
 
     Example::
 
-        ctx = ProcessingContext()
-        tx = ctx.get_transaction()          # transaction of the current message's partition
+        ctx = ProcessingContext(producer=producer, state_manager_factory=make_state_manager)
+        ref = ctx.state_manager.register_store("input")   # operators hold the StoreRef
+        tx = ref.transaction(ctx.cursor.message.partition())
     """
 
     producer: Optional["RowProducer"] = None
@@ -122,17 +123,6 @@ class ProcessingContext:
     @property
     def offset(self) -> Optional[int]:
         return self.cursor.offset
-
-    def get_transaction(self, store_name: str = "default", stream_id: Optional[str] = None) -> "PartitionTransaction":
-        """The transaction of ``store_name`` of ``stream_id`` (default: the stream of the current
-        message's topic) for the current message's partition. Operators hold a ``StoreRef``."""
-        manager = self._state_manager
-        if manager is None:
-            raise RuntimeError("no state is configured: register a stateful operation first")
-        msg = self.cursor.message
-        if msg is None:
-            raise RuntimeError("get_transaction() is only available while a message is processed")
-        return manager.get_transaction(msg.topic() if stream_id is None else stream_id, msg.partition(), store_name)
 
     # v3 names, for code that drives checkpoints itself; the running Application's Runner does it
     def store_offset(self, topic: str, partition: int, offset: int) -> None:
