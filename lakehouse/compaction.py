@@ -150,9 +150,6 @@ def check_retention(options: CompactOptions, table_format: str) -> None:
         raise ValueError("; ".join(problems) + " (pass --allow-unsafe-retention to accept the risk)")
 
 
-_check_retention = check_retention  # the old name, until every caller uses the public one
-
-
 # -- Iceberg -------------------------------------------------------------------------------------
 
 def check_zorder(columns: Sequence[str], types: dict[str, str], table_format: str) -> None:

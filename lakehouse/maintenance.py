@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from lakehouse.compaction import (CompactOptions, _check_retention, expire_snapshots, remove_orphan_files, sql_string,
+from lakehouse.compaction import (CompactOptions, check_retention, expire_snapshots, remove_orphan_files, sql_string,
                                   vacuum)
 from lakehouse.iceberg_tables import IcebergTable
 from lakehouse.identifiers import quote_identifier
@@ -108,9 +108,9 @@ def run_maintain(spark: "SparkSession", options: MaintainOptions) -> JobReport:
     allowed = ICEBERG_ACTIONS if isinstance(table, IcebergTable) else DELTA_ACTIONS
     if options.action not in allowed:
         raise ValueError(f"{options.action} is not a {table.table_format} action (use one of {', '.join(allowed)})")
-    _check_retention(CompactOptions(table=options.table, retention=options.retention,
-                                    orphan_retention=options.orphan_retention,
-                                    allow_unsafe_retention=options.allow_unsafe_retention), table.table_format)
+    check_retention(CompactOptions(table=options.table, retention=options.retention,
+                                   orphan_retention=options.orphan_retention,
+                                   allow_unsafe_retention=options.allow_unsafe_retention), table.table_format)
     if not table.exists():
         raise ValueError(f"table {table.identifier} does not exist (run register first)")
     report = JobReport(f"maintain {options.action}", table.identifier, table.table_format)

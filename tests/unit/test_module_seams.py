@@ -28,7 +28,6 @@ ALLOWED_PRIVATE: Dict[Tuple[str, str], str] = {
     ("stream_edge/dataframe/windows/sliding_engine.py", "_ignore_late"):
         "windows/ in refactor: the engines' shared default on_late",
     ("stream_edge/sinks/base/sink.py", "_buffer"): "sinks/base in refactor: the per-record append of a batch",
-    ("lakehouse/maintenance.py", "_check_retention"): "maintenance in refactor: use compaction.check_retention",
 }
 
 #: import circles among stream_edge's modules still allowed -> why; a circle is allowed when each of
