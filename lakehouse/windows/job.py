@@ -227,7 +227,7 @@ def _full_run(run: WindowRun, report: WindowReport, output: str, started: float)
         # sliding: the groups the edge's engines computed are marked, their increments replace their keys
         marked = replaying.replayed_keys(spark, data.schema["key"].dataType) if replayed else None
         save_full_state(run.prepare(raw).where(run.complete), options, run.grouping, until, run.fingerprint,
-                        None if replayed else note.state_floor(), marked)
+                        note.state_floor(), marked)
     pause_point("windows.after-commit")
     counts = read.get
     report.rows_read, report.rows_skipped = int(counts["rows"] or 0), int(counts["skipped"] or 0)

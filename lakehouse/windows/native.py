@@ -247,8 +247,8 @@ def sliding_key_flags(data: "DataFrame", grouping: Grouping, observation: Any = 
 
     ``observation`` receives ``groups``, ``replayed`` (groups not native; with ``per_group``) and
     what the window state of a full run can take from this pass (``state_floor`` and
-    ``stale_groups`` as in :func:`_state_observations`, with ``spec.state_bound_ms``; read only
-    when no group was replayed: every group's newest record is then above 0)."""
+    ``stale_groups`` as in :func:`_state_observations`: a group whose newest record is at or below
+    its bound has its last one there too, so it is stale whether or not it was replayed)."""
     spec, order_cols, group_cols = grouping
     from pyspark.sql import functions as F
 
