@@ -27,7 +27,6 @@ ALLOWED_PRIVATE: Dict[Tuple[str, str], str] = {
     # In files being reshaped by other work; each provider has its public name already.
     ("stream_edge/dataframe/windows/sliding_engine.py", "_ignore_late"):
         "windows/ in refactor: the engines' shared default on_late",
-    ("stream_edge/sinks/base/sink.py", "_buffer"): "sinks/base in refactor: the per-record append of a batch",
 }
 
 #: import circles among stream_edge's modules still allowed -> why; a circle is allowed when each of

@@ -25,41 +25,43 @@ class SinkBatch:
             send(list(chunk))
     """
 
-    __slots__ = ("topic", "partition", "_buffer")
+    __slots__ = ("topic", "partition", "items")
 
     def __init__(self, topic: str, partition: int) -> None:
         self.topic = topic
         self.partition = partition
-        self._buffer: Deque[SinkItem] = deque()
+        #: the records in offset order; ``items.append(SinkItem(...))`` adds one without a method
+        #: call (what ``BatchingSink.add`` does per record)
+        self.items: Deque[SinkItem] = deque()
 
     def append(self, value: Any, key: Any, timestamp: int, headers: HeadersTuples, offset: int) -> None:
-        self._buffer.append(SinkItem(value, key, timestamp, headers, offset))
+        self.items.append(SinkItem(value, key, timestamp, headers, offset))
 
     @property
     def size(self) -> int:
-        return len(self._buffer)
+        return len(self.items)
 
     def __len__(self) -> int:
-        return len(self._buffer)
+        return len(self.items)
 
     @property
     def start_offset(self) -> Optional[int]:
         """Offset of the first record (None when empty)."""
-        return self._buffer[0].offset if self._buffer else None
+        return self.items[0].offset if self.items else None
 
     @property
     def end_offset(self) -> Optional[int]:
         """Offset of the last record (None when empty)."""
-        return self._buffer[-1].offset if self._buffer else None
+        return self.items[-1].offset if self.items else None
 
     def __iter__(self) -> Iterator[SinkItem]:
-        return iter(self._buffer)
+        return iter(self.items)
 
     def iter_chunks(self, n: int) -> Iterable[Iterable[SinkItem]]:
         """Iterate over the batch in chunks of length ``n``; the last chunk may be shorter."""
         if n < 1:
             raise ValueError("n must be at least one")
-        it = iter(self._buffer)
+        it = iter(self.items)
         while True:
             chunk = tuple(islice(it, n))
             if not chunk:
@@ -68,10 +70,10 @@ class SinkBatch:
 
     def empty(self) -> bool:
         """True if the batch holds no record."""
-        return not self._buffer
+        return not self.items
 
     def clear(self) -> None:
-        self._buffer.clear()
+        self.items.clear()
 
     def __repr__(self) -> str:
-        return f"SinkBatch(topic={self.topic!r}, partition={self.partition}, size={len(self._buffer)})"
+        return f"SinkBatch(topic={self.topic!r}, partition={self.partition}, size={len(self.items)})"

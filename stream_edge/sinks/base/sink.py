@@ -135,7 +135,7 @@ class BatchingSink(BaseSink):
         batch = self._batches.get((topic, partition))
         if batch is None:
             batch = self._batches[(topic, partition)] = SinkBatch(topic, partition)
-        batch._buffer.append(SinkItem(value, key, timestamp, headers, offset))  # per record: no extra call
+        batch.items.append(SinkItem(value, key, timestamp, headers, offset))  # per record: no extra call
 
     def flush(self, *args: Any, **kwargs: Any) -> None:
         """``flush(topic, partition)``: write the partition's accumulated batch (if any) and drop
