@@ -22,7 +22,8 @@ from typing import Any, Callable, List, Optional, Tuple
 from .aggregations import MISSING, Aggregation
 from .rules import EVENT_TIME_START, closing_lag_ms, validate_time_window, window_ranges, window_start
 
-__all__ = ("FixedWindowEngine", "EarlyExpiringWindowEngine", "WindowResult", "LateCallback", "UpdateCallback")
+__all__ = ("FixedWindowEngine", "EarlyExpiringWindowEngine", "WindowResult", "LateCallback", "UpdateCallback",
+           "ignore_late")
 
 #: ``(start, end, value)`` of one window
 WindowResult = Tuple[int, int, Any]
@@ -34,7 +35,8 @@ UpdateCallback = Callable[[Any, Any, int], bool]
 _EMPTY: List[WindowResult] = []
 
 
-def _ignore_late(timestamp: int, start: int, end: int, late_by_ms: int) -> None:
+def ignore_late(timestamp: int, start: int, end: int, late_by_ms: int) -> None:
+    """The default :data:`LateCallback` of the time-window engines: a late record is dropped silently."""
     return None
 
 
@@ -50,7 +52,7 @@ class FixedWindowEngine:
         self.grace_ms = grace_ms
         self.step_ms = step_ms
         self.aggregation = aggregation
-        self.on_late = on_late or _ignore_late
+        self.on_late = on_late or ignore_late
         self._aggregate = aggregation.aggregate
         self._result = aggregation.emit
         # the rule book's closing lag: a window starting at or below ``latest - lag`` is closed

@@ -34,7 +34,7 @@ from bisect import bisect_left, bisect_right, insort
 from typing import Any, List, Optional
 
 from .aggregations import MISSING, Aggregation
-from .fixed_engine import LateCallback, WindowResult, _ignore_late
+from .fixed_engine import LateCallback, WindowResult, ignore_late
 from .rules import EVENT_TIME_START, closing_lag_ms, sliding_start, validate_time_window
 
 __all__ = ("SlidingWindowEngine",)
@@ -53,7 +53,7 @@ class SlidingWindowEngine:
         self.duration_ms = duration_ms
         self.grace_ms = grace_ms
         self.aggregation = aggregation
-        self.on_late = on_late or _ignore_late
+        self.on_late = on_late or ignore_late
         # the rule book's closing lag: a window starting at or below ``latest - lag`` is closed
         self._closed_lag = closing_lag_ms("sliding", duration_ms, grace_ms)
         self._collects = aggregation.collects
