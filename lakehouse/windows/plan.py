@@ -16,7 +16,7 @@ Two engines, one choice (:func:`choose_engine`), named in the run's report:
 Example::
 
     data = prepare_input(spark.table("lake.db.raw"), options)
-    rows, note = compute_windows(data, options.window, order_cols, group_cols, value_type, "native")
+    rows, note = compute_windows(data, Grouping(options.window, order_cols, group_cols), value_type, "native")
 """
 
 from __future__ import annotations
