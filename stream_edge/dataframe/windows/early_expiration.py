@@ -21,8 +21,11 @@ __all__ = ("EarlyExpiringTumblingWindowDefinition", "EarlyExpiringHoppingWindowD
 class _EarlyExpiring:
     """Creates windows with the definition's early expiration callbacks."""
 
-    _before_update: Optional[UpdateCallback] = None
-    _after_update: Optional[UpdateCallback] = None
+    def __init__(self, *args: Any, before_update: Optional[UpdateCallback] = None,
+                 after_update: Optional[UpdateCallback] = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._before_update = before_update
+        self._after_update = after_update
 
     def _create_window(self: Any, aggregation: Aggregation) -> Any:
         return FixedTimeWindow(self._duration_ms, self._grace_ms, self._window_name(aggregation.name),
@@ -49,7 +52,4 @@ def early_expiring(kind: Type[FixedTimeWindowDefinition], before_update: Optiona
     cls: Type[FixedTimeWindowDefinition] = (EarlyExpiringHoppingWindowDefinition
                                             if issubclass(kind, HoppingTimeWindowDefinition)
                                             else EarlyExpiringTumblingWindowDefinition)
-    definition = cls(**kwargs)
-    definition._before_update = before_update  # type: ignore[attr-defined]
-    definition._after_update = after_update  # type: ignore[attr-defined]
-    return definition
+    return cls(before_update=before_update, after_update=after_update, **kwargs)  # type: ignore[call-arg]
