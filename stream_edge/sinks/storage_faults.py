@@ -29,7 +29,7 @@ import logging
 import re
 from typing import Any, Dict, Hashable, Iterator, Optional
 
-from stream_edge.errors import PERMANENT_ERRNOS, error_kind, PERMANENT as _MODEL_PERMANENT
+from stream_edge.errors import PERMANENT_ERRNOS, error_kind, http_status, PERMANENT as _MODEL_PERMANENT
 
 __all__ = ("TRANSIENT", "PERMANENT", "classify", "StorageBackoff", "PermanentStorageError")
 
@@ -98,20 +98,6 @@ def _code_verdict(code: str) -> Optional[str]:
     return None
 
 
-def _http_status(exc: BaseException) -> Optional[int]:
-    for holder in (exc, getattr(exc, "response", None)):
-        for name in ("status_code", "status", "http_status"):
-            value = getattr(holder, name, None)
-            if isinstance(value, int) and 100 <= value < 600:
-                return value
-    response = getattr(exc, "response", None)
-    if isinstance(response, dict):  # botocore's ClientError.response
-        status = (response.get("ResponseMetadata") or {}).get("HTTPStatusCode")
-        if isinstance(status, int):
-            return status
-    return None
-
-
 def _verdict(exc: BaseException) -> Optional[str]:
     """What one exception of the chain says, or None when it says nothing."""
     response = getattr(exc, "response", None)
@@ -127,7 +113,7 @@ def _verdict(exc: BaseException) -> Optional[str]:
         verdict = _code_verdict(match.group(2))
         if verdict is not None:
             return verdict
-    status = _http_status(exc)
+    status = http_status(exc)
     if status is None:
         found = _HTTP_STATUS.search(text)
         status = int(found.group(1)) if found is not None else None
