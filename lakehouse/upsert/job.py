@@ -104,6 +104,7 @@ def _layout(spark: "SparkSession", options: UpsertOptions, raw: "DataFrame", sou
 
 
 def _run_once(spark: "SparkSession", options: UpsertOptions, say: Callable[[str], None]) -> UpsertReport:
+    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     started = time.monotonic()
@@ -137,7 +138,10 @@ def _run_once(spark: "SparkSession", options: UpsertOptions, say: Callable[[str]
     # observation would not do: a checkpoint over Spark Connect reports none). Checkpointed, not
     # cached: Spark 4.1 fails to plan a second cached read of the same Iceberg increment in one
     # session ("No plan for TableReference"), as two tables fed from one changelog do
-    last = last_change_per_key(normalize(raw, layout), layout).localCheckpoint(eager=True)
+    # On disk, not in memory: a first run's checkpoint holds every key (10M rows of 2 partitions
+    # unrolled into the memory store ran a 2 GB driver out of heap)
+    last = last_change_per_key(normalize(raw, layout), layout).localCheckpoint(
+        eager=True, storageLevel=StorageLevel.DISK_ONLY)
     try:
         first_key = layout.key_columns[0]
         for row in last.groupBy(F.col(first_key).isNull().alias("rejects"), "__action").agg(
