@@ -91,7 +91,7 @@ def table_logs(spark: "SparkSession", sql_names: Sequence[str]) -> list[TableLog
         UNION ALL
         SELECT {i}, NULL, snapshot_id, parent_id, operation, summary FROM {sql_name}.snapshots"""
              for i, sql_name in enumerate(sql_names)]
-    rows = spark.sql(" UNION ALL ".join(parts)).collect()
+    rows = _collect_consistent(spark, " UNION ALL ".join(parts))
     logs = []
     for i in range(len(sql_names)):
         mine = [r for r in rows if r[0] == i]
@@ -100,6 +100,19 @@ def table_logs(spark: "SparkSession", sql_names: Sequence[str]) -> list[TableLog
                      for r in mine if r[1] is None}
         logs.append(TableLog(refs, snapshots))
     return logs
+
+
+def _collect_consistent(spark: "SparkSession", query: str, attempts: int = 5) -> list:
+    """The query's rows; again when a commit landed between the loads of one table's metadata
+    tables (Spark then refuses the scan: "Failed to enforce scan consistency"), as happens when
+    another run commits while this one reads the logs."""
+    for attempt in range(attempts):
+        try:
+            return spark.sql(query).collect()
+        except Exception as exc:  # classic or Spark Connect error: the same message
+            if "scan consistency" not in str(exc) or attempt == attempts - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
 def main_snapshot(spark: "SparkSession", sql_name: str) -> int | None:
