@@ -124,6 +124,10 @@ def _run_source(source: Any, topic: Topic, settings: SourceSettings, changelog_t
         source.start()
         producer.flush()
     except BaseException as exc:  # noqa: BLE001 - reported to the application
+        # a second stop request (the application asks, then stops) must not interrupt the report:
+        # its stop() raising again here would end the process with exit code 1 and no error sent
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         logging.getLogger("stream_edge").exception("Error in source %s", getattr(source, "name", source))
         _send_error(conn, exc)  # the process then ends normally (exit code 0), as in Quix Streams
     conn.close()
