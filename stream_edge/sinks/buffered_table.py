@@ -27,6 +27,8 @@ on its own, as one lake commit each).
 
 from __future__ import annotations
 
+import abc
+
 import logging
 from typing import Any, Callable, Dict, Hashable, Optional, Tuple
 
@@ -121,12 +123,12 @@ class BufferedTableSink(BatchingSink):
         """The error a column type conflict is raised as (default: the :class:`SchemaConflictError`)."""
         return exc
 
+    @abc.abstractmethod
     def write_buffers(self, taken: Dict[Key, PartitionBuffer], flushed: Optional[Key]) -> None:
         """Write these partitions' buffers to the destination (one partition unless
         ``WRITES_TOGETHER``). ``flushed`` is the partition whose checkpoint runs (None: an early
         write, or ``flush()`` of every partition). Raise a classified fault (:meth:`fault`): the
-        base puts the buffers back."""
-        raise NotImplementedError
+        base puts the buffers back. Each table sink implements it."""
 
     @property
     def types_known(self) -> bool:
