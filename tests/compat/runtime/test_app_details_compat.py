@@ -167,7 +167,9 @@ def main():
         while message is None and time.monotonic() < deadline:
             message = consumer.poll(1)
         admin.delete_topics([name])[name].result()
-        time.sleep(2)
+        gone_by = time.monotonic() + 30  # the deletion reaches the metadata: wait for it, not a fixed time
+        while name in admin.list_topics(timeout=10).topics and time.monotonic() < gone_by:
+            time.sleep(0.1)
         for label, commit in [("message", lambda: consumer.commit(message=message, asynchronous=False)),
                               ("offsets", lambda: consumer.commit(offsets=[TopicPartition(name, 0, 1)],
                                                                   asynchronous=False))]:
