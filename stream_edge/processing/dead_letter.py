@@ -16,7 +16,8 @@ transaction (exactly-once), so an aborted checkpoint takes its dead letters with
 
 Who decides (``decide``): the error callback runs first. True (skip) sends the record to the dead-letter
 topic and the stream goes on; False stops the app with the error. With no callback of the user's,
-every failing record goes to the dead-letter topic (logged at WARNING with its coordinates).
+every failing record goes to the dead-letter topic, logged at WARNING with its coordinates: the
+first five of each minute one line each, the others counted in one line (see ``LogBudget``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from stream_edge.logging import mask_secrets
 from stream_edge.models.types import RawConfluentKafkaMessageProto as RawMessage
+from stream_edge.processing.log_budget import LogBudget
 
 __all__ = ("DeadLetterTopic", "HEADER_PREFIX", "STAGE_DESERIALIZATION", "STAGE_PROCESSING", "error_headers")
 
@@ -139,6 +141,7 @@ class DeadLetterTopic:
         # called after each dead letter with its stage and error (the runner reports it to the
         # run observers: metrics, the summary log); None: nobody watches
         self.on_sent: Optional[Callable[[str, BaseException], None]] = None
+        self._log_budget = LogBudget(first=5, period=60.0)  # a burst of bad records: a few lines, then counts
 
     def deserialization_failed(self, exc: Exception, msg: RawMessage) -> bool:
         """True if ``msg`` went to the dead-letter topic (the stream goes on); False: stop."""
@@ -166,10 +169,21 @@ class DeadLetterTopic:
                   stage: str) -> bool:
         if callback is not None:
             return bool(callback(exc, subject, logger))
+        if not self._log_budget.allow():
+            return True
+        self.report_unlogged()
         logger.warning("%s failed at topic '%s' partition %s offset %s (%s: %s): sent to the dead-letter "
                        "topic '%s'", stage, msg.topic(), msg.partition(), msg.offset(), type(exc).__name__,
                        mask_secrets(str(exc)), self.name)
         return True
+
+    def report_unlogged(self) -> None:
+        """Log how many dead letters went without a line of their own since the last report (the
+        runner calls it when the run stops, so a burst's tail is never left unsaid)."""
+        unlogged = self._log_budget.take_pending()
+        if unlogged:
+            logger.warning("%d more records were sent to the dead-letter topic '%s' without a line of their own "
+                           "(each carries its topic, partition, offset and error in its headers)", unlogged, self.name)
 
     def _decide(self, callback: Optional[Callable[..., bool]], exc: Exception, subject: Any, msg: RawMessage,
                 stage: str) -> bool:
