@@ -311,6 +311,8 @@ class Runner:
             raise
         finally:
             StartupFreezer.unfreeze()  # after the run, everything is collectable again
+            if parts.dead_letter is not None:
+                parts.dead_letter.report_unlogged()  # a burst's tail, counted in one line
         self._shutdown(commit=not self._failed)
         return collector.items if collector is not None else []
 
