@@ -138,6 +138,16 @@ class IcebergTable:
         for name, _old, new in columns:
             self.spark.sql(f"ALTER TABLE {self.sql_name} ALTER COLUMN {quote_identifier(name)} TYPE {new}")
 
+    def evolve_fields(self, new_fields: Sequence[tuple[Sequence[str], str]],
+                      widened_fields: Sequence[tuple[Sequence[str], str, str]]) -> None:
+        """Nested evolution: fields added inside struct columns (by their path), fields widened."""
+        if new_fields:
+            cols = ", ".join(f"{quote_field_path(path)} {ty}" for path, ty in new_fields)
+            self.spark.sql(f"ALTER TABLE {self.sql_name} ADD COLUMNS ({cols})")
+        for path, _old, new in widened_fields:
+            self.spark.sql(f"ALTER TABLE {self.sql_name} ALTER COLUMN {quote_field_path(path)} TYPE {new}")
+        self._update_name_mapping()
+
     def _update_name_mapping(self) -> None:
         # Edge files carry no Iceberg field ids: readers find columns by name through this
         # mapping, so it must list every column, including those added by evolution.

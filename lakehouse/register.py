@@ -107,7 +107,8 @@ def _check_partitions(table: Table, facts: Sequence[_FileFacts], root: LakeLocat
 
 def _evolve(table: Table, facts: Sequence[_FileFacts], root: LakeLocation) -> None:
     plan = plan_schema(table.columns(), [(root.child(f.file.relative_path), f.schema) for f in facts],
-                       partition_columns=table.partition_columns(), table_format=table.table_format)
+                       partition_columns=table.partition_columns(), table_format=table.table_format,
+                       nested=_nested(table.table_format))
     if plan.new_columns:
         log.info("schema evolution on %s: adding %s", table.identifier,
                  ", ".join(f"{c} {t}" for c, t in plan.new_columns))
@@ -116,6 +117,18 @@ def _evolve(table: Table, facts: Sequence[_FileFacts], root: LakeLocation) -> No
         log.info("schema evolution on %s: widening %s", table.identifier,
                  ", ".join(f"{c} {a}->{b}" for c, a, b in plan.widened_columns))
         table.widen_columns(plan.widened_columns)
+    if plan.new_fields or plan.widened_fields:
+        log.info("schema evolution on %s: nested %s", table.identifier,
+                 ", ".join([*(f"+{'.'.join(p)} {t}" for p, t in plan.new_fields),
+                            *(f"{'.'.join(p)} {a}->{b}" for p, a, b in plan.widened_fields)]))
+        table.evolve_fields(plan.new_fields, plan.widened_fields)  # type: ignore[union-attr]
+
+
+def _nested(table_format: str) -> bool:
+    """Struct columns evolve field by field (a Debezium ``after`` gaining a column) in Iceberg
+    tables; a Delta table refuses such a file, as before (its edge reads cast to the table's
+    struct types)."""
+    return table_format == "iceberg"
 
 
 def _prepare(table: Table, facts: Sequence[_FileFacts], root: LakeLocation) -> None:
@@ -132,12 +145,13 @@ def _creation_plan(root: LakeLocation, facts: Sequence[_FileFacts], partition_co
     for fact in facts:
         candidate = agreed + [(root.child(fact.file.relative_path), fact.schema)]
         try:
-            plan_schema(None, candidate, partition_columns=partition_columns, table_format=table_format)
+            plan_schema(None, candidate, partition_columns=partition_columns, table_format=table_format,
+                        nested=_nested(table_format))
         except IncompatibleSchemaError:
             continue
         agreed = candidate
     return plan_schema(None, agreed or [(root.child(f.file.relative_path), f.schema) for f in facts[:1]],
-                       partition_columns=partition_columns, table_format=table_format)
+                       partition_columns=partition_columns, table_format=table_format, nested=_nested(table_format))
 
 
 def _admit(table: Table, facts: Sequence[_FileFacts], root: LakeLocation) -> tuple[list[_FileFacts],
@@ -153,12 +167,14 @@ def _admit(table: Table, facts: Sequence[_FileFacts], root: LakeLocation) -> tup
         try:
             _check_partitions(table, [fact], root)
             plan = plan_schema(columns, [(root.child(fact.file.relative_path), fact.schema)],
-                               partition_columns=partition_columns, table_format=table.table_format)
+                               partition_columns=partition_columns, table_format=table.table_format,
+                               nested=_nested(table.table_format))
         except IncompatibleSchemaError as exc:
             set_aside.append((fact, str(exc)))
             continue
         columns.update(dict(plan.new_columns))
         columns.update({name: new for name, _old, new in plan.widened_columns})
+        columns.update(plan.merged_structs)
         admitted.append(fact)
     if admitted:
         _evolve(table, admitted, root)

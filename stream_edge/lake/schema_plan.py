@@ -17,6 +17,8 @@ Rules, per column of a new file against the table:
 * the file is wider by such a promotion: the table column is widened (Iceberg only; Delta
   refuses, it has no in-place type change in this setup);
 * a column the table does not have: added as a nullable column (schema evolution);
+* with ``nested=True``, a struct column is merged by these same rules field by field
+  (:mod:`stream_edge.lake.struct_merge`): new fields added, fields widened, at any depth;
 * anything else: :class:`IncompatibleSchemaError`, naming the file, the column and both types.
 
 Example::
@@ -33,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from .partitioning import TIME_PARTITION_COLUMNS
+from .struct_merge import is_struct, merge_struct
 
 __all__ = ("IncompatibleSchemaError", "SchemaPlan", "VOID", "arrow_to_spark", "partition_column_types",
            "plan_schema", "promotion")
@@ -123,10 +126,16 @@ class SchemaPlan:
     create_columns: list[tuple[str, str]] = field(default_factory=list)  # only when creating
     new_columns: list[tuple[str, str]] = field(default_factory=list)
     widened_columns: list[tuple[str, str, str]] = field(default_factory=list)  # (name, old, new)
+    #: fields added inside existing struct columns (``nested=True``): (path from the column, type)
+    new_fields: list[tuple[tuple[str, ...], str]] = field(default_factory=list)
+    #: fields widened inside existing struct columns: (path, old, new)
+    widened_fields: list[tuple[tuple[str, ...], str, str]] = field(default_factory=list)
+    #: the struct columns' types after the nested changes: {name: new type}
+    merged_structs: dict[str, str] = field(default_factory=dict)
 
     @property
     def changes_schema(self) -> bool:
-        return bool(self.new_columns or self.widened_columns)
+        return bool(self.new_columns or self.widened_columns or self.new_fields or self.widened_fields)
 
 
 def plan_schema(
@@ -134,12 +143,14 @@ def plan_schema(
     files: Iterable[tuple[str, object]],
     partition_columns: Sequence[str],
     table_format: str,
+    nested: bool = False,
 ) -> SchemaPlan:
     """Decide the table schema for ``files`` (pairs of file name and pyarrow schema).
 
     ``table_columns`` is the live table's ``{name: type}`` (None: the table does not exist yet,
     the plan's ``create_columns`` is its schema, data columns first in first-seen order, then
-    the partition columns in path order).
+    the partition columns in path order). ``nested``: struct columns evolve field by field
+    (the plan's ``new_fields``/``widened_fields``), where the caller can apply such changes.
     """
     creating = table_columns is None
     current: dict[str, str] = dict(table_columns or {})
@@ -181,6 +192,9 @@ def plan_schema(
                     original = (table_columns or {})[name]
                     plan.widened_columns.append((name, original, file_type))
                 continue
+            if nested and is_struct(table_type) and is_struct(file_type):
+                _merge_nested(plan, current, name, file_type, file_name, table_format, creating)
+                continue
             raise IncompatibleSchemaError(
                 f"file {file_name}: column {name!r} has type {file_type}, incompatible with the "
                 f"table's {table_type} (only new nullable columns and int->bigint, float->double, "
@@ -192,6 +206,33 @@ def plan_schema(
                      for c in partition_columns]
         plan.create_columns = [(c, current[c]) for c in data_cols] + part_cols
     return plan
+
+
+def _merge_nested(plan: SchemaPlan, current: dict[str, str], name: str, file_type: str, file_name: str,
+                  table_format: str, creating: bool) -> None:
+    """Merge a file's struct column into the table's (``current`` updated); the nested changes go
+    to the plan unless the table is being created (or the column is new in this plan)."""
+    try:
+        merged = merge_struct(current[name], file_type, (name,), file_name, table_format, promotion, VOID)
+    except ValueError as exc:
+        raise IncompatibleSchemaError(str(exc)) from None
+    if merged.type_text == current[name]:
+        return
+    current[name] = merged.type_text
+    if creating or any(c == name for c, _ in plan.new_columns):
+        plan.new_columns = [(c, merged.type_text if c == name else t) for c, t in plan.new_columns]
+        return
+    plan.merged_structs[name] = merged.type_text
+    for path, kind in merged.new_fields:
+        plan.new_fields.append((path, kind))
+    for path, old, new in merged.widened_fields:
+        added = [i for i, (p, _k) in enumerate(plan.new_fields) if p == path]
+        if added:
+            plan.new_fields[added[0]] = (path, new)
+            continue
+        earlier = [w for w in plan.widened_fields if w[0] == path]
+        plan.widened_fields = [w for w in plan.widened_fields if w[0] != path]
+        plan.widened_fields.append((path, earlier[0][1] if earlier else old, new))
 
 
 def partition_column_types(plan: SchemaPlan, partition_columns: Sequence[str]) -> dict[str, str]:

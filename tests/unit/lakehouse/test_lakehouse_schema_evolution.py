@@ -51,3 +51,33 @@ def test_arrow_type_mapping():
     assert arrow_to_spark(pa.decimal128(10, 2)) == "decimal(10,2)"
     assert arrow_to_spark(pa.struct([("a", pa.int32()), ("b", pa.map_(pa.string(), pa.float64()))])) == \
         "struct<`a`:int,`b`:map<string,double>>"
+
+
+def _after(*fields):
+    return pa.schema([("op", pa.string()), ("after", pa.struct(list(fields)))])
+
+
+def test_nested_struct_fields_evolve_when_asked():
+    """A Debezium ``after`` gaining a column (and widening one, deeper down): with ``nested=True``
+    the plan adds and widens the fields by path; without it the file is refused as before."""
+    table = {"op": "string", "after": "struct<`id`:int,`name`:string,`geo`:struct<`lat`:float>>"}
+    files = [("f1", _after(("id", pa.int64()), ("name", pa.string()), ("fw", pa.string()))),
+             ("f2", _after(("id", pa.int32()), ("geo", pa.struct([("lat", pa.float64()), ("alt", pa.int32())]))))]
+    plan = plan_schema(table, files, [], "iceberg", nested=True)
+    assert plan.new_fields == [(("after", "fw"), "string"), (("after", "geo", "alt"), "int")]
+    assert plan.widened_fields == [(("after", "id"), "int", "bigint"), (("after", "geo", "lat"), "float", "double")]
+    assert plan.merged_structs == {
+        "after": "struct<`id`:bigint,`name`:string,`geo`:struct<`lat`:double,`alt`:int>,`fw`:string>"}
+    assert not plan.new_columns and plan.changes_schema
+    with pytest.raises(IncompatibleSchemaError, match="column 'after'"):
+        plan_schema(table, files[:1], [], "iceberg")
+
+
+def test_nested_incompatible_field_names_its_path():
+    table = {"after": "struct<`id`:int,`geo`:struct<`lat`:double>>"}
+    bad = pa.schema([("after", pa.struct([("geo", pa.struct([("lat", pa.string())]))]))])
+    with pytest.raises(IncompatibleSchemaError, match=r"file f\.parquet: field after\.geo\.lat has type string"):
+        plan_schema(table, [("f.parquet", bad)], [], "iceberg", nested=True)
+    unchanged = plan_schema(table, [("f", pa.schema([("after", pa.struct([("id", pa.int32()), ("x", pa.null())]))]))],
+                            [], "iceberg", nested=True)
+    assert not unchanged.changes_schema  # a subset, and an all-NULL new field waits for a type
