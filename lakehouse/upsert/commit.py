@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from lakehouse.fault_injection import pause_point
 from lakehouse.identifiers import quote_field_path, split_multipart, sql_string
@@ -133,9 +133,10 @@ def evolve_schema(spark: "SparkSession", sql_name: str, wanted: Any, say: Any) -
 
 def merge_and_publish(spark: "SparkSession", identifier: str, sql_name: str, changes: "DataFrame",
                       key_columns: Sequence[str], base_snapshot: int, snapshot_properties: dict[str, str],
-                      refs: Sequence[str]) -> None:
+                      refs: Sequence[str], lap: Callable[[str], None] | None = None) -> None:
     """One ``MERGE`` of ``changes`` (one row per key, ``__action``) on a branch created at
-    ``base_snapshot``, then ``main`` fast-forwarded to it."""
+    ``base_snapshot``, then ``main`` fast-forwarded to it. ``lap(step)`` marks the steps' ends."""
+    lap = lap or (lambda _step: None)
     table_columns = [f.name for f in spark.table(sql_name).schema.fields]
     present = set(changes.columns)
     view = f"upsert_changes_{uuid.uuid4().hex}"
@@ -149,18 +150,21 @@ def merge_and_publish(spark: "SparkSession", identifier: str, sql_name: str, cha
     branch = f"{BRANCH_PREFIX}{int(time.time() * 1000)}_{uuid.uuid4().hex[:8]}"
     spark.sql(f"ALTER TABLE {sql_name} CREATE BRANCH {q(branch)} AS OF VERSION {int(base_snapshot)}")
     target = f"{sql_name}.{q('branch_' + branch)}"
+    lap("branch")
     try:
         _with_snapshot_properties(spark, snapshot_properties, lambda: spark.sql(
             f"MERGE INTO {target} t USING {view} s ON {on} "
             "WHEN MATCHED AND s.__action = 'delete' THEN DELETE "
             + (f"WHEN MATCHED AND s.__action = 'upsert' THEN UPDATE SET {updates} " if updates else "")
             + f"WHEN NOT MATCHED AND s.__action <> 'delete' THEN INSERT ({columns}) VALUES ({values})"))
+        lap("merge")
         pause_point("upsert.before-commit")
         _fast_forward(spark, identifier, branch, base_snapshot)
     finally:
         spark.sql(f"ALTER TABLE {sql_name} DROP BRANCH IF EXISTS {q(branch)}")
         spark.catalog.dropTempView(view)
     _drop_stale_branches(spark, sql_name, refs)
+    lap("publish")
 
 
 def _fast_forward(spark: "SparkSession", identifier: str, branch: str, base_snapshot: int) -> None:

@@ -77,6 +77,18 @@ def _stats(summary: dict[str, str]) -> tuple[int, tuple[int, int]]:
     return rows, (int(summary.get("total-data-files", 0)), int(summary.get("total-delete-files", 0)))
 
 
+class _Laps:
+    """Adds the seconds since its last call to ``phases[name]``."""
+
+    def __init__(self, phases: dict[str, float]) -> None:
+        self.phases, self.last = phases, time.monotonic()
+
+    def __call__(self, name: str) -> None:
+        now = time.monotonic()
+        self.phases[name] = self.phases.get(name, 0.0) + now - self.last
+        self.last = now
+
+
 def _time_partitions(spark: "SparkSession", sql_name: str) -> set[str]:
     """The source's partition field names (the edge's hive columns)."""
     schema = spark.table(f"{sql_name}.partitions").schema
@@ -108,9 +120,11 @@ def _run_once(spark: "SparkSession", options: UpsertOptions, say: Callable[[str]
     from pyspark.sql import functions as F
 
     started = time.monotonic()
+    phases: dict[str, float] = {}
+    lap = _Laps(phases)
     source = _table(spark, options.source, options.default_catalog)
     target = _table(spark, options.table, options.default_catalog)
-    report = UpsertReport(source.identifier, target.identifier, options.merge_mode)
+    report = UpsertReport(source.identifier, target.identifier, options.merge_mode, phases=phases)
     if not source.exists():
         raise ValueError(f"source table {source.identifier} does not exist (register the changelog first)")
     exists = target.exists()
@@ -133,6 +147,7 @@ def _run_once(spark: "SparkSession", options: UpsertOptions, say: Callable[[str]
         raw = (spark.read.format("iceberg").option("start-snapshot-id", str(state.bookmark))
                .option("end-snapshot-id", str(until)).load(source.identifier))
     layout = _layout(spark, options, raw, source, target, exists)
+    lap("bookmark")
     say(f"upsert: {source.identifier} snapshot {state.bookmark or 'start'} -> {until} into {target.identifier}")
     # computed once: the merge joins its source more than once, and the counts come from it (an
     # observation would not do: a checkpoint over Spark Connect reports none). Checkpointed, not
@@ -142,6 +157,7 @@ def _run_once(spark: "SparkSession", options: UpsertOptions, say: Callable[[str]
     # unrolled into the memory store ran a 2 GB driver out of heap)
     last = last_change_per_key(normalize(raw, layout), layout).localCheckpoint(
         eager=True, storageLevel=StorageLevel.DISK_ONLY)
+    lap("changes")
     try:
         first_key = layout.key_columns[0]
         for row in last.groupBy(F.col(first_key).isNull().alias("rejects"), "__action").agg(
@@ -154,6 +170,7 @@ def _run_once(spark: "SparkSession", options: UpsertOptions, say: Callable[[str]
             else:
                 report.upserts += int(row["keys"])
         report.keys_changed = report.upserts + report.deletes
+        lap("counts")
         changes = last.where(f"{quote_identifier(first_key)} IS NOT NULL").drop("__n")
         if report.keys_changed <= BROADCAST_KEYS:
             # a checkpoint's size is unknown to the planner: without the hint a sort-merge join,
@@ -165,24 +182,28 @@ def _run_once(spark: "SparkSession", options: UpsertOptions, say: Callable[[str]
             write_rejects(spark, rejects.identifier, rejects.sql_name, rejects_of(normalize(raw, layout)),
                           source.identifier, until)
             say(f"upsert: {report.rejected} change(s) set aside in {rejects.identifier} (no key or unreadable)")
+            lap("rejects")
         bookmark = {BOOKMARK_PROPERTY: str(until), SOURCE_PROPERTY: source.identifier}
         if not exists:
             rows = changes.where("__action <> 'delete'").drop("__action")
             create_table(spark, target.identifier, target.sql_name, rows, options.partition_by,
                          table_properties(options.merge_mode, options.format_version), bookmark)
             report.created = True
+            lap("create")
         else:
             if state.main is None:
                 raise ValueError(f"{target.identifier} exists but has no snapshot: drop it, or let the first run "
                                  "create it")
             evolve_schema(spark, target.sql_name, changes.drop("__action").schema, say)
+            lap("schema")
             merge_and_publish(spark, target.identifier, target.sql_name, changes, layout.key_columns, state.main,
-                              bookmark, state.refs)
+                              bookmark, state.refs, lap)
         pause_point("upsert.after-commit")
     finally:
         last.unpersist()  # a long-lived session (a Spark Connect server) keeps nothing of the run
     after = read_state(spark, target.sql_name)
     report.rows_after, report.files_after = _stats(after.summary)
+    lap("report")
     report.seconds = time.monotonic() - started
     return report
 

@@ -137,6 +137,8 @@ class UpsertReport:
     files_after: tuple[int, int] = (0, 0)
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    #: where the run's time went, in order: step -> seconds (``bench/upsert_bench.py`` prints it)
+    phases: dict[str, float] = field(default_factory=dict)
 
     def summary_line(self) -> str:
         """``upsert lake.db.devices <- lake.db.devices_changelog (merge-on-read): ...``"""

@@ -404,3 +404,42 @@ def test_debezium_envelopes_wrapped_by_a_json_converter_with_schemas(spark, name
     assert table_state(spark, table, "id") == {1: {"name": "a2"}, 3: {"name": "c"}}, report.summary_line()
     for name in (table, source):
         spark.sql(f"DROP TABLE IF EXISTS {name}")
+
+
+def test_debezium_after_gains_a_column_across_runs(spark, tmp_path, names):
+    """The database table gains a column: Debezium's ``after`` gains a field between runs.
+    ``register`` adds it inside the changelog's struct (no file set aside), and ``upsert`` adds
+    it to the keyed table; the table is the replay after each run."""
+    source, table = names
+    lake = tmp_path / "lake"
+    sink = DataLakeSink("devices", storage_url=lake.as_uri(), hive_columns=["year", "month", "day", "hour"],
+                        include_kafka_metadata=True)
+    sink.setup()
+    changes: list = []
+
+    def change(offset: int, key_id: int, op: str | None, **after) -> tuple:
+        envelope = None if op is None else {"op": op, "after": {"id": key_id, **after} if after else None,
+                                            "source": {"table": "devices"}}
+        return 0, offset, {"id": key_id}, envelope
+
+    def run_round(batch: list) -> object:
+        import json
+
+        changes.extend(batch)
+        land(sink, [(p, o, json.dumps(k).encode(), e) for p, o, k, e in batch], partition_count=1)
+        report = run_register(spark, RegisterOptions(source=(lake / "devices").as_uri(), table=source))
+        assert report.problem is None, report.summary_line()
+        upserted = run_upsert(spark, UpsertOptions(source=source, table=table, cdc="debezium"), **QUIET)
+        assert same(table_state(spark, table, "id"), debezium_replay(changes)), upserted.summary_line()
+        return upserted
+
+    run_round([change(0, 1, "c", name="one", level=1), change(1, 2, "c", name="two", level=2),
+               change(2, 1, "u", name="one", level=3)])
+    run_round([change(3, 2, "u", name="two", level=4, firmware="2.1"), change(4, 3, "c", name="three", level=5,
+                                                                             firmware="1.0"),
+               change(5, 1, "d"), change(6, 4, "c", name="four", level=6)])
+    after = dict(spark.table(source).selectExpr("after.*").dtypes)
+    assert after["firmware"] == "string" and "firmware" in spark.table(table).columns
+    assert table_state(spark, table, "id")[3]["firmware"] == "1.0"
+    for name in (table, source):
+        spark.sql(f"DROP TABLE IF EXISTS {name}")
