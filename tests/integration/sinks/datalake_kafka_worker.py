@@ -71,7 +71,8 @@ def main() -> int:
                     continue
                 raise RuntimeError(message.error())
             eof.discard(message.partition())
-            sink.add(json.loads(message.value()), message.key(), message.timestamp()[1], [],
+            value = None if message.value() is None else json.loads(message.value())  # None: a tombstone
+            sink.add(value, message.key(), message.timestamp()[1], [],
                      message.topic(), message.partition(), message.offset())
             pending[message.partition()] = message.offset() + 1
             since_checkpoint += 1
