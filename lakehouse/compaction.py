@@ -31,7 +31,6 @@ from lakehouse.iceberg_tables import IcebergTable, quote_ident
 from lakehouse.identifiers import quote_identifier, sql_string
 from lakehouse.job_report import JobReport
 from lakehouse.lake_files import partition_time_end
-from lakehouse.session import classic_jvm
 from lakehouse.tables import open_table
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -281,15 +280,12 @@ def remove_orphan_files(table: IcebergTable, orphan_retention: timedelta) -> int
             f"older_than => TIMESTAMP '{cutoff.strftime('%Y-%m-%d %H:%M:%S')}')"
         ).collect())
     else:
-        # The procedure refuses intervals under 24 h; only Iceberg's Java action API accepts them
-        # (no SQL or Python form): the one py4j call of the jobs, listed in docs/cluster.md.
-        # Only reached with --allow-unsafe-retention (checked up front).
-        jvm = classic_jvm(spark, "remove_orphan_files with --orphan-retention under 24 h")
-        java_table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
-            spark._jsparkSession, table.identifier)  # type: ignore[attr-defined]
-        result = (jvm.org.apache.iceberg.spark.actions.SparkActions.get(spark._jsparkSession)  # type: ignore[attr-defined]
-                  .deleteOrphanFiles(java_table).olderThan(int(cutoff.timestamp() * 1000)).execute())
-        orphans = sum(1 for _ in result.orphanFileLocations())
+        # The procedure refuses intervals under 24 h (a commit in flight has files no snapshot
+        # references yet); only reached with --allow-unsafe-retention (checked up front): the
+        # listing and the subtraction run in pyiceberg instead (lakehouse/orphan_files.py).
+        from lakehouse.orphan_files import remove_orphans
+
+        orphans = remove_orphans(table.py_table(), cutoff)
     log.info("removed %d orphan file(s) older than %s", orphans, orphan_retention)
     return orphans
 

@@ -51,6 +51,10 @@ def jar_cache() -> Path:
     return Path(base) / "streaming-lakehouse" / "jars"
 
 
+#: the driver's log configuration for local sessions: warnings on stderr, expected conditions
+#: (no native Hadoop library; a Hadoop catalog's missing version hint) quiet
+LOG4J2_CONFIG = Path(__file__).with_name("log4j2-jobs.properties")
+
 #: small-machine settings for local runs (``local[...]`` masters) only: on a cluster the platform's
 #: defaults and spark-submit's ``--conf`` decide. Adaptive execution is off there: with 2 shuffle
 #: partitions it has nothing to coalesce, yet it runs every shuffle stage as a Spark job of its own
@@ -65,7 +69,7 @@ LOCAL_DEFAULTS = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.driver.memory": "2g",
-    "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
+    "spark.driver.extraJavaOptions": f'-Duser.timezone=UTC "-Dlog4j2.configurationFile={LOG4J2_CONFIG}"',
 }
 
 
@@ -263,19 +267,31 @@ def write_spark_defaults(spark_home: Path | None = None) -> Path:
     return conf
 
 
-def _check_driver_classpath(spark: "SparkSession") -> None:
-    """Fail early, with the fix, when spark-submit was started without the runtime jars."""
-    jvm: Any = spark.sparkContext._jvm
-    try:
-        jvm.java.lang.Class.forName("org.apache.iceberg.spark.SparkCatalog", False,
-                                    jvm.Thread.currentThread().getContextClassLoader())
-    except Exception as exc:  # noqa: BLE001 - py4j wraps ClassNotFoundException
-        raise SparkSetupError(
-            "the Iceberg/Delta runtime jars are not on the driver's classpath; run spark-submit with "
-            f"--jars {','.join(cached_spark_jars()) or '<the Iceberg and Delta runtime jars>'} (or run "
-            "'./dev bootstrap', which lists them in "
-            "the project's spark-defaults.conf)"
-        ) from exc
+#: the classes whose absence means the runtime jars are missing from the driver's class path
+_RUNTIME_CLASSES = ("org.apache.iceberg.spark", "io.delta.sql", "io.delta.tables", "org.apache.hadoop.fs.s3a")
+
+
+def missing_jars_hint(message: str) -> str | None:
+    """The fix for a failure caused by the Iceberg/Delta/S3A jars missing from the driver (Spark
+    reports a catalog plugin, an extension or a file system class it cannot find); None otherwise.
+
+    Spark starts without them and fails at the first statement that needs one, so the jobs add
+    this hint to that error instead of probing the driver's class loader up front.
+
+    >>> missing_jars_hint("[CATALOG_PLUGIN_CLASS_NOT_FOUND] Cannot find catalog plugin class for "
+    ...                   "catalog 'lake': org.apache.iceberg.spark.SparkCatalog.")[:47]
+    'the Iceberg/Delta/S3A runtime jars are missing '
+    >>> missing_jars_hint("Table or view not found: lake.db.t") is None
+    True
+    """
+    lowered = message.lower()
+    if not any(cls in message for cls in _RUNTIME_CLASSES):
+        return None
+    if not any(sign in lowered for sign in ("not found", "notfound", "cannot find", "no filesystem")):
+        return None
+    return ("the Iceberg/Delta/S3A runtime jars are missing from the Spark driver's class path: run spark-submit "
+            f"with --jars {','.join(cached_spark_jars()) or '<the Iceberg, Delta and S3A runtime jars>'} (or run "
+            "'./dev bootstrap', which lists them in the project's spark-defaults.conf)")
 
 
 def _submitted_conf() -> dict[str, str]:
@@ -355,17 +371,6 @@ def is_connect(spark: Any) -> bool:
     return isinstance(spark, ConnectSession)
 
 
-def classic_jvm(spark: Any, what: str) -> Any:
-    """The driver JVM's py4j gateway, for the few steps that have no public API (each listed in
-    docs/cluster.md, "Where the jobs reach into the JVM"); a clear error under Spark Connect."""
-    if is_connect(spark):
-        raise SparkSetupError(
-            f"{what} needs the Spark driver's JVM (no SQL, DataFrame or pyiceberg form exists; see "
-            "docs/cluster.md), which a Spark Connect session does not expose: run this step with a "
-            "classic session (spark-submit, or without SPARK_REMOTE/--remote)")
-    return spark._jvm
-
-
 #: settings a Spark Connect server fixes when it starts (``infra/local/spark_connect.py``); a client
 #: cannot change them (Spark refuses: CANNOT_MODIFY_STATIC_CONFIG)
 CONNECT_SERVER_CONF = ("spark.sql.extensions", "spark.sql.warehouse.dir", "spark.sql.catalog.spark_catalog",
@@ -414,30 +419,8 @@ def build_spark(settings: SparkSettings | None = None) -> "SparkSession":
     for key, value in session_conf(settings, master, _submitted_conf()).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    _check_driver_classpath(spark)
     spark.sparkContext.setLogLevel(os.environ.get("SPARK_LOG_LEVEL", "WARN"))
-    quiet_expected_warnings(spark)
     return spark
-
-
-#: loggers whose warnings are expected conditions, with a Java stack trace each: a Hadoop-type
-#: Iceberg catalog reads ``version-hint.text`` before the first commit of a table and falls back
-#: to listing the metadata folder when it is missing; Hadoop has no native library here
-QUIET_LOGGERS = {
-    "org.apache.iceberg.hadoop.HadoopTableOperations": "ERROR",
-    "org.apache.hadoop.util.NativeCodeLoader": "ERROR",
-}
-
-
-def quiet_expected_warnings(spark: "SparkSession") -> None:
-    """Raise the level of :data:`QUIET_LOGGERS` (log4j2, in the driver JVM) unless
-    ``SPARK_LOG_LEVEL`` asks for more detail (DEBUG, INFO)."""
-    if os.environ.get("SPARK_LOG_LEVEL", "WARN").upper() in ("DEBUG", "TRACE", "INFO", "ALL"):
-        return
-    jvm: Any = spark.sparkContext._jvm
-    configurator = jvm.org.apache.logging.log4j.core.config.Configurator
-    for name, level in QUIET_LOGGERS.items():
-        configurator.setLevel(name, jvm.org.apache.logging.log4j.Level.toLevel(level))
 
 
 def s3a_conf(s3: S3Settings) -> dict[str, str]:

@@ -466,6 +466,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - one clear line, secrets masked, non-zero exit
         log.debug("failure details", exc_info=True)
         message = redact(_one_line(exc))
+        from lakehouse.session import missing_jars_hint
+
+        hint = missing_jars_hint(message)
+        message = f"{message}; {hint}" if hint else message
         print(f"lakehouse {args.command}: FAILED after {time.monotonic() - started:.1f}s: {message}",
               file=sys.stderr)
         return 1
