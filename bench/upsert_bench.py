@@ -18,8 +18,8 @@ maintain --action compact-deletes``. Every table is compared by value with a rep
 in numpy (the base rows, then each change in Kafka order; deleted keys absent): row count and the
 sum of a 64-bit hash of every row; a difference exits 1 and saves nothing.
 
-    ./dev bench upsert_bench                                   # 10M rows, 1M changes (reference size)
-    ./dev bench upsert_bench --rows 200000 --changes 20000     # quick run
+    ./dev bench upsert_bench                                   # 10M rows, 1M changes, 3 runs (reference size)
+    ./dev bench upsert_bench --rows 200000 --changes 20000 --runs 1    # quick run
 
 Goals: upsert <= 1.25x the hand-written MERGE (same mode); the default mode >= 10x faster than
 pyiceberg; after 10 rounds a full scan <= 1.5x the compacted rows', <= 1.1x after maintain.
@@ -151,6 +151,14 @@ def append_changes(spark, source: str, arrow) -> None:
     spark.createDataFrame(arrow).writeTo(source).append()
 
 
+def data_files(spark, table: str) -> int:
+    return int(spark.sql(f"SELECT count(*) FROM {table}.data_files").first()[0])
+
+
+def _steps(phases: dict[str, float]) -> str:
+    return " ".join(f"{step} {seconds:.2f}" for step, seconds in phases.items())
+
+
 def hand_merge(spark, table: str, dedup_view: str) -> None:
     spark.sql(f"""MERGE INTO {table} t USING {dedup_view} s ON t.key = s.key
         WHEN MATCHED AND s.deleted THEN DELETE
@@ -198,6 +206,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--changes", type=int, default=1_000_000, help="changes merged (default 1M)")
     parser.add_argument("--rounds", type=int, default=10, help="merge rounds before the read test (default 10)")
     parser.add_argument("--round-changes", type=int, help="changes per read-test round (default --changes / 10)")
+    parser.add_argument("--runs", type=int, default=3,
+                        help="merge runs, each a fresh batch of --changes; medians are reported (default 3)")
+    parser.add_argument("--pyiceberg-runs", type=int,
+                        help="runs of pyiceberg's Table.upsert of the first batch (default --runs)")
     parser.add_argument("--skip-pyiceberg", action="store_true", help="leave pyiceberg's Table.upsert out")
     parser.add_argument("--workdir", help="where the warehouse goes (default: a temp folder, removed)")
     parser.add_argument("--no-save", action="store_true", help="print only (bench/results/upsert_bench.json untouched)")
@@ -254,29 +266,47 @@ def main(argv: list[str] | None = None) -> int:
             spark.sql(f"CREATE TABLE {hands[mode]} USING iceberg TBLPROPERTIES ({props}) AS SELECT * FROM {tables[mode]}")
             print(f"{mode}: keyed table created by the first upsert run in {seconds:.1f}s", flush=True)
 
-        ids, deleted, level, value = make_changes(args.rows, args.changes, seed=1, start_id=args.rows)
-        batches = [(ids, deleted, level, value)]
-        append_changes(spark, source, changelog_arrow(ids, deleted, level, value, args.rows))
-        last_ids, last_deleted, last_level, last_value = last_per_key(ids, deleted, level, value)
-        dedup = pa.table({"key": key_strings(last_ids), "name": np.char.add("u", (last_level % 89).astype(str)),
-                          "level": last_level, "value": last_value, "deleted": last_deleted})
-        spark.createDataFrame(dedup).cache().createOrReplaceTempView("dedup")
-        spark.table("dedup").count()  # deduplicated beforehand: not timed
-        expected = replay_table(args.rows, batches)
-        spark.createDataFrame(expected).createOrReplaceTempView("replay")
-        want = fingerprint(spark, "SELECT * FROM replay")
-        times: dict[str, float] = {}
-        for mode in MODES:
-            report = []
-            times[f"upsert {mode}"] = timed(lambda: report.append(run_upsert(
-                spark, UpsertOptions(source=source, table=tables[mode]), progress=lambda _l: None)))
-            times[f"MERGE INTO {mode}"] = timed(lambda: hand_merge(spark, hands[mode], "dedup"))
-            for name in (tables[mode], hands[mode]):
-                got = fingerprint(spark, f"SELECT * FROM {name}")
-                if got != want:
-                    failures.append(f"{name}: {got} != replay {want}")
-            print(f"{mode}: upsert {times[f'upsert {mode}']:.1f}s ({report[0].summary_line()}); hand MERGE "
-                  f"{times[f'MERGE INTO {mode}']:.1f}s", flush=True)
+        # --runs merge runs: each appends a fresh batch of changes, then every contender merges it
+        # (the upsert first in even runs, the hand MERGE first in odd ones); medians are reported
+        batches: list = []
+        offset, next_id = args.rows, args.rows
+        runs: dict[str, list[float]] = {}
+        phases: dict[str, list[dict[str, float]]] = {mode: [] for mode in MODES}
+        dedup = None
+        for run in range(args.runs):
+            ids, deleted, level, value = make_changes(args.rows, args.changes, seed=1 + run, start_id=next_id)
+            next_id += args.changes
+            batches.append((ids, deleted, level, value))
+            append_changes(spark, source, changelog_arrow(ids, deleted, level, value, offset))
+            offset += len(ids)
+            last_ids, last_deleted, last_level, last_value = last_per_key(ids, deleted, level, value)
+            batch_dedup = pa.table({"key": key_strings(last_ids), "name": np.char.add("u", (last_level % 89).astype(str)),
+                                    "level": last_level, "value": last_value, "deleted": last_deleted})
+            dedup = dedup if dedup is not None else batch_dedup  # pyiceberg merges the first batch
+            cached = spark.createDataFrame(batch_dedup).cache()
+            cached.createOrReplaceTempView("dedup")
+            spark.table("dedup").count()  # deduplicated beforehand: not timed
+            expected = replay_table(args.rows, batches)
+            spark.createDataFrame(expected).createOrReplaceTempView("replay")
+            want = fingerprint(spark, "SELECT * FROM replay")
+            for mode in MODES:
+                report = []
+                contenders = [
+                    (f"upsert {mode}", lambda: report.append(run_upsert(
+                        spark, UpsertOptions(source=source, table=tables[mode]), progress=lambda _l: None))),
+                    (f"MERGE INTO {mode}", lambda: hand_merge(spark, hands[mode], "dedup"))]
+                for name, action in (contenders if run % 2 == 0 else contenders[::-1]):
+                    runs.setdefault(name, []).append(timed(action))
+                phases[mode].append(report[0].phases)
+                for name in (tables[mode], hands[mode]):
+                    got = fingerprint(spark, f"SELECT * FROM {name}")
+                    if got != want:
+                        failures.append(f"{name} after run {run + 1}: {got} != replay {want}")
+                print(f"run {run + 1} {mode}: upsert {runs[f'upsert {mode}'][-1]:.1f}s "
+                      f"({report[0].summary_line()}; steps {_steps(report[0].phases)}); hand MERGE "
+                      f"{runs[f'MERGE INTO {mode}'][-1]:.1f}s", flush=True)
+            cached.unpersist()
+        times: dict[str, float] = {name: statistics.median(values) for name, values in runs.items()}
 
         pyiceberg: dict = {}
         if not args.skip_pyiceberg:
@@ -284,30 +314,35 @@ def main(argv: list[str] | None = None) -> int:
                                   "value": values})
             pq.write_table(base_rows, work / "py_base.parquet")
             pq.write_table(dedup, work / "py_dedup.parquet")
+            spark.createDataFrame(replay_table(args.rows, batches[:1])).createOrReplaceTempView("replay_first")
+            want_first = fingerprint(spark, "SELECT * FROM replay_first")
             from infra.local import services
 
             child_env = dict(os.environ, **services.up(["iceberg-rest", "s3"]))
             child_env.pop("_STARTED", None)
-            child = subprocess.run([sys.executable, __file__, "--pyiceberg-child", str(work)], capture_output=True,
-                                   text=True, env=child_env)
-            line = next((x for x in child.stdout.splitlines() if x.startswith("PYICEBERG ")), None)
-            if line is None:
-                failures.append(f"pyiceberg upsert failed: {child.stderr[-2000:]}")
-            else:
-                pyiceberg = json.loads(line[len("PYICEBERG "):])
+            py_runs: list[dict] = []
+            for run in range(args.pyiceberg_runs or args.runs):
+                child = subprocess.run([sys.executable, __file__, "--pyiceberg-child", str(work)],
+                                       capture_output=True, text=True, env=child_env)
+                line = next((x for x in child.stdout.splitlines() if x.startswith("PYICEBERG ")), None)
+                if line is None:
+                    failures.append(f"pyiceberg upsert failed: {child.stderr[-2000:]}")
+                    break
+                py_runs.append(json.loads(line[len("PYICEBERG "):]))
                 result = pq.read_table(work / "py_result.parquet")
                 spark.createDataFrame(result).createOrReplaceTempView("py_result")
                 got = fingerprint(spark, "SELECT * FROM py_result")
-                if got != want:
-                    failures.append(f"pyiceberg result: {got} != replay {want}")
-                times["pyiceberg Table.upsert"] = pyiceberg["seconds"]
-                print(f"pyiceberg Table.upsert + delete: {pyiceberg['seconds']:.1f}s, peak RSS "
-                      f"{pyiceberg['peak_rss_mb']:.0f} MB", flush=True)
+                if got != want_first:
+                    failures.append(f"pyiceberg result: {got} != replay {want_first}")
+                print(f"pyiceberg Table.upsert + delete, run {run + 1}: {py_runs[-1]['seconds']:.1f}s, peak RSS "
+                      f"{py_runs[-1]['peak_rss_mb']:.0f} MB", flush=True)
+            if py_runs:
+                times["pyiceberg Table.upsert"] = statistics.median(r["seconds"] for r in py_runs)
+                pyiceberg = {"seconds": times["pyiceberg Table.upsert"],
+                             "peak_rss_mb": max(r["peak_rss_mb"] for r in py_runs)}
 
         # reads: rounds of merges into the default mode's table, then scans
         table = tables["merge-on-read"]
-        offset = args.rows + len(ids)
-        next_id = args.rows + args.changes
         for number in range(args.rounds):
             r_ids, r_deleted, r_level, r_value = make_changes(args.rows, round_changes, seed=100 + number,
                                                               start_id=next_id)
@@ -322,16 +357,20 @@ def main(argv: list[str] | None = None) -> int:
         if fingerprint(spark, f"SELECT * FROM {table}") != want_rounds:
             failures.append(f"{table} after {args.rounds} rounds differs from the replay")
         deletes = spark.sql(f"SELECT count(*) FROM {table}.delete_files").first()[0]
+        files_rounds = data_files(spark, table)
         scan_rounds = scan_seconds(spark, table)
         compacted = f"{table}_fresh"
         spark.sql(f"CREATE TABLE {compacted} USING iceberg AS SELECT * FROM {table}")
+        files_fresh = data_files(spark, compacted)
         scan_fresh = scan_seconds(spark, compacted)
         maintain = run_maintain(spark, MaintainOptions(table=table, action="compact-deletes"))
+        files_maintained = data_files(spark, table)
         scan_maintained = scan_seconds(spark, table)
         if fingerprint(spark, f"SELECT * FROM {table}") != want_rounds:
             failures.append(f"{table} after maintain differs from the replay")
-        print(f"reads after {args.rounds} rounds ({deletes} delete files): {scan_rounds:.2f}s; the same rows "
-              f"compacted: {scan_fresh:.2f}s; after maintain: {scan_maintained:.2f}s ({maintain.summary_line()})",
+        print(f"reads after {args.rounds} rounds ({files_rounds} data files, {deletes} delete files): "
+              f"{scan_rounds:.2f}s; the same rows compacted ({files_fresh} data files): {scan_fresh:.2f}s; after "
+              f"maintain ({files_maintained} data files): {scan_maintained:.2f}s ({maintain.summary_line()})",
               flush=True)
         spark.stop()
     finally:
@@ -341,11 +380,12 @@ def main(argv: list[str] | None = None) -> int:
         print("FAILED (nothing saved):\n  " + "\n  ".join(failures))
         return 1
     mor, cow = times["upsert merge-on-read"], times["upsert copy-on-write"]
-    print()
+    print(f"\nmedians of {args.runs} run(s)")
     for mode in MODES:
         ratio = times[f"upsert {mode}"] / times[f"MERGE INTO {mode}"]
+        median_steps = {step: statistics.median(p.get(step, 0.0) for p in phases[mode]) for step in phases[mode][0]}
         print(f"{mode}: upsert {times[f'upsert {mode}']:.1f}s vs hand MERGE {times[f'MERGE INTO {mode}']:.1f}s "
-              f"= {ratio:.2f}x (goal <= 1.25x)")
+              f"= {ratio:.2f}x (goal <= 1.25x); upsert's steps {_steps(median_steps)}")
     if "pyiceberg Table.upsert" in times:
         print(f"pyiceberg Table.upsert {times['pyiceberg Table.upsert']:.1f}s = "
               f"{times['pyiceberg Table.upsert'] / mor:.1f}x the default mode's upsert (goal >= 10x)")
@@ -362,7 +402,10 @@ def main(argv: list[str] | None = None) -> int:
         save("upsert_bench", f"keyed table: {size}; reads after {args.rounds} rounds", "s", bars,
              goals={"upsert / hand MERGE": "<= 1.25x", "pyiceberg / upsert (default mode)": ">= 10x",
                     "scan after rounds / compacted": "<= 1.5x", "scan after maintain / compacted": "<= 1.1x"},
-             extra={"ratios": {"merge-on-read upsert/MERGE": round(mor / times["MERGE INTO merge-on-read"], 2),
+             extra={"runs": args.runs, "each_run": {name: [round(t, 2) for t in values] for name, values in runs.items()},
+                    "upsert_steps": {mode: [{k: round(v, 2) for k, v in p.items()} for p in phases[mode]] for mode in MODES},
+                    "data_files": {"after rounds": files_rounds, "compacted": files_fresh, "after maintain": files_maintained},
+                    "ratios": {"merge-on-read upsert/MERGE": round(mor / times["MERGE INTO merge-on-read"], 2),
                                "copy-on-write upsert/MERGE": round(cow / times["MERGE INTO copy-on-write"], 2),
                                "pyiceberg/upsert": (round(times["pyiceberg Table.upsert"] / mor, 1)
                                                     if "pyiceberg Table.upsert" in times else None),

@@ -13,7 +13,9 @@ as separate tasks so each one is visible, retried and timed on its own:
 * ``vacuum`` (Delta): ``VACUUM ... RETAIN <retention> HOURS``;
 * ``compact-deletes`` (Iceberg, for keyed tables that ``lakehouse upsert`` merges on read):
   ``rewrite_data_files`` of every data file that has deletes (deletion vectors or position
-  deletes) and of the small ones, so reads apply no deletes again, then, for a format-2 table,
+  deletes) and of the small ones, so reads apply no deletes again, into files sized so that the
+  table has at least as many as the session's parallelism (a one-file table is scanned by one
+  core), then, for a format-2 table,
   ``rewrite_position_delete_files`` drops the delete files left pointing at nothing. The report
   gives data files, delete files and live rows before and after.
 
@@ -77,16 +79,49 @@ def delete_file_stats(table: IcebergTable) -> tuple[int, int, int]:
     return int(summary.get("total-data-files", 0)), int(summary.get("total-delete-files", 0)), live
 
 
+#: Iceberg's default target data file size, and the least a compaction aims at
+DEFAULT_TARGET_FILE_BYTES = 512 * 1024 * 1024
+MIN_TARGET_FILE_BYTES = 8 * 1024 * 1024
+
+
+def compaction_target_bytes(table_bytes: int, parallelism: int | None) -> int:
+    """The data file size ``compact-deletes`` writes: the table spread over at least as many files
+    as the session scans in parallel (one file is one scan task: a table compacted into one file
+    is read by one core), between 8 MiB and Iceberg's default 512 MiB.
+
+    >>> compaction_target_bytes(70 * 2**20, 2) // 2**20, compaction_target_bytes(10 * 2**30, 2) // 2**20
+    (35, 512)
+    >>> compaction_target_bytes(4 * 2**20, 2) // 2**20, compaction_target_bytes(70 * 2**20, None) // 2**20
+    (8, 512)
+    """
+    if not parallelism or parallelism < 2:
+        return DEFAULT_TARGET_FILE_BYTES
+    return max(MIN_TARGET_FILE_BYTES, min(DEFAULT_TARGET_FILE_BYTES, -(-table_bytes // parallelism)))
+
+
+def scan_parallelism(spark: "SparkSession") -> int | None:
+    """The session's ``spark.default.parallelism`` (the local sessions set it to their cores), None
+    when unset (a cluster: Iceberg's default file size)."""
+    try:
+        value = spark.conf.get("spark.default.parallelism", None)
+    except Exception:  # noqa: BLE001 - a conf the server does not expose (Spark Connect)
+        return None
+    return int(value) if value and str(value).isdigit() else None
+
+
 def compact_deletes(table: IcebergTable, report: JobReport) -> None:
-    """Rewrite the data files that carry deletes, and the small ones; then drop dangling position
-    delete files (format 2). Before/after figures go to ``report``."""
+    """Rewrite the data files that carry deletes, and the small ones, into files of
+    :func:`compaction_target_bytes`; then drop dangling position delete files (format 2).
+    Before/after figures go to ``report``."""
     spark = table.spark
     name = sql_string(table.sql_name)
     catalog = quote_identifier(table.catalog)
     files, deletes, live = delete_file_stats(table)
+    target = compaction_target_bytes(table.file_stats()[2], scan_parallelism(spark))
     row = spark.sql(
         f"CALL {catalog}.system.rewrite_data_files(table => {name}, options => map("
-        "'delete-file-threshold', '1', 'min-input-files', '2', 'partial-progress.enabled', 'true'))").collect()[0]
+        "'delete-file-threshold', '1', 'min-input-files', '2', 'partial-progress.enabled', 'true', "
+        f"'target-file-size-bytes', '{target}'))").collect()[0]
     version = {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {table.sql_name}").collect()}.get("format-version")
     if version == "2":
         spark.sql(f"CALL {catalog}.system.rewrite_position_delete_files(table => {name}, "
@@ -94,6 +129,7 @@ def compact_deletes(table: IcebergTable, report: JobReport) -> None:
     spark.sql(f"REFRESH TABLE {table.sql_name}")
     files_after, deletes_after, live_after = delete_file_stats(table)
     report.extra["data files rewritten"] = int(row.rewritten_data_files_count)
+    report.extra["target file size"] = f"{target / 2**20:.0f} MiB"
     report.extra["delete files"] = f"{deletes} -> {deletes_after}"
     report.extra["live rows"] = f"{live} -> {live_after}"
     log.info("compact-deletes: data files %d -> %d, delete files %d -> %d, live rows %d -> %d", files, files_after,
