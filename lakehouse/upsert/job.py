@@ -154,10 +154,11 @@ def _run_once(spark: "SparkSession", options: UpsertOptions, say: Callable[[str]
     # cached: Spark 4.1 fails to plan a second cached read of the same Iceberg increment in one
     # session ("No plan for TableReference"), as two tables fed from one changelog do
     # On disk, not in memory: a first run's checkpoint holds every key (10M rows of 2 partitions
-    # unrolled into the memory store ran a 2 GB driver out of heap)
+    # unrolled into the memory store ran a 2 GB driver out of heap). Lazy: the counts' job below
+    # computes and stores it in the same pass (an eager checkpoint is a pass of its own, then the
+    # counts read it all again: 1M changes, 6.0 -> 3.7 s under load)
     last = last_change_per_key(normalize(raw, layout), layout).localCheckpoint(
-        eager=True, storageLevel=StorageLevel.DISK_ONLY)
-    lap("changes")
+        eager=False, storageLevel=StorageLevel.DISK_ONLY)
     try:
         first_key = layout.key_columns[0]
         for row in last.groupBy(F.col(first_key).isNull().alias("rejects"), "__action").agg(
@@ -170,7 +171,7 @@ def _run_once(spark: "SparkSession", options: UpsertOptions, say: Callable[[str]
             else:
                 report.upserts += int(row["keys"])
         report.keys_changed = report.upserts + report.deletes
-        lap("counts")
+        lap("changes")
         changes = last.where(f"{quote_identifier(first_key)} IS NOT NULL").drop("__n")
         if report.keys_changed <= BROADCAST_KEYS:
             # a checkpoint's size is unknown to the planner: without the hint a sort-merge join,
