@@ -207,11 +207,11 @@ def last_change_per_key(changes: "DataFrame", layout: Layout) -> "DataFrame":
         # max_by(struct) by sorting (a struct buffer has no hash aggregation), once before the
         # shuffle and once after, where the window sorts once; a key's changes are few, so the
         # partial aggregation saved nothing. Same order for both functions: one window operator
-        last = f"OVER (PARTITION BY {keys} ORDER BY __p DESC, __o DESC"
+        latest_first = f"OVER (PARTITION BY {keys} ORDER BY __p DESC, __o DESC"
         ranked = changes.selectExpr(
             *(q(c) for c in layout.key_columns), *(q(c) for c in layout.value_columns), "__action",
-            f"row_number() {last}) AS __rank",
-            f"count(1) {last} ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS __n")
+            f"row_number() {latest_first}) AS __rank",
+            f"count(1) {latest_first} ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS __n")
         return ranked.where("__rank = 1").drop("__rank")
     pos = "struct(__p, __o)"
     live = f"CASE WHEN __action <> 'snapshot' THEN {pos} END"
