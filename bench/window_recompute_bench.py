@@ -360,6 +360,7 @@ def main() -> int:
     parser.add_argument("--explain", action="store_true", help="print each kind's full-run plan first")
     parser.add_argument("--bounds", type=int, default=0,
                         help="pairs of the least sliding plan vs the floor, and of the least increment vs a full run")
+    parser.add_argument("--no-save", action="store_true", help="print the figures only (bench/results untouched)")
     args = parser.parse_args()
 
     from lakehouse.session import SparkSettings, build_spark
@@ -397,7 +398,7 @@ def main() -> int:
         print("the least sliding plan's windows differ from the job's: nothing saved", flush=True)
         return 1
     spark.stop()
-    if bars and not any(math.isnan(v) for _, _, v in bars):
+    if bars and not args.no_save and not any(math.isnan(v) for _, _, v in bars):
         from bench.results import save
 
         save("window_recompute_bench", f"windows job, {args.rows:,} rows (every timed output checked by value)",

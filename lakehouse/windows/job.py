@@ -49,8 +49,8 @@ from lakehouse.windows.commit import ConcurrentRunError, OutputTransaction, Writ
 from lakehouse.windows.definition import WindowRecomputeOptions, WindowReport
 from lakehouse.windows.history import bookmark_properties, main_snapshot
 from lakehouse.windows.incremental import IncrementPlan, plan_increment, run_increment
-from lakehouse.windows.plan import (WindowRun, compute_windows, open_window_table, output_schema, proven_windows,
-                                   unproven_patch)
+from lakehouse.windows.plan import (WindowRun, compute_windows, fallback_windows, open_window_table, output_schema,
+                                   proven_windows)
 from lakehouse.windows.proven import provable
 from lakehouse.windows.state import save_full_state
 from lakehouse.windows.strategy import RunFacts, choose_strategy
@@ -210,17 +210,17 @@ def _full_run(run: WindowRun, report: WindowReport, output: str, started: float)
         report.windows = commit.write(WriteStep("overwrite", rows))
         replaying = note  # the plan whose replayed keys the state marks
         replayed = note.replayed()  # observed by the write (never before it: the read would wait for it)
-        if proven and note.unproven():  # observed by the write: the keys it could not prove, by the exact plan
-            patch, keys, patch_note = unproven_patch(plain, run.grouping, value_type)
-            commit.write(WriteStep("merge", patch, keys))
-            report.windows = commit.branch_rows()
-            count, replayed, replaying = keys.count(), patch_note.replayed(), patch_note
-            report.fallback = (f"{_named(keys, count)} by the exact plan: not proven on time (a record later "
-                               "than the grace period, near time 0, or NaN under min/max)")
-            report.detail = (f"{count} key{'' if count == 1 else 's'} by the exact plan: not proven on time (a record "
-                             "later than the grace period, near time 0, or NaN under min/max)")
+        groups = note.unproven_groups(spark, plain, run.group_cols) if proven else None  # observed by the write
+        if groups is not None:  # the groups it could not prove, by the exact plan, added on the run's branch
+            rows, replaying = fallback_windows(plain, run.grouping, value_type, groups)
+            report.windows += commit.write(WriteStep("append", rows))
+            replayed, keys = replaying.replayed(), groups.select("key").distinct()
+            why = "by the exact plan: not proven on time (a record later than the grace period, near time 0, or NaN " \
+                  "under min/max)"
+            count = keys.count()
+            report.fallback, report.detail = f"{_named(keys, count)} {why}", f"{count} key{'' if count == 1 else 's'} {why}"
             if replayed:
-                report.detail += f"; {patch_note.detail(note.groups())}"
+                report.detail += f"; {replaying.detail(note.groups())}"
         commit.publish()
     say(f"windows: wrote {report.windows} window rows to {options.output} ({run.target.table_format})")
     if until is not None and run.uses_state:  # what the next incremental run starts from

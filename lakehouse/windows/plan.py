@@ -31,14 +31,14 @@ from lakehouse.windows.definition import (Grouping, WindowRecomputeOptions, Wind
 from lakehouse.windows.engine import engine_windows
 from lakehouse.windows.native import (group_hash, native_fixed_windows, native_sliding_windows,
                                       native_unsupported_reason, sliding_key_flags)
-from lakehouse.windows.proven import proven_fixed_windows, proven_sliding_windows, unproven_keys
+from lakehouse.windows.proven import proven_fixed_windows, proven_sliding_windows
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ("ENGINES", "Grouping", "IcebergName", "PlanNote", "WindowRun", "choose_engine", "complete_sql",
            "compute_windows", "extra_columns", "group_columns", "offset_column", "open_window_table", "output_schema",
-           "prepare_input", "proven_windows", "unproven_patch")
+           "prepare_input", "proven_windows", "fallback_windows")
 
 #: what ``WindowRecomputeOptions.engine`` may say: auto (native when expressible), native, python
 ENGINES = ("auto", "native", "python")
@@ -193,9 +193,16 @@ class PlanNote:
                     "sliding records inside closed windows, near time 0 or NaN")
         return self.reason
 
-    def unproven(self) -> int:
-        """Buckets or records a proven plan could not prove (0 for other plans)."""
-        return int(self._metrics().get("unproven") or 0)
+    def unproven_groups(self, spark: "SparkSession", data: "DataFrame", group_cols: Sequence[str]) -> "DataFrame | None":
+        """The groups a proven plan could not prove (observed), the group's columns typed as in
+        ``data``; None: none (and for other plans)."""
+        from pyspark.sql import types as T
+
+        groups = self._metrics().get("unproven_groups") or []
+        if not groups:
+            return None
+        schema = T.StructType([T.StructField(c, data.schema[c].dataType) for c in group_cols])
+        return spark.createDataFrame([tuple(g) for g in groups], schema)
 
     def replayed(self) -> int:
         """The sliding groups the edge's engines computed (observed; 0 for other plans)."""
@@ -266,8 +273,9 @@ def compute_windows(data: "DataFrame", grouping: "Grouping", value_type: Any, en
 
 
 def proven_windows(data: "DataFrame", grouping: "Grouping", value_type: Any) -> tuple["DataFrame", PlanNote]:
-    """The proven plan's rows (:mod:`lakehouse.windows.proven`) and its note, whose ``unproven()``
-    (read after the rows are written) says whether :func:`unproven_patch` has keys to recompute."""
+    """The proven plan's rows of the groups it proves (:mod:`lakehouse.windows.proven`) and its
+    note, whose ``unproven_groups()`` (read after the rows are written) :func:`fallback_windows`
+    computes."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
@@ -277,15 +285,17 @@ def proven_windows(data: "DataFrame", grouping: "Grouping", value_type: Any) -> 
     return rows.withColumn("value", F.col("value").cast(value_type)), note
 
 
-def unproven_patch(plain: "DataFrame", grouping: "Grouping",
-                   value_type: Any) -> tuple["DataFrame", "DataFrame", PlanNote]:
-    """The keys a proven plan could not prove (computed once: one column, ``key``), their rows by
-    the exact plan, and its note (the sliding keys it replays)."""
-    keys = unproven_keys(plain, grouping)
-    subset = plain.join(keys, on="key", how="left_semi")
-    rows, note = compute_windows(subset, grouping, value_type, "native",
-                                 plain=plain.join(keys, on="key", how="left_semi"))
-    return rows, keys, note
+def fallback_windows(plain: "DataFrame", grouping: "Grouping", value_type: Any,
+                     groups: "DataFrame") -> tuple["DataFrame", PlanNote]:
+    """The rows of ``groups`` (the group's columns: those a proven plan could not prove) by the
+    exact plan, and its note (the sliding keys it replays): only their records are read past the
+    scan (a broadcast semi join)."""
+    from pyspark.sql import functions as F
+
+    def subset() -> "DataFrame":
+        return plain.join(F.broadcast(groups), on=list(grouping.group_cols), how="left_semi")
+
+    return compute_windows(subset(), grouping, value_type, "native", plain=subset())
 
 
 @dataclass

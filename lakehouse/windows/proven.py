@@ -51,9 +51,9 @@ from stream_edge.dataframe.windows import rules
 from stream_edge.dataframe.windows.rules import Sql
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
-__all__ = ("provable", "proven_fixed_windows", "proven_sliding_windows", "unproven_keys")
+__all__ = ("provable", "proven_fixed_windows", "proven_sliding_windows")
 
 
 def provable(grouping: Grouping) -> bool:
@@ -114,10 +114,11 @@ def _fixed_buckets(data: "DataFrame", grouping: Grouping) -> "DataFrame":
         f"row_number() OVER ({_partition(group_cols)} ORDER BY __b DESC) = 1 AS __first_bucket")
     # the bucket's oldest window (start >= b + g - duration) closed at event time 0 already
     at_start = Sql("__b") + (g - spec.duration_ms) <= rules.closed_upto(rules.EVENT_TIME_START, spec)
-    return framed.selectExpr(
+    flagged = framed.selectExpr(
         "*", f"{rules.event_time(Sql('__group_max_ts'))} AS __final",
         f"({at_start} OR coalesce(__max_pos > __later, false) OR coalesce(__max_pos > __next, false))"
         " AS __unproven")
+    return _with_group_flag(flagged, group_cols, "__b")
 
 
 def proven_fixed_windows(data: "DataFrame", grouping: Grouping, observation: Any) -> "DataFrame":
@@ -133,9 +134,9 @@ def proven_fixed_windows(data: "DataFrame", grouping: Grouping, observation: Any
     bound = F.expr(str(emitted_upto))
     stale = ((F.col("__max_pos") == F.col("__group_last_pos"))
              & ((F.col("__last_ts") <= bound) | (F.col("__group_max_ts") <= bound)))
-    buckets = buckets.observe(observation, F.count(F.when(F.col("__unproven"), 1)).alias("unproven"),
-                              F.count(F.when(F.col("__first_bucket"), 1)).alias("groups"),
+    buckets = buckets.observe(observation, *_observations(group_cols, F.col("__first_bucket")),
                               F.min(bound).alias("state_floor"), F.count(F.when(stale, 1)).alias("stale_groups"))
+    buckets = buckets.where("NOT __group_unproven")
     merge = merge_sql(spec, data.schema["value"].dataType)
     kept = kept_columns(group_cols)
     if spec.step_ms is None:  # a bucket is a tumbling window
@@ -173,7 +174,7 @@ def _sliding_frames(data: "DataFrame", grouping: Grouping) -> "DataFrame":
     awkward = f"coalesce(__newer_first < __pos, false) OR {Sql('ts') <= rules.sliding_plain_floor(spec)}"
     if nan_aware(spec, data.schema["value"].dataType):
         awkward += " OR isnan(value)"
-    return framed.selectExpr("*", f"({awkward}) AS __unproven")
+    return _with_group_flag(framed.selectExpr("*", f"({awkward}) AS __unproven"), group_cols, "ts")
 
 
 def proven_sliding_windows(data: "DataFrame", grouping: Grouping, observation: Any) -> "DataFrame":
@@ -186,22 +187,28 @@ def proven_sliding_windows(data: "DataFrame", grouping: Grouping, observation: A
     framed = _sliding_frames(data, grouping)
     bound = F.expr(str(rules.closed_upto(Sql("__final"), spec)))
     stale = (F.col("__pos") == F.col("__group_last_pos")) & (F.col("ts") <= bound)
-    framed = framed.observe(observation, F.count(F.when(F.col("__unproven"), 1)).alias("unproven"),
-                            F.count(F.when(F.col("__newer_ts").isNull(), 1)).alias("groups"),
+    framed = framed.observe(observation, *_observations(group_cols, F.col("__newer_ts").isNull()),
                             F.min(bound).alias("state_floor"), F.count(F.when(stale, 1)).alias("stale_groups"))
     # peers (records of one timestamp) share a frame: the first of them in descending order is kept
-    emitted = framed.where(f"(__newer_ts IS NULL OR __newer_ts <> ts) AND "
+    emitted = framed.where(f"NOT __group_unproven AND (__newer_ts IS NULL OR __newer_ts <> ts) AND "
                            f"{Sql('ts') <= rules.sliding_emitted_upto(Sql('__final'), spec)}")
     return emitted.selectExpr("__gh", "key", f"{rules.sliding_start(Sql('ts'), spec.duration_ms)} AS window_start",
                               "ts AS window_end", "__window_value AS value")
 
 
-def unproven_keys(data: "DataFrame", grouping: Grouping) -> "DataFrame":
-    """The keys (one column, ``key``) with a group whose certificate fails: the exact plan
-    recomputes them. Computed once (a local checkpoint): the run reads them twice."""
-    spec, order_cols, group_cols = grouping
-    if spec.kind == "sliding":
-        flagged = _sliding_frames(data, grouping)
-    else:
-        flagged = _fixed_buckets(data, grouping)
-    return flagged.where("__unproven").select("key").distinct().localCheckpoint(eager=True)
+def _with_group_flag(flagged: "DataFrame", group_cols: Sequence[str], order: str) -> "DataFrame":
+    """``flagged`` with ``__group_unproven``: some row of its group failed the certificate. A
+    frame over the whole group in the order the rows are already sorted in: no sort of its own."""
+    whole = f"({_partition(group_cols)} ORDER BY {order} DESC ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)"
+    return flagged.selectExpr("*", f"max(__unproven) OVER {whole} AS __group_unproven")
+
+
+def _observations(group_cols: Sequence[str], first: "Column") -> list["Column"]:
+    """``groups`` (``first``: the group's first row), and the groups whose certificate failed:
+    ``unproven`` (how many) and ``unproven_groups`` (their columns: the exact plan computes them)."""
+    from pyspark.sql import functions as F
+
+    failed = first & F.col("__group_unproven")
+    group = F.struct(*[F.col(c) for c in group_cols])
+    return [F.count(F.when(first, 1)).alias("groups"), F.count(F.when(failed, 1)).alias("unproven"),
+            F.collect_list(F.when(failed, group)).alias("unproven_groups")]

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lakehouse.windows.definition import WindowSpec
-from lakehouse.windows.plan import Grouping, choose_engine, compute_windows, proven_windows, unproven_patch
+from lakehouse.windows.plan import Grouping, choose_engine, compute_windows, fallback_windows, proven_windows
 from lakehouse.windows.proven import provable
 from stream_edge.dataframe.windows.replay import replay
 
@@ -101,8 +101,8 @@ def spark_rows(spark, rows: list[tuple], spec: WindowSpec, engine: str, floats: 
 
 def proven_rows(spark, rows: list[tuple], spec: WindowSpec, floats: bool) -> tuple[list[tuple], int | None]:
     """What the ``proven-then-patch`` strategy writes (where a proven plan exists): the proven
-    plan's rows, then the keys it could not prove by the exact plan, replacing theirs; and how
-    many keys that were (None: no proven plan, the exact plan's rows)."""
+    plan's rows of the groups it proves, and the others' by the exact plan; and how many keys
+    fell back (None: no proven plan, the exact plan's rows)."""
     from pyspark.sql import types as T
 
     value_type = "double" if floats else "bigint"
@@ -114,13 +114,12 @@ def proven_rows(spark, rows: list[tuple], spec: WindowSpec, floats: bool) -> tup
         return spark_rows(spark, rows, spec, "native", floats)[0], None
     first, note = proven_windows(data, grouping, value_type)
     got = [(r.key, r.window_start, r.window_end, r.value) for r in first.collect()]
-    if not note.unproven():
+    groups = note.unproven_groups(spark, data, group)
+    if groups is None:
         return sorted(got, key=order), 0
-    patch, keys, _ = unproven_patch(data, grouping, value_type)
-    gone = {r.key for r in keys.collect()}
-    got = [r for r in got if r[0] not in gone] + [(r.key, r.window_start, r.window_end, r.value)
-                                                  for r in patch.collect()]
-    return sorted(got, key=order), len(gone)
+    patch, _ = fallback_windows(data, grouping, value_type, groups)
+    got += [(r.key, r.window_start, r.window_end, r.value) for r in patch.collect()]
+    return sorted(got, key=order), groups.select("key").distinct().count()
 
 
 def same(a: list[tuple], b: list[tuple]) -> bool:
