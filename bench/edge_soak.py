@@ -256,27 +256,48 @@ def plot(runs: Dict[str, List[Sample]], records: int, output: Path, title: str,
     return output
 
 
-def report(runs: Dict[str, List[Sample]], records: int, suffix: str = "") -> List[Tuple[str, str, float]]:
+def report(runs: Dict[str, List[Sample]], records: int, suffix: str = "",
+           repeats: Optional[Dict[str, List[List[Sample]]]] = None) -> List[tuple]:
     """Print the peaks per mark and the goals; returns the bars for bench/results, each pipeline
-    labelled (:data:`LABELS`, plus ``suffix``: the run's options)."""
+    labelled (:data:`LABELS`, plus ``suffix``: the run's options). With ``repeats`` (every run of
+    each pipeline), a bar is the median of the runs' peaks with their low and high."""
     marks = [m for m in MARKS if m <= records] or [records]
     print(f"{'peak RSS MB':12}" + "".join(f"{m / 1e6:>8g}M" for m in marks) + f"{'run':>9}{'rec/s':>10}")
-    bars = []
+    bars: List[tuple] = []
     for name, samples in runs.items():
-        peaks = [peak_at(samples, m) for m in marks]
+        every = (repeats or {}).get(name) or [samples]
+        peaks = [_median_peak(every, m) for m in marks]
         seconds = samples[-1][0] or 1
-        print(f"{name:12}" + "".join(f"{p:>9.0f}" if p is not None else f"{'-':>9}" for p in peaks)
-              + f"{max(max(s[2:]) for s in samples):>9.0f}{samples[-1][1] / seconds:>10,.0f}")
-        bars += [(f"{m / 1e6:g}M", LABELS.get(name, name) + suffix, p) for m, p in zip(marks, peaks) if p is not None]
+        print(f"{name:12}" + "".join(f"{p[0]:>9.0f}" if p is not None else f"{'-':>9}" for p in peaks)
+              + f"{max(max(s[2:]) for s in samples):>9.0f}{samples[-1][1] / seconds:>10,.0f}"
+              + (f"   (medians of {len(every)} runs)" if len(every) > 1 else ""))
+        label = LABELS.get(name, name) + suffix
+        bars += [(f"{m / 1e6:g}M", label, *p) if len(every) > 1 else (f"{m / 1e6:g}M", label, p[0])
+                 for m, p in zip(marks, peaks) if p is not None]
     for name, samples in runs.items():
-        first, at6m = peak_at(samples, 500_000), peak_at(samples, 6_000_000)
+        every = (repeats or {}).get(name) or [samples]
+        first, at6m = _median_peak(every, 500_000), _median_peak(every, 6_000_000)
         if first is None or at6m is None:
             continue
-        verdict = [f"6M/500k {at6m / first:.2f}x ({'ok' if at6m <= GROWTH_GOAL * first else 'OVER'} <= {GROWTH_GOAL}x)"]
+        verdict = [f"6M/500k {at6m[0] / first[0]:.2f}x "
+                   f"({'ok' if at6m[0] <= GROWTH_GOAL * first[0] else 'OVER'} <= {GROWTH_GOAL}x)"]
         if name in GOALS_MB:
-            verdict.append(f"{at6m:.0f} MB ({'ok' if at6m <= GOALS_MB[name] else 'OVER'} <= {GOALS_MB[name]:.0f} MB)")
+            verdict.append(f"{at6m[0]:.0f} MB ({'ok' if at6m[0] <= GOALS_MB[name] else 'OVER'} <= {GOALS_MB[name]:.0f} MB)")
         print(f"goal {name}: " + "; ".join(verdict))
     return bars
+
+
+def _median_peak(every: List[List[Sample]], mark: int) -> Optional[Tuple[float, float, float]]:
+    """(median, low, high) of the runs' peaks before ``mark`` records; None if a run never got there.
+
+    >>> _median_peak([[(0, 0, 50.0), (1, 9, 60.0)], [(0, 0, 40.0), (1, 9, 90.0)], [(0, 9, 70.0)]], 5)
+    (70.0, 60.0, 90.0)
+    """
+    peaks = [peak_at(samples, mark) for samples in every]
+    if any(p is None for p in peaks):
+        return None
+    ordered = sorted(p for p in peaks if p is not None)
+    return ordered[len(ordered) // 2], ordered[0], ordered[-1]
 
 
 def main() -> None:
@@ -284,6 +305,8 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=10_000_000)
     parser.add_argument("--pipelines", default=",".join(PIPELINES), help=f"comma-separated, of {PIPELINES}")
     parser.add_argument("--interval", type=float, default=1.0, help="seconds between RSS samples")
+    parser.add_argument("--runs", type=int, default=3, help="runs of each pipeline, interleaved; the figures are "
+                        "the medians of their peaks (the plot draws the last run)")
     parser.add_argument("--max-buffer-bytes", type=int, help="the sinks' max_buffer_bytes (default: theirs)")
     parser.add_argument("--tree", help="import stream_edge from this checkout (before/after comparisons)")
     parser.add_argument("--plot", default=str(ROOT / "docs" / "img" / "edge-soak.png"))
@@ -306,6 +329,7 @@ def main() -> None:
     if unknown:
         raise SystemExit(f"unknown pipelines {unknown}; choose from {PIPELINES}")
     runs: Dict[str, List[Sample]] = {}
+    repeats: Dict[str, List[List[Sample]]] = {name: [] for name in pipelines}
     if args.from_samples:
         runs = {name: [tuple(s) for s in samples]  # type: ignore[misc]
                 for name, samples in json.loads(Path(args.from_samples).read_text()).items()}
@@ -316,16 +340,18 @@ def main() -> None:
         env = services.up(["kafka"] + (["iceberg-rest"] if "iceberg" in pipelines else []))
         env = {k: v for k, v in env.items() if k in ("KAFKA_BOOTSTRAP", "ICEBERG_REST_URI")}
         topic = backlog(env["KAFKA_BOOTSTRAP"], args.records)
-        for name in pipelines:
-            print(f"running {name} over {args.records:,} records", file=sys.stderr)
-            runs[name] = run_pipeline(name, env, topic, args.records, args.interval, args.tree,
-                                      args.max_buffer_bytes)
-            if runs[name][-1][1] < args.records:
-                raise SystemExit(f"{name} consumed {runs[name][-1][1]:,} of {args.records:,} records")
+        for round_ in range(1, args.runs + 1):
+            for name in pipelines:
+                print(f"run {round_}/{args.runs}: {name} over {args.records:,} records", file=sys.stderr)
+                runs[name] = run_pipeline(name, env, topic, args.records, args.interval, args.tree,
+                                          args.max_buffer_bytes)
+                if runs[name][-1][1] < args.records:
+                    raise SystemExit(f"{name} consumed {runs[name][-1][1]:,} of {args.records:,} records")
+                repeats[name].append(runs[name])
     compare = json.loads(Path(args.compare).read_text()) if args.compare else None
     options = "".join([f", max_buffer_bytes={args.max_buffer_bytes}" if args.max_buffer_bytes is not None else "",
                        f", stream_edge from {args.tree}" if args.tree else ""])
-    bars = report(runs, args.records, options)
+    bars = report(runs, args.records, options, repeats)
     if compare:
         print(f"{args.compare_label} ({args.compare}):")
         report(compare, max(samples[-1][1] for samples in compare.values()))
@@ -339,8 +365,9 @@ def main() -> None:
 
         goals = {"growth": f"peak at 6M at most {GROWTH_GOAL}x the peak at 500k",
                  **{name: f"at most {mb:.0f} MB" for name, mb in GOALS_MB.items()}}
+        runs_done = min((len(every) for every in repeats.values()), default=1)
         save("edge_soak", f"peak RSS (VmHWM) over a backlog of {args.records:,} records{options}", "MB", bars,
-             goals=goals)
+             goals=goals, runs=runs_done)
 
 
 if __name__ == "__main__":
