@@ -1,6 +1,6 @@
 """Window throughput: ``tumbling_window(1s).mean().final()`` on stream_edge vs quixstreams==3.28.1.
 
-    ./dev bench windows_throughput                       # 1M messages, 10,000 keys (+ 1k / 100k keys)
+    ./dev bench windows_throughput                       # 1M messages, 10,000 keys (+ 1k / 100k keys), 3 rounds
     ./dev bench windows_throughput --messages 200000     # quicker, for development
     ./dev bench windows_throughput --keys 10000 --no-scaling --only stream_edge --profile /tmp/w.prof
 
@@ -160,6 +160,8 @@ def main() -> None:
     parser.add_argument("--json", help="also write the figures to this file")
     parser.add_argument("--windows", default="tumbling_mean",
                         help=f"comma-separated, of {', '.join(WINDOWS)} (all: every one)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of each comparison, the packages' order "
+                        "alternating; the figures are medians (low - high)")
     parser.add_argument("--baseline-tree", metavar="DIR",
                         help="also run stream_edge imported from DIR (an older checkout) in the same run")
     args = parser.parse_args()
@@ -174,19 +176,58 @@ def main() -> None:
     unknown = [w for w in kinds if w not in WINDOWS]
     if unknown:
         raise SystemExit(f"unknown window(s) {unknown}; choose from {WINDOWS}")
-    results = [compare(bootstrap, args.keys, args.messages, admin, packages, args.profile, check=True,
-                       baseline_tree=args.baseline_tree, window=window) for window in kinds]
+    cases = [(args.keys, window, True) for window in kinds]
     if not args.no_scaling:
-        for keys in (int(k) for k in args.scaling.split(",") if k):
-            results.append(compare(bootstrap, keys, args.messages, admin, packages, None, check=True))
+        cases += [(int(k), "tumbling_mean", False) for k in args.scaling.split(",") if k]
+    results = []
+    for keys, window, main_case in cases:
+        rounds = [compare(bootstrap, keys, args.messages, admin, packages if r % 2 == 0 else packages[::-1],
+                          args.profile if main_case and r == 0 else None, check=True,
+                          baseline_tree=args.baseline_tree if main_case else None, window=window)
+                  for r in range(args.rounds)]
+        results.append(median_round(rounds))
+        if args.rounds > 1:
+            r = results[-1]
+            print(f"  {window:<13} {keys:>7,} keys  medians of {args.rounds} rounds: "
+                  + ", ".join(f"{p} {r[p]['msgs_per_s']:,.0f} msg/s ({r[p]['low']:,.0f} - {r[p]['high']:,.0f})"
+                              for p in packages) + (f"; ratio {r['ratio']:.2f}x" if "ratio" in r else ""), flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
     if not args.only:
         from results import save
 
         save("windows_throughput", f"windows with aggregation, {args.messages:,} messages", "msg/s",
-             [(f"{r.get('window', 'tumbling_mean')}, {r['keys']:,} keys", p, r[p]["msgs_per_s"])
-              for r in results for p in ("stream_edge", "quixstreams") if p in r])
+             [(f"{r.get('window', 'tumbling_mean')}, {r['keys']:,} keys", p, r[p]["msgs_per_s"], r[p]["low"],
+               r[p]["high"]) for r in results for p in ("stream_edge", "quixstreams") if p in r],
+             runs=args.rounds)
+
+
+def median_round(rounds: list) -> dict:
+    """One comparison's rounds as one: each package's median msg/s with its low and high, the
+    median of the rounds' ratios; outputs identical only if they were in every round.
+
+    >>> a = {"keys": 1, "stream_edge": {"msgs_per_s": 10.0}, "quixstreams": {"msgs_per_s": 2.0}, "ratio": 5.0}
+    >>> b = {"keys": 1, "stream_edge": {"msgs_per_s": 12.0}, "quixstreams": {"msgs_per_s": 3.0}, "ratio": 4.0}
+    >>> c = {"keys": 1, "stream_edge": {"msgs_per_s": 11.0}, "quixstreams": {"msgs_per_s": 2.5}, "ratio": 4.4}
+    >>> m = median_round([a, b, c])
+    >>> m["stream_edge"], m["ratio"]
+    ({'msgs_per_s': 11.0, 'low': 10.0, 'high': 12.0}, 4.4)
+    """
+    def median(values: list) -> float:
+        ordered = sorted(values)
+        return ordered[len(ordered) // 2]
+
+    merged = dict(rounds[len(rounds) // 2])
+    for package in ("stream_edge", "quixstreams", "baseline"):
+        if package in merged:
+            rates = [r[package]["msgs_per_s"] for r in rounds]
+            merged[package] = dict(merged[package], msgs_per_s=median(rates), low=min(rates), high=max(rates))
+    for ratio in ("ratio", "vs_baseline"):
+        if ratio in merged:
+            merged[ratio] = median([r[ratio] for r in rounds])
+    if "identical" in merged:
+        merged["identical"] = all(r["identical"] for r in rounds)
+    return merged
 
 
 if __name__ == "__main__":
