@@ -7,7 +7,8 @@
 Starts the optional servers it needs (``postgres``, ``redis``, ``mosquitto``; see
 ``infra/local/connector_services.py``) and leaves them running. Every contender gets the same
 in-memory records (dicts as a JSON deserializer yields them, key ``k<i>``), cut into checkpoints of
-``--checkpoint`` records; 3 interleaved rounds, the best round of each contender is kept:
+``--checkpoint`` records; 3 interleaved rounds (the order alternating), each figure the median of
+the rounds with its low and high:
 
 - ``postgres append``: ``PostgreSQLSink.add()`` per record + ``flush()`` per checkpoint (COPY into the
   table) vs. the limit: dict -> row tuple per record and ``psycopg`` ``COPY ... FROM STDIN`` per
@@ -337,26 +338,31 @@ def main() -> int:
     env = services.up([GROUPS[g][0] for g in wanted])
     records = make_records(args.records)
     checkpoints = chunks(records, args.checkpoint)
-    print(f"{args.records} records, checkpoints of {args.checkpoint}, best of {args.rounds} rounds")
+    print(f"{args.records} records, checkpoints of {args.checkpoint}, medians of {args.rounds} rounds")
     bars = []
     for group in wanted:
         contenders = GROUPS[group][1](env)
-        best: Dict[str, float] = {}
-        for _ in range(args.rounds):
-            for name, run in contenders.items():
-                seconds = run(checkpoints)
-                best[name] = min(best.get(name, seconds), seconds)
+        timings: Dict[str, list] = {name: [] for name in contenders}
+        for round_ in range(args.rounds):
+            order = list(contenders) if round_ % 2 == 0 else list(contenders)[::-1]
+            for name in order:
+                timings[name].append(contenders[name](checkpoints))
+        rates = {name: sorted(args.records / seconds for seconds in timed) for name, timed in timings.items()}
         names = list(contenders)
         for sink_name, limit_name in zip(names[0::2], names[1::2]):
-            sink_rate, limit_rate = args.records / best[sink_name], args.records / best[limit_name]
-            print(f"  {sink_name:45} {sink_rate:>10,.0f} rec/s   {100 * sink_rate / limit_rate:5.0f}% of the limit")
-            print(f"  {limit_name:45} {limit_rate:>10,.0f} rec/s")
-            bars += [(sink_name, "sink", sink_rate), (sink_name, "limit (server's bulk client)", limit_rate)]
+            sink, limit = rates[sink_name], rates[limit_name]
+            sink_rate, limit_rate = sink[len(sink) // 2], limit[len(limit) // 2]
+            print(f"  {sink_name:45} {sink_rate:>10,.0f} rec/s ({sink[0]:,.0f} - {sink[-1]:,.0f})   "
+                  f"{100 * sink_rate / limit_rate:5.0f}% of the limit")
+            print(f"  {limit_name:45} {limit_rate:>10,.0f} rec/s ({limit[0]:,.0f} - {limit[-1]:,.0f})")
+            bars += [(sink_name, "sink", sink_rate, sink[0], sink[-1]),
+                     (sink_name, "limit (server's bulk client)", limit_rate, limit[0], limit[-1])]
     if set(wanted) != set(GROUPS):
         return 0  # the saved figures (./dev bench report) come from full runs only
     from results import save
 
-    save("sink_connectors", f"sinks vs the server's own bulk client, {args.records:,} records", "rec/s", bars)
+    save("sink_connectors", f"sinks vs the server's own bulk client, {args.records:,} records", "rec/s", bars,
+         runs=args.rounds)
     return 0
 
 
