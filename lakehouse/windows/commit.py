@@ -106,10 +106,6 @@ class OutputTransaction:
         _fast_forward(self.run, self.branch)
         _drop_stale_branches(self.run)  # fast_forward refreshed Spark's cached table: no REFRESH needed
 
-    def branch_rows(self) -> int:
-        """The rows the run's branch holds now (after a ``MERGE``, which reports no count)."""
-        return self.run.spark.table(self._branch_name()).count()
-
     def _branch_name(self) -> str:
         run = self.run
         if self.branch is None:

@@ -6,10 +6,10 @@ That costs a sort of every record by offset and a window operator over it (slidi
 sort every record a second time, by timestamp). Most streams never drop a record: lateness stays
 within the grace period. For them the windows are a plain function of the records' timestamps,
 and these plans compute exactly that, much more cheaply, *together with a certificate* that no
-record of the key was dropped or placed awkwardly. A key whose certificate fails is recomputed by
-the exact plan and replaces its rows before the run publishes anything (the ``proven-then-patch``
-strategy, :mod:`lakehouse.windows.strategy`): the certificate only decides
-which plan computes a key, never what a window holds.
+record of the key was dropped or placed awkwardly. The rows of a group (a key within its Kafka
+partition) whose certificate fails are left out, and the exact plan computes that group before
+the run publishes anything (the ``proven-then-patch`` strategy, :mod:`lakehouse.windows.strategy`):
+the certificate only decides which plan computes a group, never what a window holds.
 
 **Fixed windows** (tumbling, hopping; closing per key). Records are aggregated per key and
 *bucket* of ``g`` ms (``g`` = the step, or the gcd of step and duration: every record of a bucket
@@ -31,12 +31,13 @@ min/max of floating values, also not NaN. Then the edge accepts every record, no
 already-closed window, and the closed form (:mod:`lakehouse.windows.native`) is exact.
 
 Both observe what the full run's report and window state need (``groups``, ``state_floor``,
-``stale_groups``, as the exact plans do) and ``unproven`` (buckets or records that failed).
+``stale_groups``, as the exact plans do), ``unproven`` (the groups that failed, counted in the
+same pass: a frame over the group) and ``unproven_groups`` (their columns).
 
 Example::
 
-    rows = proven_fixed_windows(data, grouping, observation)
-    keys = unproven_keys(plain, grouping)   # when observation's unproven > 0
+    rows = proven_fixed_windows(data, grouping, observation)   # the proven groups' rows
+    observation.get["unproven_groups"]                         # after the rows were written
 """
 
 from __future__ import annotations
@@ -123,9 +124,9 @@ def _fixed_buckets(data: "DataFrame", grouping: Grouping) -> "DataFrame":
 
 def proven_fixed_windows(data: "DataFrame", grouping: Grouping, observation: Any) -> "DataFrame":
     """Tumbling or hopping ``final()`` rows (``__gh``, ``key``, ``window_start``, ``window_end``,
-    ``value``) as if no record were dropped, right for every key of a proven group;
-    ``observation`` receives ``unproven`` (buckets whose certificate failed), ``groups``,
-    ``state_floor`` and ``stale_groups``."""
+    ``value``) of the proven groups (as if no record were dropped: right for them);
+    ``observation`` receives ``unproven``, ``unproven_groups``, ``groups``, ``state_floor`` and
+    ``stale_groups``."""
     spec, order_cols, group_cols = grouping
     from pyspark.sql import functions as F
 
@@ -179,8 +180,8 @@ def _sliding_frames(data: "DataFrame", grouping: Grouping) -> "DataFrame":
 
 def proven_sliding_windows(data: "DataFrame", grouping: Grouping, observation: Any) -> "DataFrame":
     """Sliding ``final()`` rows (``__gh``, ``key``, ``window_start``, ``window_end``, ``value``) of
-    the closed form, right for every proven key; ``observation`` receives ``unproven`` (records
-    that failed), ``groups``, ``state_floor`` and ``stale_groups``."""
+    the closed form, of the proven groups; ``observation`` receives ``unproven``,
+    ``unproven_groups``, ``groups``, ``state_floor`` and ``stale_groups``."""
     spec, order_cols, group_cols = grouping
     from pyspark.sql import functions as F
 

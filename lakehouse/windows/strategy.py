@@ -8,8 +8,8 @@ declares an incremental model's strategy. No Spark here: it is tested as a table
 ``exact``              every key by the exact plan (the edge's order: a sort by offset), one write:
                        the output is created, replaced (other columns), or overwritten
 ``proven-then-patch``  a full run into the output it rewrites: the proven plan (no sort by offset)
-                       with a certificate per key, then the keys it could not prove by the exact
-                       plan, replacing their rows; one commit on ``main``
+                       writes the groups its certificate proves, then the exact plan appends the
+                       others' (only their records); one commit on ``main``
 ``tail-append``        an increment: the windows that close now, from the window state and the new
                        records, appended (groups that got records between old ones: their keys
                        recomputed and replaced, or a full run when windows close per partition)
