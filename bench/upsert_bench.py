@@ -2,15 +2,19 @@
 
 A changelog table (the edge's shape: the value's fields and the ``_kafka_*`` columns) first holds
 ``--rows`` inserts, one per key; ``lakehouse upsert`` creates the keyed table from it, once per
-merge mode. Then ``--changes`` changes arrive (90% updates of existing keys, 10% inserts of new
-keys, plus 5% deletes as tombstones), and each is timed merging them, in the same session:
+merge mode. Then, ``--runs`` times (default 3), a fresh batch of ``--changes`` changes arrives (90%
+updates of existing keys, 10% inserts of new keys, plus 5% deletes as tombstones), and each
+contender is timed merging it, in the same session (the upsert first in odd runs, the hand
+``MERGE`` first in even ones); the medians are the figures:
 
 * ``lakehouse upsert`` (the job: incremental read, set-aside check, last change per key, the
   merge on a branch with its bookmark, the fast-forward), per merge mode;
 * a hand-written ``MERGE INTO`` of the same changes deduplicated beforehand (cached, not timed),
   into a copy of the same table, same mode;
-* pyiceberg's ``Table.upsert`` of the same deduplicated upserts plus ``Table.delete`` of the deleted
-  keys, in a process of its own (its peak RSS measured alone), unless ``--skip-pyiceberg``.
+* pyiceberg's ``Table.upsert`` of the first batch's deduplicated upserts plus ``Table.delete`` of
+  its deleted keys (as its docs advise: one Arrow table, unique keys), into a fresh table of the
+  base rows, in a process of its own (its peak RSS measured alone), ``--pyiceberg-runs`` times
+  (default ``--runs``), unless ``--skip-pyiceberg``.
 
 Then reads: ``--rounds`` more merge rounds into the default mode's table, a full scan of it (every
 column, deletes applied), against the same rows written fresh (compacted), and after ``lakehouse
