@@ -27,6 +27,7 @@ from stream_edge.models.topics import Topic
 from stream_edge.models.types import RawConfluentKafkaMessageProto as RawMessage
 from stream_edge.processing.context import ProcessingContext
 from stream_edge.processing.dead_letter import STAGE_DESERIALIZATION, STAGE_PROCESSING, DeadLetterTopic
+from stream_edge.processing.inline_batch import LoopHooks, compile_batch, inlinable_lines
 from stream_edge.rowproducer import ProducerError
 
 __all__ = ("TopicRoute", "BatchProcessor", "OutputCounter", "last_offsets", "first_offsets", "ConsumerError",
@@ -132,6 +133,16 @@ class BatchProcessor:
         self._skip_rows: Dict[Optional[int], Tuple[BaseException, str]] = {}  # of the message being split
         self._row = -1  # the index of the row being processed, in a split message
         self.interruption: Optional[Interruption] = None  # why the last batch stopped early
+        # the common route's loop with its chain inlined (processing/inline_batch.py), if it can be
+        self._inlined: Optional[Callable[[Sequence[RawMessage]], int]] = None
+        self._inlined_counted = self._counter.limit != float("inf")
+        if len(self._routes) == 1 and on_message_processed is None:
+            vloads, kloads, extractor, split, executor = next(iter(self._routes.values()))
+            lines = inlinable_lines(executor)
+            if vloads is not None and kloads is None and extractor is None and not split and lines is not None:
+                hooks = LoopHooks(self._counter, self._cursor, self, self._message_error, self._skipped,
+                                  self._deserialize_failed, self._processing_failed, Interruption)
+                self._inlined = compile_batch(lines, executor, vloads, hooks, self._inlined_counted)
 
     def __call__(self, msgs: Sequence[RawMessage]) -> int:
         cursor, routes, counter = self._cursor, self._routes, self._counter
@@ -195,11 +206,15 @@ class BatchProcessor:
         """:meth:`__call__` for the common route: one topic, a value deserializer, the key as
         bytes, the Kafka timestamp, no split, no per-message callback. The same steps and errors
         as the general loop with the branches that do not apply left out (the per-message path
-        is hot: ``bench/loop_cpu.py``)."""
+        is hot: ``bench/loop_cpu.py``). When the topic's chain is a generated one, the loop run
+        is a generated copy of this one with the chain's lines inline (``inline_batch.py``)."""
+        self.interruption = None
+        inlined = self._inlined
+        if inlined is not None and self._inlined_counted == (self._counter.limit != float("inf")):
+            return inlined(msgs)
         cursor, counter, skip = self._cursor, self._counter, self.skip
         limit = counter.limit
         done = 0
-        self.interruption = None
         try:
             for done, msg in enumerate(msgs, 1):
                 if msg.error() is not None:

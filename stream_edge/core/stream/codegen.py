@@ -57,17 +57,20 @@ class GeneratedFunction:
     def add(self, *lines: str) -> None:
         self.lines.extend(lines)
 
-    def source(self, name: str = "chain") -> str:
+    def source(self, name: str = "chain", signature: str = SIGNATURE) -> str:
         body = self.lines or ["pass"]
-        return f"def {name}({SIGNATURE}):\n" + "".join(f"    {line}\n" for line in body)
+        return f"def {name}({signature}):\n" + "".join(f"    {line}\n" for line in body)
 
-    def compile(self, name: str = "chain") -> Callable[..., Any]:
-        """Compile and return the function; its source is kept in ``linecache`` and ``.source``."""
-        source = self.source(name)
+    def compile(self, name: str = "chain", signature: str = SIGNATURE) -> Callable[..., Any]:
+        """Compile and return the function; its source is kept in ``linecache`` and ``.source``,
+        and this generator in ``.generated`` (its lines and names, for a caller that inlines the
+        body into its own generated code: the processing loop, ``processing/inline_batch.py``)."""
+        source = self.source(name, signature)
         filename = f"<stream_edge generated #{next(_serial)}: {self.title}>"
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         namespace = dict(self.namespace)
         exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - our own generated source
         func = namespace[name]
         func.source = source  # for debugging: print(executor.source)
+        func.generated = self
         return func
