@@ -30,12 +30,12 @@ Example::
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from .partitioning import TIME_PARTITION_COLUMNS
 from .struct_merge import is_struct, merge_struct
+from .type_promotion import promotion
 
 __all__ = ("IncompatibleSchemaError", "SchemaPlan", "VOID", "arrow_to_spark", "partition_column_types",
            "plan_schema", "promotion")
@@ -99,24 +99,6 @@ def arrow_to_spark(arrow_type: Any, *, table_format: str = "iceberg") -> str:
     if t.is_dictionary(ty):
         return arrow_to_spark(ty.value_type, table_format=table_format)
     raise IncompatibleSchemaError(f"unsupported Parquet/Arrow type {ty} ({pa.__name__})")
-
-
-_DECIMAL = re.compile(r"decimal\((\d+),(\d+)\)")
-_INT_RANK = {"tinyint": 1, "smallint": 2, "int": 3, "bigint": 4}
-
-
-def promotion(narrow: str, wide: str) -> bool:
-    """True if a reader can read a ``narrow`` column as ``wide`` without loss."""
-    if narrow == wide:
-        return True
-    if narrow in _INT_RANK and wide in _INT_RANK:
-        return _INT_RANK[narrow] < _INT_RANK[wide]
-    if (narrow, wide) == ("float", "double"):
-        return True
-    a, b = _DECIMAL.fullmatch(narrow), _DECIMAL.fullmatch(wide)
-    if a and b:
-        return a.group(2) == b.group(2) and int(a.group(1)) <= int(b.group(1))
-    return False
 
 
 @dataclass

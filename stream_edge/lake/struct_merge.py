@@ -22,6 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Union
 
+from .type_promotion import promotion as default_promotion
+
 __all__ = ("StructMerge", "is_struct", "merge_struct", "parse_struct", "struct_text")
 
 #: a parsed struct: its fields in order, each (name, type text or a nested parsed struct)
@@ -134,8 +136,6 @@ def merge_struct(table_type: str, file_type: str, path: tuple[str, ...], file_na
     ValueError: file f.parquet: field after.id has type string, incompatible with the table's int
     """
     if promotion is None:
-        from stream_edge.lake.schema_plan import promotion as default_promotion
-
         promotion = default_promotion
     merged = StructMerge(table_type)
     fields = _merge(parse_struct(table_type), parse_struct(file_type), path, file_name, table_format, promotion,
