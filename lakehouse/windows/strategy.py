@@ -7,7 +7,7 @@ declares an incremental model's strategy. No Spark here: it is tested as a table
 =====================  ==========================================================================
 ``exact``              every key by the exact plan (the edge's order: a sort by offset), one write:
                        the output is created, replaced (other columns), or overwritten
-``proven-then-patch``  a full run into the output it rewrites: the proven plan (no sort by offset)
+``proven-then-patch``  a sliding full run into the output it rewrites: the proven plan (one sort)
                        writes the groups its certificate proves, then the exact plan appends the
                        others' (only their records); one commit on ``main``
 ``tail-append``        an increment: the windows that close now, from the window state and the new
@@ -20,7 +20,7 @@ declares an incremental model's strategy. No Spark here: it is tested as a table
 
 Example::
 
-    strategy, reason = choose_strategy(RunFacts(native=True, provable=True, output="existing", full=True))
+    strategy, reason = choose_strategy(RunFacts(provable=True, output="existing", full=True, sliding=True))
     # ("proven-then-patch", "--full into the existing output: ...")
 """
 
@@ -71,6 +71,8 @@ def choose_strategy(facts: RunFacts) -> tuple[str, str]:
                       "windows closing per partition depend on every key" if not facts.per_key else
                       "no order column outside the group to prove order with")
             return "exact", f"{why}: no proven plan ({cannot})"
+        if not facts.sliding:  # window_recompute_bench: the proven pass, the fallback's scan and the run branch
+            return "exact", f"{why}: fixed windows by the exact plan, which costs no more than the proven one"
         return "proven-then-patch", (f"{why} into the existing output: the proven plan without the sort by "
                                      "offset, the keys it cannot prove by the exact plan")
     if not facts.new_snapshot:

@@ -11,9 +11,12 @@ EXISTING = dict(output="existing", increment=None)
 
 @pytest.mark.parametrize("facts, strategy, why", [
     (RunFacts(), "exact", "a full run (first run): the output is created"),
-    (RunFacts(provable=True, output="existing", full=True), "proven-then-patch", "--full into the existing output"),
-    (RunFacts(provable=True, output="existing", increment="the window definition changed since the last run"),
+    (RunFacts(provable=True, output="existing", full=True, sliding=True), "proven-then-patch",
+     "--full into the existing output"),
+    (RunFacts(provable=True, output="existing", sliding=True,
+              increment="the window definition changed since the last run"),
      "proven-then-patch", "a full run (the window definition changed"),
+    (RunFacts(provable=True, output="existing", full=True), "exact", "fixed windows by the exact plan"),
     (RunFacts(provable=True, output="other-columns", full=True), "exact", "columns differ"),
     (RunFacts(provable=True, output="delta", increment="incremental runs need an Iceberg source and output"),
      "exact", "a Delta output is overwritten"),
