@@ -23,12 +23,10 @@ window kind (tumbling 1m mean, hopping 5m/1m max, sliding 1m sum; grace 5 s):
    five columns read, shuffled by the group (partition, key) and sorted by the group's hash and
    the offset, to Spark's ``noop`` sink (the least any plan that honours offset order must do).
    Pairs alternate which runs first; the figure is the median of the pairs' floor/job ratios;
-3. **full rerun**, as many pairs: ``--full`` into that output (the ``proven-then-patch``
-   strategy: the proven plan's groups, then the exact plan over the records of the groups it
-   could not prove, appended), and its median job seconds against the first run's. The proven
-   fixed-window plan does not sort by offset, so tumbling and hopping reruns are measured
-   against a floor without the sort (read and shuffle: a floor no plan skips); sliding reruns
-   sort (by timestamp) and keep the sorting floor;
+3. **full rerun**, as many pairs: ``--full`` into that output, against the same floor, and its
+   median job seconds against the first run's: tumbling and hopping by the ``exact`` strategy
+   (overwritten on the run's branch), sliding by ``proven-then-patch`` (the proven plan's groups,
+   then the exact plan over the records of the groups it could not prove, appended);
 4. **increments** (``--increments``): 1% more rows appended, then an incremental run
    (``tail-append``), against a ``--full`` run timed just before; each increment's output is
    compared with the python-engine on the same snapshot. Target: incremental/full <= 10%;
@@ -175,7 +173,7 @@ def paired(spark, table: str, kind: str, pairs: int, expected: str, rerun: bool)
 
     output = f"{NAMESPACE}.windows_{kind}"
     options = options_of(table, kind, output, full=rerun)
-    sort = not rerun or kind == "sliding"  # the proven fixed plan does not sort by offset
+    sort = True  # every full run sorts: by offset (exact) or by timestamp (the proven sliding plan)
     what = "full rerun" if rerun else "first run"
     if rerun and not spark.catalog.tableExists(output):
         run_window_recompute(spark, options, progress=quiet)
