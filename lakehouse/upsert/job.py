@@ -42,8 +42,6 @@ __all__ = ("CONCURRENT_RETRIES", "run_upsert")
 
 #: how many times a run plans again after another run committed to the table first
 CONCURRENT_RETRIES = 1
-#: change sets up to this many keys are broadcast to the merge's join (a few hundred bytes a row)
-BROADCAST_KEYS = 200_000
 #: increments up to this many rows are checkpointed in memory, larger ones on local disk: kept well
 #: below the reference bench's 1M changes, whose merge of 10M rows already runs a 2 GB local driver
 #: near its heap (GC warnings), with the checkpoint on disk
@@ -178,10 +176,6 @@ def _run_once(spark: "SparkSession", options: UpsertOptions, say: Callable[[str]
         report.keys_changed = report.upserts + report.deletes
         lap("changes")
         changes = last.where(f"{quote_identifier(first_key)} IS NOT NULL").drop("__n")
-        if report.keys_changed <= BROADCAST_KEYS:
-            # a checkpoint's size is unknown to the planner: without the hint a sort-merge join,
-            # 1.4x the merge's time at 100k changes into 1M rows
-            changes = changes.hint("broadcast")
         if report.rejected:
             rejects = _table(spark, options.rejects_table or f"{target.identifier}_rejects", options.default_catalog)
             report.rejects_table = rejects.identifier
