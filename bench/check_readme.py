@@ -78,7 +78,8 @@ def ratios_in(result: dict) -> Iterator[float]:
 def matches(token: str, decimals: int, pool: Sequence[float], ratios: Sequence[float], unit: str) -> bool:
     """Whether a figure as shown (``token``, ``decimals`` after the point) is one of ``pool``."""
     wanted = float(token)
-    if any(abs(round(v, decimals) - wanted) < 1e-9 or abs(v - wanted) < 1e-9 for v in pool):
+    half = 0.5 * 10 ** -decimals + 1e-9  # shown rounded either way at an exact half (411692.5 -> 411,693)
+    if any(abs(round(v, decimals) - wanted) < 1e-9 or abs(v - wanted) <= half for v in pool):
         return True
     if unit in ("x", "%"):
         scale = 100.0 if unit == "%" else 1.0
