@@ -161,7 +161,8 @@ def _run_once(spark: "SparkSession", options: UpsertOptions, say: Callable[[str]
     # below computes and stores it in the same pass (an eager checkpoint is a pass of its own, then
     # the counts read it all again: 1M changes, 6.0 -> 3.7 s under load)
     level = StorageLevel.MEMORY_AND_DISK_DESER if increment <= IN_MEMORY_CHANGES else StorageLevel.DISK_ONLY
-    last = last_change_per_key(normalize(raw, layout), layout).localCheckpoint(eager=False, storageLevel=level)
+    large = level == StorageLevel.DISK_ONLY  # stored in a pass of its own (lazily, 10M changes ran the heap out)
+    last = last_change_per_key(normalize(raw, layout), layout).localCheckpoint(eager=large, storageLevel=level)
     try:
         first_key = layout.key_columns[0]
         for row in last.groupBy(F.col(first_key).isNull().alias("rejects"), "__action").agg(
