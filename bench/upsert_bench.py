@@ -215,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pyiceberg-runs", type=int,
                         help="runs of pyiceberg's Table.upsert of the first batch (default --runs)")
     parser.add_argument("--skip-pyiceberg", action="store_true", help="leave pyiceberg's Table.upsert out")
+    parser.add_argument("--memory", default="6g", help="the local Spark's memory (driver = executor), shared by the "
+                        "upsert and the hand-written MERGE; the default 2g ran the hand MERGE out of heap at 10M")
     parser.add_argument("--workdir", help="where the warehouse goes (default: a temp folder, removed)")
     parser.add_argument("--no-save", action="store_true", help="print only (bench/results/upsert_bench.json untouched)")
     parser.add_argument("--pyiceberg-child", help=argparse.SUPPRESS)
@@ -236,14 +238,16 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     round_changes = args.round_changes or max(1, args.changes // 10)
     print(f"upsert bench: {args.rows:,} rows, {args.changes:,} changes (+5% deletes), {args.rounds} rounds of "
-          f"{round_changes:,}; work dir {work}; load avg {os.getloadavg()[0]:.1f}", flush=True)
+          f"{round_changes:,}; Spark memory {args.memory}; work dir {work}; load avg {os.getloadavg()[0]:.1f}", flush=True)
     failures: list[str] = []
     try:
         env = dict(os.environ)
         env.pop("ICEBERG_REST_URI", None)
         env["ICEBERG_WAREHOUSE"] = (work / "warehouse").as_uri()
-        spark = build_spark(SparkSettings.from_env(env=env, catalog_name="bench", local_dir=str(work / "spark"),
-                                                   app_name="upsert-bench"))
+        settings = SparkSettings.from_env(env=env, catalog_name="bench", local_dir=str(work / "spark"),
+                                          app_name="upsert-bench")
+        settings.extra_conf["spark.driver.memory"] = args.memory
+        spark = build_spark(settings)
         ns = f"bench.b{int(time.time())}"
         source = f"{ns}.devices_changelog"
         spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {ns}")
