@@ -407,7 +407,7 @@ def main(argv: list[str] | None = None) -> int:
         bars = [(f"merge {size}", series, seconds) for series, seconds in times.items()]
         bars += [("full scan", f"after {args.rounds} rounds", scan_rounds), ("full scan", "compacted", scan_fresh),
                  ("full scan", "after maintain", scan_maintained)]
-        save("upsert_bench", f"keyed table: {size}; reads after {args.rounds} rounds", "s", bars,
+        save("upsert_bench", f"keyed table: {size}; reads after {args.rounds} rounds", "s", bars, runs=args.runs,
              goals={"upsert / hand MERGE": "<= 1.25x", "pyiceberg / upsert (default mode)": ">= 10x",
                     "scan after rounds / compacted": "<= 1.5x", "scan after maintain / compacted": "<= 1.1x"},
              extra={"runs": args.runs, "each_run": {name: [round(t, 2) for t in values] for name, values in runs.items()},
