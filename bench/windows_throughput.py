@@ -193,6 +193,9 @@ def main() -> None:
                               for p in packages) + (f"; ratio {r['ratio']:.2f}x" if "ratio" in r else ""), flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
+    differing = [f"{r.get('window', 'tumbling_mean')}, {r['keys']:,} keys" for r in results if not r.get("identical", True)]
+    if differing:
+        raise SystemExit(f"outputs differ ({'; '.join(differing)}): nothing saved")
     if not args.only:
         from results import save
 
