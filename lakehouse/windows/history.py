@@ -3,20 +3,24 @@ tables (``<table>.snapshots``, ``<table>.refs``): plain SQL, so it runs over Spa
 
 Two questions:
 
-* **Where did the last run stop?** (:func:`read_bookmark`). Every output commit of a run carries,
-  in its snapshot summary, the source snapshot the rows reflect and the definition's fingerprint
-  (:func:`bookmark_properties`). Maintenance commits to the output in between (compaction's
-  ``rewrite_data_files``, ``rewrite_manifests``: operation ``replace``) carry no bookmark but change
-  no row, so the walk back from ``main`` passes over them to the last run's commit: maintenance
-  never turns the next run into a full one. Any other commit without a bookmark (someone else
-  wrote rows) means no usable bookmark.
+* **Where did the last run stop?** (:func:`bookmark_of` a :func:`table_log`). Every output commit
+  of a run carries, in its snapshot summary, the source snapshot the rows reflect and the
+  definition's fingerprint (:func:`bookmark_properties`). Maintenance commits to the output in
+  between (compaction's ``rewrite_data_files``, ``rewrite_manifests``: operation ``replace``)
+  carry no bookmark but change no row, so the walk back from ``main`` passes over them to the last
+  run's commit: maintenance never turns the next run into a full one. Any other commit without a
+  bookmark (someone else wrote rows) means no usable bookmark. A full run's last commit adds the
+  records it found late (:data:`LATE_RECORDS_PROPERTY`, observed by its writes; increments carry
+  it forward): a fixed windows' rerun takes the proven plan when it is 0
+  (:mod:`lakehouse.windows.strategy`).
 * **What happened to the source since?** (:func:`source_changes`): only appends (and ``replace``
   rewrites, which keep every record) allow an increment; a delete or overwrite, or a bookmark
   snapshot that is no ancestor of the current one (expired, rolled back), needs a full run.
 
 Example::
 
-    bookmark = read_bookmark(spark, "`lake`.`db`.`temp_1m`")   # None: a full run
+    log = table_log(spark, "`lake`.`db`.`temp_1m`")
+    bookmark = bookmark_of(log.snapshots, log.main)   # None: a full run
 """
 
 from __future__ import annotations
@@ -27,12 +31,14 @@ from typing import TYPE_CHECKING, Sequence
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
-__all__ = ("Bookmark", "DEFINITION_PROPERTY", "SOURCE_SNAPSHOT_PROPERTY", "Snapshot", "TableLog", "bookmark_of",
-           "bookmark_properties", "main_snapshot", "read_bookmark", "snapshot_log", "source_changes", "table_log",
+__all__ = ("Bookmark", "DEFINITION_PROPERTY", "LATE_RECORDS_PROPERTY", "SOURCE_SNAPSHOT_PROPERTY", "Snapshot",
+           "TableLog", "bookmark_of", "bookmark_properties", "main_snapshot", "source_changes", "table_log",
            "table_logs")
 
 SOURCE_SNAPSHOT_PROPERTY = "lakehouse.windows.source-snapshot"
 DEFINITION_PROPERTY = "lakehouse.windows.definition"
+#: the records the last full run found late (dropped: their window had closed when they arrived)
+LATE_RECORDS_PROPERTY = "lakehouse.windows.late-records"
 #: snapshot operations that keep every record (and every row) of the snapshot before them
 REWRITES = ("replace",)
 
@@ -50,18 +56,20 @@ class Snapshot:
 @dataclass(frozen=True)
 class Bookmark:
     """Where the output's last run stopped: the source snapshot its rows reflect, the definition's
-    fingerprint, and the output snapshot that carried them."""
+    fingerprint, the output snapshot that carried them, the late records (None: not recorded)."""
 
     source_snapshot: int
     definition: str
     output_snapshot: int
+    late_records: int | None = None
 
 
-def bookmark_properties(source_snapshot: int | None, fingerprint: str) -> dict[str, str]:
+def bookmark_properties(source_snapshot: int | None, fingerprint: str, late: int | None = None) -> dict[str, str]:
     """The snapshot summary entries a run's output commit carries (none without a source snapshot)."""
     if source_snapshot is None:
         return {}
-    return {SOURCE_SNAPSHOT_PROPERTY: str(source_snapshot), DEFINITION_PROPERTY: fingerprint}
+    late_records = {} if late is None else {LATE_RECORDS_PROPERTY: str(late)}
+    return {SOURCE_SNAPSHOT_PROPERTY: str(source_snapshot), DEFINITION_PROPERTY: fingerprint, **late_records}
 
 
 @dataclass(frozen=True)
@@ -121,21 +129,13 @@ def main_snapshot(spark: "SparkSession", sql_name: str) -> int | None:
     return None if row is None else int(row[0])
 
 
-def snapshot_log(spark: "SparkSession", sql_name: str) -> dict[int, Snapshot]:
-    """Every snapshot the table still knows, by id."""
-    rows = spark.sql(f"SELECT snapshot_id, parent_id, operation, summary FROM {sql_name}.snapshots").collect()
-    return {int(r[0]): Snapshot(int(r[0]), None if r[1] is None else int(r[1]), str(r[2]), dict(r[3] or {}))
-            for r in rows}
-
-
 def bookmark_of(snapshots: dict[int, Snapshot], head: int | None) -> Bookmark | None:
     """The bookmark of the last run's commit at or below ``head``, passing over rewrites
     (:data:`REWRITES`); None when another commit without one comes first or the chain ends.
 
-    >>> log = {1: Snapshot(1, None, "append", {SOURCE_SNAPSHOT_PROPERTY: "7", DEFINITION_PROPERTY: "d"}),
-    ...        2: Snapshot(2, 1, "replace", {})}
+    >>> log = {1: Snapshot(1, None, "append", bookmark_properties(7, "d", late=0)), 2: Snapshot(2, 1, "replace", {})}
     >>> bookmark_of(log, 2)
-    Bookmark(source_snapshot=7, definition='d', output_snapshot=1)
+    Bookmark(source_snapshot=7, definition='d', output_snapshot=1, late_records=0)
     >>> bookmark_of({**log, 3: Snapshot(3, 2, "append", {})}, 3) is None
     True
     """
@@ -144,17 +144,12 @@ def bookmark_of(snapshots: dict[int, Snapshot], head: int | None) -> Bookmark | 
         recorded = current.summary.get(SOURCE_SNAPSHOT_PROPERTY)
         definition = current.summary.get(DEFINITION_PROPERTY)
         if recorded is not None and definition is not None:
-            return Bookmark(int(recorded), definition, current.snapshot_id)
+            late = current.summary.get(LATE_RECORDS_PROPERTY)
+            return Bookmark(int(recorded), definition, current.snapshot_id, None if late is None else int(late))
         if current.operation not in REWRITES or current.parent_id is None:
             return None
         current = snapshots.get(current.parent_id)
     return None
-
-
-def read_bookmark(spark: "SparkSession", sql_name: str) -> Bookmark | None:
-    """The output's bookmark as ``main`` sees it (:func:`bookmark_of`)."""
-    log = table_log(spark, sql_name)
-    return bookmark_of(log.snapshots, log.main)
 
 
 def source_changes(snapshots: dict[int, Snapshot], since: int, until: int) -> tuple[str | None, int | None]:

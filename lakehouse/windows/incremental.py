@@ -90,6 +90,8 @@ def plan_increment(run: WindowRun) -> tuple[IncrementPlan | None, str | None]:
     if options.full:
         output_log = table_log(run.spark, target.sql_name)
         run.base_snapshot, run.output_refs = output_log.main, output_log.refs
+        bookmark = bookmark_of(output_log.snapshots, output_log.main)
+        run.late_records = bookmark.late_records if bookmark and bookmark.definition == run.fingerprint else None
         return None, "--full"
     # the output's, the source's and the window state's logs in one query (one Spark job)
     has_state = run.uses_state and run.spark.catalog.tableExists(state_table(options.output))
@@ -101,6 +103,7 @@ def plan_increment(run: WindowRun) -> tuple[IncrementPlan | None, str | None]:
         return None, f"{options.output} records no source snapshot"
     if bookmark.definition != run.fingerprint:
         return None, "the window definition changed since the last run"
+    run.late_records = bookmark.late_records
     until = source_log.main
     if until is None:
         return None, "the source has no snapshot"

@@ -128,7 +128,8 @@ def _facts(run: WindowRun, plan: IncrementPlan | None, why_not: str | None) -> R
     return RunFacts(native=run.engine == "native", provable=provable(run.grouping),
                     output=output, full=run.options.full, increment=why_not,
                     new_snapshot=plan is None or plan.since != plan.until, sliding=run.spec.kind == "sliding",
-                    per_key="key" in run.group_cols, has_state=plan is not None and plan.state_log is not None)
+                    per_key="key" in run.group_cols, has_state=plan is not None and plan.state_log is not None,
+                    late_records=run.late_records)
 
 
 def _named(keys: "DataFrame", count: int) -> str:
@@ -154,7 +155,8 @@ def _run_once(spark: "SparkSession", options: WindowRecomputeOptions, say: Calla
     increment = run_increment(run, plan, strategy) if plan is not None else None
     if plan is not None and increment is not None:
         try:
-            with OutputTransaction(run, bookmark_properties(plan.until, run.fingerprint), "existing") as commit:
+            properties = bookmark_properties(plan.until, run.fingerprint, run.late_records)  # the count carried
+            with OutputTransaction(run, properties, "existing") as commit:
                 report.windows = commit.write(increment.step)
                 commit.publish()
         finally:
@@ -221,6 +223,9 @@ def _full_run(run: WindowRun, report: WindowReport, output: str, started: float)
             report.fallback, report.detail = f"{_named(keys, count)} {why}", f"{count} key{'' if count == 1 else 's'} {why}"
             if replayed:
                 report.detail += f"; {replaying.detail(note.groups())}"
+        # the records found late: none in the groups the proven plan proved, the exact plan's count elsewhere
+        late = (replaying.late() if groups is not None else 0) if proven else note.late()
+        commit.record(bookmark_properties(until, run.fingerprint, late))
         commit.publish()
     say(f"windows: wrote {report.windows} window rows to {options.output} ({run.target.table_format})")
     if until is not None and run.uses_state:  # what the next incremental run starts from

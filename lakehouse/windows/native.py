@@ -146,7 +146,7 @@ def fixed_event_times(data: "DataFrame", grouping: Grouping, observation: Any = 
         timed = hashed.selectExpr(*columns)
     else:  # the full run: what the group count and the window state need, observed
         timed = hashed.selectExpr(*columns, *_state_columns(group_cols, order_cols))
-        timed = timed.observe(observation, *_state_observations())
+        timed = timed.observe(observation, *_state_observations(spec))
     # else no window of the record is emitted (every window holding it starts above ts - duration)
     kept = timed.where(str(Sql("ts") - spec.duration_ms < Sql("__final_closed_upto")))
     return kept.drop("__first_of_group", "__is_last", "__max_ts")
@@ -159,8 +159,9 @@ def _state_columns(group_cols: Sequence[str], order_cols: Sequence[str]) -> list
             f"max(ts) OVER {whole} AS __max_ts"]
 
 
-def _state_observations() -> list["Column"]:
-    """The observed ``groups``, and what the per-group window state written after a full run
+def _state_observations(spec: WindowSpec) -> list["Column"]:
+    """The observed ``groups``, ``late`` (records dropped from their oldest window: closed at their
+    arrival), and what the per-group window state written after a full run
     (:func:`lakehouse.window_state.full_state`) can take from this pass instead of a scan of its
     own: ``state_floor``, the smallest per-group bound ``latest - grace - duration`` (the state
     holds each group's records above its bound), and ``stale_groups``, the groups whose last
@@ -171,8 +172,11 @@ def _state_observations() -> list["Column"]:
 
     bound = F.col("__final_closed_upto")
     stale = F.col("__is_last") & ((F.col("ts") <= bound) | (F.col("__max_ts") <= bound))
+    step = spec.step_ms or spec.duration_ms  # a record with a window (oldest <= newest) whose oldest had closed
+    late = rules.oldest_start(Sql("ts"), spec.duration_ms, step) <= rules.at_most(Sql("__closed_upto"),
+                                                                                rules.window_start(Sql("ts"), step))
     return [F.sum("__first_of_group").alias("groups"), F.min(bound).alias("state_floor"),
-            F.count(F.when(stale, 1)).alias("stale_groups")]
+            F.count(F.when(stale, 1)).alias("stale_groups"), F.count(F.when(F.expr(str(late)), 1)).alias("late")]
 
 
 def fixed_window_parts(timed: "DataFrame", grouping: Grouping) -> "DataFrame":
@@ -245,10 +249,11 @@ def sliding_key_flags(data: "DataFrame", grouping: Grouping, observation: Any = 
     instead of ``__native``, which :func:`native_sliding_windows` folds over the group in its own
     window operator (one pass over every record fewer).
 
-    ``observation`` receives ``groups``, ``replayed`` (groups not native; with ``per_group``) and
-    what the window state of a full run can take from this pass (``state_floor`` and
-    ``stale_groups`` as in :func:`_state_observations`: a group whose newest record is at or below
-    its bound has its last one there too, so it is stale whether or not it was replayed)."""
+    ``observation`` receives ``groups``, ``late`` (records not accepted), ``replayed`` (groups not
+    native; with ``per_group``) and what the window state of a full run can take from this pass
+    (``state_floor`` and ``stale_groups`` as in :func:`_state_observations`: a group whose newest
+    record is at or below its bound has its last one there too, so it is stale whether or not it
+    was replayed)."""
     spec, order_cols, group_cols = grouping
     from pyspark.sql import functions as F
 
@@ -267,7 +272,7 @@ def sliding_key_flags(data: "DataFrame", grouping: Grouping, observation: Any = 
     if per_group:
         flagged = flagged.selectExpr("*", f"max(CAST(__awkward AS INT)) OVER {whole} = 0 AS __native").drop("__awkward")
     if observation is not None:
-        metrics = [F.sum("__first_of_group").alias("groups")]
+        metrics = [F.sum("__first_of_group").alias("groups"), F.count(F.when(~F.col("__accepted"), 1)).alias("late")]
         if per_group:
             metrics.append(F.sum(F.when(~F.col("__native"), F.col("__first_of_group")).otherwise(0)).alias("replayed"))
         bound = F.expr(str(rules.closed_upto(Sql("__final"), spec)))

@@ -193,31 +193,32 @@ class PlanNote:
                     "sliding records inside closed windows, near time 0 or NaN")
         return self.reason
 
-    def unproven_groups(self, spark: "SparkSession", data: "DataFrame", group_cols: Sequence[str]) -> "DataFrame | None":
-        """The groups a proven plan could not prove (observed), the group's columns typed as in
-        ``data``; None: none (and for other plans)."""
+    def _collected(self, spark: "SparkSession", metric: str, fields: Sequence[tuple[str, Any]]) -> "DataFrame | None":
+        """The rows an observation collected (structs, or one column's values), typed by ``fields``
+        (name, Spark type); None: none (and for plans that do not collect ``metric``)."""
         from pyspark.sql import types as T
 
-        groups = self._metrics().get("unproven_groups") or []
-        if not groups:
-            return None
-        schema = T.StructType([T.StructField(c, data.schema[c].dataType) for c in group_cols])
-        return spark.createDataFrame([tuple(g) for g in groups], schema)
+        rows = self._metrics().get(metric) or []
+        schema = T.StructType([T.StructField(name, dtype) for name, dtype in fields])
+        values = [tuple(r) if isinstance(r, tuple) else (r,) for r in rows]  # a Row is a tuple
+        return spark.createDataFrame(values, schema) if values else None
+
+    def unproven_groups(self, spark: "SparkSession", data: "DataFrame", group_cols: Sequence[str]) -> "DataFrame | None":
+        """The groups a proven plan could not prove (observed), their columns typed as in ``data``."""
+        return self._collected(spark, "unproven_groups", [(c, data.schema[c].dataType) for c in group_cols])
 
     def replayed(self) -> int:
         """The sliding groups the edge's engines computed (observed; 0 for other plans)."""
         return int(self._metrics().get("replayed") or 0)
 
     def replayed_keys(self, spark: "SparkSession", key_type: Any) -> "DataFrame | None":
-        """The keys of the sliding groups the edge's engines computed, one column ``key`` of
-        ``key_type`` (observed; None: none)."""
-        from pyspark.sql import types as T
+        """The keys of the sliding groups the edge's engines computed, one column ``key`` of ``key_type``."""
+        return self._collected(spark, "replayed_keys", [("key", key_type)])
 
-        keys = self._metrics().get("replayed_keys") or []
-        if not keys:
-            return None
-        schema = T.StructType([T.StructField("key", key_type)])
-        return spark.createDataFrame([(k,) for k in keys], schema)
+    def late(self) -> int | None:
+        """The records dropped as late (observed by the exact native plans; None: not observed)."""
+        late = self._metrics().get("late")
+        return None if late is None else int(late)
 
     def state_floor(self) -> int | None:
         """The observed ``state_floor`` when no group was stale (``fixed_event_times``), else None."""
@@ -315,6 +316,7 @@ class WindowRun:
     fingerprint: str
     base_snapshot: int | None = None  # the output's main snapshot when the run read its bookmark
     output_refs: dict[str, int] = field(default_factory=dict)  # the output's branches and tags then
+    late_records: int | None = None  # what the output's bookmark recorded, for this definition (None: unknown)
 
     @classmethod
     def open(cls, spark: "SparkSession", options: WindowRecomputeOptions, say: Callable[[str], None],

@@ -140,18 +140,6 @@ def state_at(spark: "SparkSession", options: WindowRecomputeOptions, log: TableL
             len(log.snapshots))
 
 
-def state_bookmark(spark: "SparkSession", options: WindowRecomputeOptions) -> tuple[str | None, str | None]:
-    """(source snapshot, definition) recorded by the state table's current snapshot (Nones without
-    one, or without the table)."""
-    if not spark.catalog.tableExists(state_table(options.output)):
-        return None, None
-    log = table_log(spark, state_sql_name(options))
-    snapshot = log.snapshots.get(log.main) if log.main is not None else None
-    if snapshot is None:
-        return None, None
-    return snapshot.summary.get(STATE_SNAPSHOT_PROPERTY), snapshot.summary.get(STATE_DEFINITION_PROPERTY)
-
-
 def write_state(state: "DataFrame", options: WindowRecomputeOptions, until: int, fingerprint: str,
                 overwrite: bool = False, snapshots: int = 0) -> None:
     """Write ``state`` as the state table's rows, recording ``until`` and the definition in the

@@ -7,9 +7,10 @@ declares an incremental model's strategy. No Spark here: it is tested as a table
 =====================  ==========================================================================
 ``exact``              every key by the exact plan (the edge's order: a sort by offset), one write:
                        the output is created, replaced (other columns), or overwritten
-``proven-then-patch``  a sliding full run into the output it rewrites: the proven plan (one sort)
-                       writes the groups its certificate proves, then the exact plan appends the
-                       others' (only their records); one commit on ``main``
+``proven-then-patch``  a full run into the output it rewrites (fixed windows: when the last run saw
+                       no late record): the proven plan (sliding: one sort by timestamp; fixed: no
+                       sort) writes the groups its certificate proves, then the exact plan appends
+                       the others' (only their records); one commit on ``main``
 ``tail-append``        an increment: the windows that close now, from the window state and the new
                        records, appended (groups that got records between old ones: their keys
                        recomputed and replaced, or a full run when windows close per partition)
@@ -21,7 +22,7 @@ declares an incremental model's strategy. No Spark here: it is tested as a table
 Example::
 
     strategy, reason = choose_strategy(RunFacts(provable=True, output="existing", full=True, sliding=True))
-    # ("proven-then-patch", "--full into the existing output: ...")
+    # ("proven-then-patch", "--full into the existing output: the proven plan, ...")
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ class RunFacts:
     sliding: bool = False
     per_key: bool = True  # windows close per key (not per partition)
     has_state: bool = False  # the output's window state exists (increments of native windows)
+    late_records: int | None = None  # the last full run's late records (its commit's summary; None: unknown)
 
 
 def choose_strategy(facts: RunFacts) -> tuple[str, str]:
@@ -71,10 +73,12 @@ def choose_strategy(facts: RunFacts) -> tuple[str, str]:
                       "windows closing per partition depend on every key" if not facts.per_key else
                       "no order column outside the group to prove order with")
             return "exact", f"{why}: no proven plan ({cannot})"
-        if not facts.sliding:  # window_recompute_bench: the proven pass, the fallback's scan and the run branch
-            return "exact", f"{why}: fixed windows by the exact plan, which costs no more than the proven one"
-        return "proven-then-patch", (f"{why} into the existing output: the proven plan without the sort by "
-                                     "offset, the keys it cannot prove by the exact plan")
+        if not facts.sliding and facts.late_records != 0:  # window_recompute_bench: the fallback's scan costs more
+            seen = "an unknown number of" if facts.late_records is None else f"{facts.late_records:,}"
+            return "exact", f"{why}: fixed windows by the exact plan: the last run saw {seen} late records"
+        saw = "" if facts.sliding else " the last run saw no record later than the grace:"
+        return "proven-then-patch", (f"{why} into the existing output:{saw} the proven plan, no sort by offset "
+                                     "(the keys it cannot prove by the exact plan)")
     if not facts.new_snapshot:
         return "nothing-new", "no new source snapshot since the output's bookmark"
     if not facts.native:

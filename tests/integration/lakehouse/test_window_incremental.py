@@ -20,9 +20,10 @@ from lakehouse.windows import (ConcurrentRunError, WindowRecomputeOptions, Windo
 from lakehouse.windows import commit as window_commit
 from lakehouse.windows import job as window_job
 from lakehouse.windows import state as window_state
-from lakehouse.windows.history import SOURCE_SNAPSHOT_PROPERTY, main_snapshot, read_bookmark, snapshot_log
-from lakehouse.windows.state import state_bookmark, state_table
-from stream_edge.dataframe.windows.replay import replay
+from lakehouse.windows.history import (LATE_RECORDS_PROPERTY, SOURCE_SNAPSHOT_PROPERTY, Bookmark, Snapshot,
+                                       bookmark_of, main_snapshot, table_log)
+from lakehouse.windows.state import STATE_SNAPSHOT_PROPERTY, state_sql_name, state_table
+from stream_edge.dataframe.windows.replay import make_engine, replay
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -59,6 +60,19 @@ def edge_windows(rows: list[tuple], spec: WindowSpec) -> list[tuple]:
     return sorted(out)
 
 
+def edge_late_records(rows: list[tuple], spec: WindowSpec) -> int:
+    """The records the edge's engines find late for some window (their ``on_late`` callback), each
+    counted once: each partition in offset order, as :func:`edge_windows` feeds them."""
+    late: set[tuple] = set()
+    engine = make_engine(spec.kind, spec.duration_ms, spec.grace_ms, spec.step_ms, spec.aggregation)
+    for partition in (0, 1):
+        states: dict = {}
+        for key, ts, _, offset, value in sorted((r for r in rows if r[2] == partition), key=lambda r: r[3]):
+            engine.on_late = lambda *_args, record=(partition, offset): late.add(record)
+            list(engine.process_final(states.setdefault(key, engine.new_key_state()), value, ts))
+    return len(late)
+
+
 def fresh_namespace(spark) -> str:
     """A new namespace of the embedded catalog (``embedded.inc_<id>``) for one test's tables."""
     namespace = f"embedded.inc_{uuid.uuid4().hex[:8]}"
@@ -71,6 +85,23 @@ def fresh_run(spark, spec: WindowSpec) -> tuple[str, str, WindowRecomputeOptions
     namespace = fresh_namespace(spark)
     source, output = f"{namespace}.src", f"{namespace}.out"
     return source, output, WindowRecomputeOptions(table=source, output=output, value_column="temp", window=spec)
+
+
+def snapshot_log(spark, table: str) -> dict[int, Snapshot]:
+    """Every snapshot the table still knows, by id."""
+    return table_log(spark, table).snapshots
+
+
+def read_bookmark(spark, table: str) -> Bookmark | None:
+    """The table's bookmark as ``main`` sees it."""
+    log = table_log(spark, table)
+    return bookmark_of(log.snapshots, log.main)
+
+
+def state_bookmark(spark, options: WindowRecomputeOptions) -> tuple[str | None]:
+    """(the source snapshot,) the window state table's current snapshot records."""
+    log = table_log(spark, state_sql_name(options))
+    return (log.snapshots[log.main].summary.get(STATE_SNAPSHOT_PROPERTY),)
 
 
 def table_rows(spark, table: str) -> list[tuple]:
@@ -143,11 +174,17 @@ def test_full_reruns_equal_the_runs_they_repeat(spark, raw, batches, kind, in_or
             paths.append(report.path)
             strategies.append(report.strategy)
             if len(paths) == 1:
+                seen = [r for r in appended if r[3] is not None]
                 created = comparable(table_rows(spark, output))
-                assert created == comparable(edge_windows([r for r in appended if r[3] is not None], spec))
+                assert created == comparable(edge_windows(seen, spec))
+                # the late records the first run recorded (sliding: those dropped; the engines also
+                # call on_late for accepted records inside closed windows) choose the rerun's plan
+                late = read_bookmark(spark, output).late_records
+                assert (0 <= late <= len(seen)) if kind == "sliding" else (late == edge_late_records(seen, spec))
                 again = run_window_recompute(spark, rerun, progress=quiet).strategy
-                assert again == ("proven-then-patch" if kind == "sliding" else "exact")
+                assert again == ("exact" if kind != "sliding" and late else "proven-then-patch")
                 assert comparable(table_rows(spark, output)) == created
+                assert read_bookmark(spark, output).late_records == late  # counted again, by either plan
         assert paths[0].startswith("full, native")  # the first run has no bookmark
         assert all(p.startswith("incremental, native") for p in paths[1:])
         assert strategies[0] == "exact" and set(strategies[1:]) <= {"tail-append", "merge-keys"}
@@ -156,6 +193,8 @@ def test_full_reruns_equal_the_runs_they_repeat(spark, raw, batches, kind, in_or
         report = run_window_recompute(spark, rerun, progress=quiet)
         assert report.rows_skipped == len(rows) - len(ordered)
         assert comparable(table_rows(spark, output)) == incremented
+        if kind != "sliding":
+            assert read_bookmark(spark, output).late_records == edge_late_records(ordered, spec)
     finally:
         for table in (source, output, state_table(output)):
             spark.sql(f"DROP TABLE IF EXISTS {table}")
@@ -290,6 +329,49 @@ def test_sliding_increments_add_the_closing_windows_from_the_state(spark):
         options.full = True
         assert run_window_recompute(spark, options, progress=quiet).strategy == "proven-then-patch"
         assert table_rows(spark, output) == incremented
+    finally:
+        for table in (source, output, state_table(output)):
+            spark.sql(f"DROP TABLE IF EXISTS {table}")
+
+
+def test_fixed_windows_rerun_by_the_proven_plan_when_the_last_run_saw_no_late_record(spark):
+    """Tumbling windows over records within the grace: the first run records 0 late records, so a
+    ``--full`` rerun takes the proven plan (no sort by offset), same rows; an increment carries the
+    count forward; after a record later than the grace, the next ``--full`` run (proven) patches
+    its key by the exact plan and records 1, and the run after it takes the exact plan."""
+    rng = random.Random(13)
+    rows = stream([(rng.randrange(4), rng.randrange(12), rng.choice([0, 0, 3]), rng.randrange(10))
+                   for _ in range(200)])
+    spec = SPECS["tumbling"]
+    source, output, options = fresh_run(spark, spec)
+    quiet = lambda _l: None  # noqa: E731
+    try:
+        spark.createDataFrame(rows[:150], SCHEMA).writeTo(source).using("iceberg").create()
+        assert run_window_recompute(spark, options, progress=quiet).strategy == "exact"
+        assert read_bookmark(spark, output).late_records == 0
+        created = table_rows(spark, output)
+        options.full = True
+        report = run_window_recompute(spark, options, progress=quiet)
+        assert (report.strategy, report.fallback) == ("proven-then-patch", "")
+        assert "the last run saw no record later than the grace" in report.reason
+        assert table_rows(spark, output) == created == edge_windows(rows[:150], spec)
+        # k1's record 100 ms behind its event time (grace 10 ms), after the others in offset order
+        latest = max(r[1] for r in rows if r[0] == "k1")
+        late = ("k1", latest - 100, 1, max(r[3] for r in rows if r[2] == 1) + 1, 5)
+        spark.createDataFrame(rows[150:] + [late], SCHEMA).writeTo(source).append()
+        options.full = False
+        assert run_window_recompute(spark, options, progress=quiet).strategy == "tail-append"
+        assert read_bookmark(spark, output).late_records == 0  # the last full run's, carried forward
+        options.full = True
+        report = run_window_recompute(spark, options, progress=quiet)
+        assert (report.strategy, report.fallback[:10]) == ("proven-then-patch", "1 key (k1)")
+        assert read_bookmark(spark, output).late_records == 1 == edge_late_records(rows + [late], spec)
+        patched = table_rows(spark, output)
+        assert patched == edge_windows(rows + [late], spec)
+        report = run_window_recompute(spark, options, progress=quiet)
+        assert (report.strategy, report.reason) == ("exact", "--full: fixed windows by the exact plan: the last "
+                                                    "run saw 1 late records")
+        assert table_rows(spark, output) == patched
     finally:
         for table in (source, output, state_table(output)):
             spark.sql(f"DROP TABLE IF EXISTS {table}")
