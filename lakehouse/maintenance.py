@@ -15,7 +15,7 @@ as separate tasks so each one is visible, retried and timed on its own:
   ``rewrite_data_files`` of every data file that has deletes (deletion vectors or position
   deletes) and of the small ones, so reads apply no deletes again, into files sized so that the
   table has at least as many as the session's parallelism (a one-file table is scanned by one
-  core), then, for a format-2 table,
+  core), sorted by the key when the table is ``upsert``'s; then, for a format-2 table,
   ``rewrite_position_delete_files`` drops the delete files left pointing at nothing. The report
   gives data files, delete files and live rows before and after.
 
@@ -26,6 +26,7 @@ Example::
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass
 from datetime import timedelta
@@ -37,6 +38,7 @@ from lakehouse.iceberg_tables import IcebergTable
 from lakehouse.identifiers import quote_identifier
 from lakehouse.job_report import JobReport
 from lakehouse.tables import open_table
+from lakehouse.upsert.commit import KEY_COLUMNS_PROPERTY
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -109,27 +111,49 @@ def scan_parallelism(spark: "SparkSession") -> int | None:
     return int(value) if value and str(value).isdigit() else None
 
 
+def key_sort_order(properties: dict[str, str]) -> str | None:
+    """The ``sort_order`` of a keyed table's compaction (its key columns, from the property
+    ``lakehouse upsert`` sets), None for other tables.
+
+    >>> key_sort_order({KEY_COLUMNS_PROPERTY: '["id", "region"]'})
+    '`id` ASC NULLS LAST, `region` ASC NULLS LAST'
+    >>> key_sort_order({}) is None
+    True
+    """
+    raw = properties.get(KEY_COLUMNS_PROPERTY)
+    columns = json.loads(raw) if raw else []
+    return ", ".join(f"{quote_identifier(c)} ASC NULLS LAST" for c in columns) or None
+
+
 def compact_deletes(table: IcebergTable, report: JobReport) -> None:
     """Rewrite the data files that carry deletes, and the small ones, into files of
     :func:`compaction_target_bytes`; then drop dangling position delete files (format 2).
-    Before/after figures go to ``report``."""
+    Before/after figures go to ``report``.
+
+    A keyed table is rewritten sorted by its key: the sort shuffles the rows into exactly as many
+    files as the size calls for (a bin-pack rewrite packs whole files into its tasks and can leave
+    one more, unevenly sized: 3 files for 2 cores scan like 4), and each file then holds a key
+    range (a lookup or a merge reads the files whose range holds its keys)."""
     spark = table.spark
     name = sql_string(table.sql_name)
     catalog = quote_identifier(table.catalog)
     files, deletes, live = delete_file_stats(table)
+    properties = {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {table.sql_name}").collect()}
     target = compaction_target_bytes(table.file_stats()[2], scan_parallelism(spark))
+    sort_order = key_sort_order(properties)
+    strategy = f"strategy => 'sort', sort_order => {sql_string(sort_order)}, " if sort_order else ""
     row = spark.sql(
-        f"CALL {catalog}.system.rewrite_data_files(table => {name}, options => map("
+        f"CALL {catalog}.system.rewrite_data_files(table => {name}, {strategy}options => map("
         "'delete-file-threshold', '1', 'min-input-files', '2', 'partial-progress.enabled', 'true', "
         f"'target-file-size-bytes', '{target}'))").collect()[0]
-    version = {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {table.sql_name}").collect()}.get("format-version")
-    if version == "2":
+    if properties.get("format-version") == "2":
         spark.sql(f"CALL {catalog}.system.rewrite_position_delete_files(table => {name}, "
                   "options => map('rewrite-all', 'true'))").collect()
     spark.sql(f"REFRESH TABLE {table.sql_name}")
     files_after, deletes_after, live_after = delete_file_stats(table)
     report.extra["data files rewritten"] = int(row.rewritten_data_files_count)
-    report.extra["target file size"] = f"{target / 2**20:.0f} MiB"
+    report.extra["data files"] = f"{files} -> {files_after}"
+    report.extra["target file size"] = f"{target / 2**20:.0f} MiB" + (f", sorted by {sort_order}" if sort_order else "")
     report.extra["delete files"] = f"{deletes} -> {deletes_after}"
     report.extra["live rows"] = f"{live} -> {live_after}"
     log.info("compact-deletes: data files %d -> %d, delete files %d -> %d, live rows %d -> %d", files, files_after,

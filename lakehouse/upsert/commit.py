@@ -25,6 +25,7 @@ Example::
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from typing import TYPE_CHECKING, Any, Callable, Sequence
@@ -38,10 +39,12 @@ from lakehouse.upsert.options import PartitionField
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ("BRANCH_PREFIX", "ConcurrentRunError", "create_table", "evolve_schema", "merge_and_publish",
-           "table_properties", "write_rejects")
+__all__ = ("BRANCH_PREFIX", "KEY_COLUMNS_PROPERTY", "ConcurrentRunError", "create_table", "evolve_schema",
+           "merge_and_publish", "table_properties", "write_rejects")
 
 BRANCH_PREFIX = "upsert_run_"
+#: the table property naming a keyed table's key columns (a JSON list)
+KEY_COLUMNS_PROPERTY = "lakehouse.upsert.key-columns"
 #: a run branch older than this is a dead run's (killed between its merge and its fast-forward)
 STALE_BRANCH_MS = 6 * 3_600_000
 _WIDENINGS = {("int", "bigint"), ("smallint", "int"), ("smallint", "bigint"), ("tinyint", "int"),
@@ -52,15 +55,20 @@ class ConcurrentRunError(RuntimeError):
     """Another commit reached the table after this run read its bookmark; nothing was published."""
 
 
-def table_properties(merge_mode: str, format_version: int) -> dict[str, str]:
-    """The keyed table's properties: the merge mode for MERGE, UPDATE and DELETE alike.
+def table_properties(merge_mode: str, format_version: int, key_columns: Sequence[str] = ()) -> dict[str, str]:
+    """The keyed table's properties: the merge mode for MERGE, UPDATE and DELETE alike, and its key
+    columns (``lakehouse maintain --action compact-deletes`` rewrites the table sorted by them).
 
-    >>> table_properties("merge-on-read", 3)["write.merge.mode"]
-    'merge-on-read'
+    >>> props = table_properties("merge-on-read", 3, ["id"])
+    >>> props["write.merge.mode"], props[KEY_COLUMNS_PROPERTY]
+    ('merge-on-read', '["id"]')
     """
-    return {"format-version": str(format_version), "write.merge.mode": merge_mode,
-            "write.update.mode": merge_mode, "write.delete.mode": merge_mode,
-            "write.delete.granularity": "file", "write.parquet.compression-codec": "zstd"}
+    properties = {"format-version": str(format_version), "write.merge.mode": merge_mode,
+                  "write.update.mode": merge_mode, "write.delete.mode": merge_mode,
+                  "write.delete.granularity": "file", "write.parquet.compression-codec": "zstd"}
+    if key_columns:
+        properties[KEY_COLUMNS_PROPERTY] = json.dumps(list(key_columns))
+    return properties
 
 
 def _partition_sql(fields: Sequence[PartitionField]) -> str:

@@ -20,6 +20,7 @@ Example::
 from __future__ import annotations
 
 import logging
+import re
 import time
 from typing import TYPE_CHECKING, Callable
 
@@ -38,15 +39,45 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger("lakehouse.upsert")
 
-__all__ = ("CONCURRENT_RETRIES", "run_upsert")
+__all__ = ("CONCURRENT_RETRIES", "in_memory_limit", "run_upsert")
 
 #: how many times a run plans again after another run committed to the table first
 CONCURRENT_RETRIES = 1
-#: increments up to this many rows are checkpointed in memory, larger ones on local disk: kept well
-#: below the reference bench's 1M changes, whose merge of 10M rows already runs a 2 GB local driver
-#: near its heap (GC warnings), with the checkpoint on disk
+#: increments up to this many rows per GiB of driver memory are checkpointed in memory, larger ones
+#: on local disk: a 2 GB local driver (the jobs' default) keeps 500,000 in memory, well below what
+#: ran it near its heap (10M rows of 2 partitions unrolled into the memory store ran out); the
+#: reference bench's 6 GB driver keeps its 1M changes in memory (no serialization, no second read)
+IN_MEMORY_CHANGES_PER_GIB = 250_000
+#: when the driver's memory cannot be read (a Spark Connect server that does not expose it)
 IN_MEMORY_CHANGES = 500_000
 _KEY_SAMPLE = 50
+
+
+def _gib(size: str) -> float | None:
+    """A JVM memory size (``2g``, ``512m``, ``6144M``) in GiB; None when it does not read."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)b?\s*", size.lower())
+    if match is None:
+        return None
+    scale = {"": 1 / 2**30, "k": 1 / 2**20, "m": 1 / 2**10, "g": 1.0, "t": 2.0**10}[match.group(2)]
+    return float(match.group(1)) * scale
+
+
+def in_memory_limit(driver_memory: str | None) -> int:
+    """How many changes a run keeps in memory rather than on disk, from ``spark.driver.memory``
+    (in local mode the driver is the only executor: its heap holds the checkpoint).
+
+    >>> in_memory_limit("2g"), in_memory_limit("6g"), in_memory_limit("512m"), in_memory_limit(None)
+    (500000, 1500000, 125000, 500000)
+    """
+    gib = _gib(driver_memory) if driver_memory else None
+    return IN_MEMORY_CHANGES if gib is None else int(gib * IN_MEMORY_CHANGES_PER_GIB)
+
+
+def _driver_memory(spark: "SparkSession") -> str | None:
+    try:
+        return spark.conf.get("spark.driver.memory", None)
+    except Exception:  # noqa: BLE001 - a conf the server does not expose (Spark Connect)
+        return None
 
 
 def _table(spark: "SparkSession", name: str, default_catalog: str | None) -> IcebergTable:
@@ -154,13 +185,15 @@ def _run_once(spark: "SparkSession", options: UpsertOptions, say: Callable[[str]
     # computed once: the merge joins its source more than once, and the counts come from it (an
     # observation would not do: a checkpoint over Spark Connect reports none). Checkpointed, not
     # cached: Spark 4.1 fails to plan a second cached read of the same Iceberg increment in one
-    # session ("No plan for TableReference"), as two tables fed from one changelog do
-    # On disk, not in memory: a first run's checkpoint holds every key (10M rows of 2 partitions
-    # unrolled into the memory store ran a 2 GB driver out of heap); in memory when the increment is
-    # small enough (no serialization: 1M changes, 9.0 -> 7.0 s under load). Lazy: the counts' job
+    # session ("No plan for TableReference"), as two tables fed from one changelog do.
+    # In memory when the increment is small for the driver's heap (no serialization: 1M changes,
+    # 9.0 -> 7.0 s under load, see in_memory_limit); on disk otherwise: a first run's checkpoint
+    # holds every key (10M rows of 2 partitions unrolled into the memory store ran a 2 GB driver out
+    # of heap). Lazy when in memory: the counts' job
     # below computes and stores it in the same pass (an eager checkpoint is a pass of its own, then
     # the counts read it all again: 1M changes, 6.0 -> 3.7 s under load)
-    level = StorageLevel.MEMORY_AND_DISK_DESER if increment <= IN_MEMORY_CHANGES else StorageLevel.DISK_ONLY
+    in_memory = increment <= in_memory_limit(_driver_memory(spark))
+    level = StorageLevel.MEMORY_AND_DISK_DESER if in_memory else StorageLevel.DISK_ONLY
     large = level == StorageLevel.DISK_ONLY  # stored in a pass of its own (lazily, 10M changes ran the heap out)
     last = last_change_per_key(normalize(raw, layout), layout).localCheckpoint(eager=large, storageLevel=level)
     try:
@@ -188,7 +221,7 @@ def _run_once(spark: "SparkSession", options: UpsertOptions, say: Callable[[str]
         if not exists:
             rows = changes.where("__action <> 'delete'").drop("__action")
             create_table(spark, target.identifier, target.sql_name, rows, options.partition_by,
-                         table_properties(options.merge_mode, options.format_version), bookmark)
+                         table_properties(options.merge_mode, options.format_version, layout.key_columns), bookmark)
             report.created = True
             lap("create")
         else:

@@ -350,6 +350,7 @@ def test_maintain_compacts_the_delete_files_and_the_next_run_goes_on(spark, name
     report = run_maintain(spark, MaintainOptions(table=table, action="compact-deletes"))
     deletes_before, deletes_after = (int(n) for n in str(report.extra["delete files"]).split(" -> "))
     assert deletes_before == last.files_after[1] and deletes_after == 0, report.summary_line()
+    assert "sorted by `key`" in str(report.extra["target file size"])  # the key recorded at creation
     assert report.extra["live rows"] == f"{len(replay(changes))} -> {len(replay(changes))}"
     assert table_state(spark, table) == replay(changes)
     more = random_changes(rng, 30, 280, keys=40)
