@@ -7,6 +7,7 @@
     ./dev bench window_recompute_bench --rows 1000000 --pairs 0 --explain         # each strategy and its plan
     ./dev bench window_recompute_bench --pairs 0 --bounds 5                       # the least plans the targets allow
     ./dev bench window_recompute_bench --rows 2000000 --pairs 1 --no-save          # a quick check, nothing saved
+    ./dev bench window_recompute_bench --no-on-time                                # without the on-time reruns
 
 N sensor readings (``--sensors`` keys over 2 Kafka partitions, event time rising 10 ms per record,
 20% of the records up to 3 s late, and on one sensor in a hundred one record in a thousand 65 to
@@ -25,12 +26,19 @@ window kind (tumbling 1m mean, hopping 5m/1m max, sliding 1m sum; grace 5 s):
    Pairs alternate which runs first; the figure is the median of the pairs' floor/job ratios;
 3. **full rerun**, as many pairs: ``--full`` into that output, against the same floor, and its
    median job seconds against the first run's: tumbling and hopping by the ``exact`` strategy
-   (overwritten on the run's branch), sliding by ``proven-then-patch`` (the proven plan's groups,
-   then the exact plan over the records of the groups it could not prove, appended);
-4. **increments** (``--increments``): 1% more rows appended, then an incremental run
+   (the first run recorded late records; overwritten on the run's branch), sliding by
+   ``proven-then-patch`` (the proven plan's groups, then the exact plan over the records of the
+   groups it could not prove, appended);
+4. **full rerun on on-time data**, as many pairs (unless ``--no-on-time``): a second source, the
+   same readings without the ones later than the grace (built untimed, with its own reference and
+   its output's first run, untimed), so a rerun finds the last run saw no late record: every kind
+   by ``proven-then-patch`` with nothing to patch. Against the sorting floor and, for tumbling and
+   hopping (whose proven plan does not sort), also against the floor without the sort (read and
+   shuffled by the group only), which the plan cannot skip. Saved under ``extra``;
+5. **increments** (``--increments``): 1% more rows appended, then an incremental run
    (``tail-append``), against a ``--full`` run timed just before; each increment's output is
    compared with the python-engine on the same snapshot. Target: incremental/full <= 10%;
-5. **bounds** (``--bounds``): the floor against the least plan that writes sliding windows with
+6. **bounds** (``--bounds``): the floor against the least plan that writes sliding windows with
    Spark's operators (its rows checked to hold the job's windows first), and a full run against
    the least increment (no state, bookmark or concurrency check).
 
@@ -66,9 +74,11 @@ FLOOR_COLUMNS = ["_kafka_key", "_kafka_timestamp", "_kafka_partition", "_kafka_o
 NAMESPACE = "lake.bench"
 
 
-def make_table(spark, table: str, rows: int, sensors: int, start: int = 0, partitions: int = 2) -> None:
+def make_table(spark, table: str, rows: int, sensors: int, start: int = 0, partitions: int = 2,
+               beyond_grace: bool = True) -> None:
     """Sensor readings with the sink's Kafka metadata columns; a key stays on one partition. With
-    ``start``, the readings ``start .. start + rows`` are appended (the next offsets, 20% late)."""
+    ``start``, the readings ``start .. start + rows`` are appended (the next offsets, 20% late).
+    ``beyond_grace=False``: none later than the grace (the on-time source)."""
     from pyspark.sql import functions as F
 
     idx = F.col("id")
@@ -78,7 +88,7 @@ def make_table(spark, table: str, rows: int, sensors: int, start: int = 0, parti
     late = F.when(F.pmod(F.hash(idx), 5) == 0, F.pmod(F.hash(idx, F.lit(7)), 3000)).otherwise(0)
     # one sensor in a hundred: one record in a thousand 65-80 s late, later than the grace and the
     # 1 m windows (dropped by every kind): those keys fall back to the exact plan in a rerun
-    beyond = (sensor % 100 == 0) & (F.pmod(F.hash(idx, F.lit(3)), 1000) == 0)
+    beyond = (sensor % 100 == 0) & (F.pmod(F.hash(idx, F.lit(3)), 1000) == 0) & F.lit(beyond_grace)
     late = F.when(beyond, 65_000 + F.pmod(F.hash(idx, F.lit(11)), 15_000)).otherwise(late)
     df = spark.range(start, start + rows).select(
         F.format_string("sensor-%05d", sensor).alias("_kafka_key"),
@@ -135,12 +145,12 @@ def options_of(table: str, kind: str, output: str, **more: Any) -> "WindowRecomp
                                   window=WindowSpec.parse(**SPECS[kind]), **more)  # type: ignore[arg-type]
 
 
-def reference(spark, table: str, kind: str) -> str:
+def reference(spark, table: str, kind: str, name: str = "reference") -> str:
     """The python-engine's windows of the whole table (the edge's engines), untimed: the table
-    every timed output is compared with."""
+    every timed output is compared with (``<name>_<kind>``)."""
     from lakehouse.windows import run_window_recompute
 
-    output = f"{NAMESPACE}.reference_{kind}"
+    output = f"{NAMESPACE}.{name}_{kind}"
     t0 = time.monotonic()
     report = run_window_recompute(spark, options_of(table, kind, output, engine="python", full=True), progress=quiet)
     print(f"  reference {kind:8}: python-engine, {report.rows_read:,} rows -> {report.windows:,} windows in "
@@ -165,40 +175,58 @@ def drop_output(spark, output: str) -> None:
         spark.sql(f"DROP TABLE IF EXISTS {name}")
 
 
-def paired(spark, table: str, kind: str, pairs: int, expected: str, rerun: bool) -> tuple[float, float, bool]:
-    """(median floor/job ratio, median job seconds, every output equal to ``expected``) over
-    ``pairs`` pairs whose order alternates: the job creating a new output (``rerun`` False), or
-    ``--full`` into it."""
+def paired(spark, table: str, kind: str, pairs: int, expected: str, rerun: bool, output: str = "",
+           unsorted: bool = False, what: str = "") -> dict[str, Any]:
+    """The median floor/job ratio (``ratio``), job seconds (``job``), the last run's ``strategy``
+    and whether every output equals ``expected`` (``ok``) over ``pairs`` pairs whose order
+    alternates: the job creating a new output (``rerun`` False), or ``--full`` into it (created
+    untimed first if missing). ``unsorted``: the floor without the sort too (``unsorted_ratio``),
+    timed beside the sorting one."""
     from lakehouse.windows import run_window_recompute
 
-    output = f"{NAMESPACE}.windows_{kind}"
+    output = output or f"{NAMESPACE}.windows_{kind}"
     options = options_of(table, kind, output, full=rerun)
-    sort = True  # every full run sorts: by offset (exact) or by timestamp (the proven sliding plan)
-    what = "full rerun" if rerun else "first run"
+    what = what or ("full rerun" if rerun else "first run")
     if rerun and not spark.catalog.tableExists(output):
-        run_window_recompute(spark, options, progress=quiet)
-    ratios, jobs, ok = [], [], True
+        run_window_recompute(spark, options_of(table, kind, output), progress=quiet)  # untimed: the first run
+
+    def floors() -> tuple[float, float]:
+        return floor(spark, table), (floor(spark, table, sort=False) if unsorted else math.nan)
+
+    ratios, plain, jobs, ok, strategy = [], [], [], True, ""
     for number in range(pairs):
         if not rerun:
             drop_output(spark, output)
         floor_first = number % 2 == 0
-        floor_seconds = floor(spark, table, sort) if floor_first else 0.0
+        sorted_floor, plain_floor = floors() if floor_first else (0.0, 0.0)
         t0 = time.monotonic()
         report = run_window_recompute(spark, options, progress=quiet)
         job = time.monotonic() - t0
         if not floor_first:
-            floor_seconds = floor(spark, table, sort)
-        ratios.append(floor_seconds / job)
+            sorted_floor, plain_floor = floors()
+        ratios.append(sorted_floor / job)
+        plain.append(plain_floor / job)
         jobs.append(job)
+        strategy = report.strategy
         fell_back = f"; fell back: {report.fallback}" if report.fallback else ""
-        print(f"  {what} {kind:8}: floor{'' if sort else ' (no sort)'} {floor_seconds:.2f}s, job {job:.2f}s "
-              f"({report.windows:,} windows, strategy {report.strategy}{fell_back}): {ratios[-1]:.0%}"
-              + ("" if floor_first else " (job first)"), flush=True)
+        without = f", floor without sort {plain_floor:.2f}s: {plain[-1]:.0%}" if unsorted else ""
+        print(f"  {what} {kind:8}: floor {sorted_floor:.2f}s, job {job:.2f}s ({report.windows:,} windows, strategy "
+              f"{strategy}{fell_back}): {ratios[-1]:.0%}{without}" + ("" if floor_first else " (job first)"), flush=True)
         ok = same_as(spark, output, expected, f"{kind} {what} {number + 1}") and ok
-    median = statistics.median(ratios)
-    print(f"{kind}: {what}, median of {pairs} paired ratios floor/job: {median:.0%}; median job "
-          f"{statistics.median(jobs):.2f}s", flush=True)
-    return median, statistics.median(jobs), ok
+    figures = {"ratio": statistics.median(ratios), "job": statistics.median(jobs), "ok": ok, "strategy": strategy,
+               "unsorted_ratio": statistics.median(plain)}
+    without = f"; floor without sort / job {figures['unsorted_ratio']:.0%}" if unsorted else ""
+    print(f"{kind}: {what}, median of {pairs} paired ratios floor/job: {figures['ratio']:.0%}{without}; median job "
+          f"{figures['job']:.2f}s", flush=True)
+    return figures
+
+
+def on_time_reruns(spark, table: str, kind: str, pairs: int) -> dict[str, Any]:
+    """:func:`paired` ``--full`` reruns of ``kind`` over ``table`` (the on-time source) into an
+    output of their own, checked against that table's python-engine reference (untimed)."""
+    expected = reference(spark, table, kind, name="reference_on_time")
+    return paired(spark, table, kind, pairs, expected, True, output=f"{NAMESPACE}.on_time_{kind}",
+                  unsorted=kind != "sliding", what="on-time rerun")
 
 
 def increments(spark, table: str, kind: str, rows: int, sensors: int, count: int) -> tuple[float, bool]:
@@ -362,6 +390,8 @@ def main() -> int:
     parser.add_argument("--bounds", type=int, default=0,
                         help="pairs of the least sliding plan vs the floor, and of the least increment vs a full run")
     parser.add_argument("--no-save", action="store_true", help="print the figures only (bench/results untouched)")
+    parser.add_argument("--no-on-time", action="store_true",
+                        help="skip the full reruns on on-time data (a second source: no record later than the grace)")
     args = parser.parse_args()
 
     from lakehouse.session import SparkSettings, build_spark
@@ -375,20 +405,36 @@ def main() -> int:
     make_table(spark, table, args.rows, args.sensors)
     print(f"generated {args.rows:,} readings of {args.sensors} sensors in {time.monotonic() - t0:.1f}s "
           f"(local Spark, memory {args.memory})", flush=True)
+    on_time = f"{NAMESPACE}.readings_on_time" if args.pairs and not args.no_on_time else None
+    if on_time:
+        t0 = time.monotonic()
+        make_table(spark, on_time, args.rows, args.sensors, beyond_grace=False)
+        print(f"generated the on-time source (the same readings, none later than the grace) in "
+              f"{time.monotonic() - t0:.1f}s", flush=True)
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
     for kind in kinds if args.explain else []:
         explain(spark, table, kind)
-    bars, ok = [], True
+    bars, ok, extra = [], True, {}
     for kind in kinds:
         if args.pairs:
             expected = reference(spark, table, kind)
             seconds = []
             for rerun, series in ((False, "first run: floor / job (%)"), (True, "full rerun: floor / job (%)")):
-                ratio, job, same = paired(spark, table, kind, args.pairs, expected, rerun)
-                bars.append((kind, series, 100 * ratio))
-                seconds.append(job)
-                ok = ok and same
+                figures = paired(spark, table, kind, args.pairs, expected, rerun)
+                bars.append((kind, series, 100 * figures["ratio"]))
+                seconds.append(figures["job"])
+                ok = ok and figures["ok"]
             print(f"{kind}: full rerun / first run (median job seconds): {seconds[1] / seconds[0]:.0%}", flush=True)
+        if on_time:
+            figures = on_time_reruns(spark, on_time, kind, args.pairs)
+            ok = ok and figures["ok"]
+            row = {"floor / job (%)": round(100 * figures["ratio"], 1), "job (s)": round(figures["job"], 2),
+                   "strategy": figures["strategy"], "full rerun with late data, job (s)": round(seconds[1], 2)}
+            if kind != "sliding":  # the proven fixed plan does not sort: the floor it cannot skip
+                row["floor without sort / job (%)"] = round(100 * figures["unsorted_ratio"], 1)
+            extra.setdefault("full rerun on on-time data (medians)", {})[kind] = row
+            print(f"{kind}: on-time full rerun {figures['job']:.2f}s ({figures['strategy']}) against "
+                  f"{seconds[1]:.2f}s with late data: {figures['job'] / seconds[1]:.0%}", flush=True)
     for kind in kinds if args.increments else []:
         ratio, same = increments(spark, table, kind, args.rows, args.sensors, args.increments)
         bars.append((kind, "incremental / full (%)", 100 * ratio))
@@ -406,7 +452,8 @@ def main() -> int:
         from bench.results import save
 
         save("window_recompute_bench", f"windows job, {args.rows:,} rows (every timed output checked by value)",
-             "%", bars, runs=args.pairs, command=" ".join(["./dev bench window_recompute_bench", *sys.argv[1:]]))
+             "%", bars, runs=args.pairs, command=" ".join(["./dev bench window_recompute_bench", *sys.argv[1:]]),
+             extra=extra)
     return 0
 
 
