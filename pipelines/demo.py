@@ -49,6 +49,7 @@ from pathlib import Path
 from infra.local import services
 from pipelines.demo_feed import DemoFeed, sensors_reported
 from pipelines.demo_registry import DeviceRegistry, land_registry
+from pipelines.demo_screen import filtered_stderr
 from pipelines.demo_pipeline import LateReadings
 
 # Silence is measured on the edge's clock (when records arrive), so a processing stall longer
@@ -391,7 +392,10 @@ def main(argv: list[str] | None = None) -> int:
     _step("starting local services (Kafka KRaft, Iceberg REST, S3)...")
     env = services.up()
     started = [s for s in env.pop("_STARTED").split(",") if s]
+    # The steps' stderr (Spark's JVM's too) without the JVM's boot notice: pipelines/demo_screen.py.
+    screen = contextlib.ExitStack()
     try:
+        screen.enter_context(filtered_stderr())
         topics = DemoTopics()
         bootstrap = env["KAFKA_BOOTSTRAP"]
         _create_topics(bootstrap, topics.readings, topics.silence, topics.quarantine, topics.windows)
@@ -453,6 +457,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[demo] FAILED: {exc}", file=sys.stderr)
         return 1
     finally:
+        screen.close()  # what the steps wrote is on the screen before stderr is restored
         if started and not args.keep_services:
             services.down(started)
     return 0

@@ -12,6 +12,7 @@ import pyarrow.dataset as ds
 import pytest
 
 from pipelines.demo_feed import DemoFeed
+from pipelines.demo_screen import JVM_NOTICE
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDS = 2000  # enough traffic for late records (delivered ~75 s behind) in both phases
@@ -66,11 +67,12 @@ def test_demo_report_accounts_for_every_record(tmp_path, services_env) -> None:
 
 def assert_nothing_alarming(screen: str, feed: DemoFeed) -> None:
     """A successful run's screen: no ERROR line and no stack trace (the validate step once printed
-    a Spark listener's), and the window's late readings as one summary line with its count, not a
-    warning per record."""
+    a Spark listener's), no JVM boot notice about Spark's incubator module, and the window's late
+    readings as one summary line with its count, not a warning per record."""
     alarming = [line for line in screen.splitlines()
                 if re.search(r"\bERROR\b|Traceback|^\s+at [\w.$]+\(", line)]
     assert alarming == [], "\n".join(alarming[:10])
+    assert "Using incubator modules" not in screen, f"the JVM's boot notice ({JVM_NOTICE}) is on the screen"
     assert "Skipping window processing" not in screen
     late = re.findall(r"\[demo\] edge: (\d+) late readings dropped by the 1-minute window, in \d+ windows", screen)
     assert len(late) == 1 and 0 < int(late[0]) <= feed.late, late  # the malformed late ones are quarantined
