@@ -204,9 +204,12 @@ def last_change_per_key(changes: "DataFrame", layout: Layout) -> "DataFrame":
     fields = ", ".join([*(q(c) for c in layout.value_columns), "__action"])
     if layout.cdc is None:
         # no snapshot reads: the last change wins. An aggregation, not a window: a window over the
-        # keys' changes (one sort instead of the aggregation's two) ran a 2 GB driver out of heap
-        # on a first run of 10M keys, which this aggregation finishes
-        last = changes.groupBy(*layout.key_columns).agg(
+        # keys' changes ran a 2 GB driver out of heap on a first run of 10M keys, which this
+        # aggregation finishes. Shuffled by key first: max_by of a struct is a sort-based
+        # aggregation, whose partial step would sort before the shuffle and its final step again
+        # after it; on rows already partitioned by key both steps share one sort (1M changes:
+        # about 1.9 -> 1.4 s)
+        last = changes.repartition(*layout.key_columns).groupBy(*layout.key_columns).agg(
             _expr(f"max_by(struct({fields}), struct(__p, __o)) AS __last"), _expr("count(1) AS __n"))
         return last.selectExpr(*(q(c) for c in layout.key_columns), "__last.*", "__n")
     pos = "struct(__p, __o)"
