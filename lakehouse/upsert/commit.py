@@ -1,12 +1,13 @@
-"""The one commit of an ``upsert`` run: the merged rows and the bookmark land together, or not at all.
+"""The one publish of an ``upsert`` run: the merged rows and the bookmark land together, or not at all.
 
 * **First run**: the table is created from the changes (``CREATE TABLE ... AS SELECT``, atomic:
   a concurrent first run's creation fails, and that run plans again), the bookmark in the
   creating snapshot's summary.
 * **Later runs**: new columns are added and int/float columns widened first (schema changes are
-  no snapshot: a run that dies afterwards leaves NULL columns, no row change). The merge is one
-  ``MERGE INTO`` on a branch of the run's own, created at the snapshot ``main`` pointed at when
-  the run read its bookmark, the bookmark in the merge's snapshot summary. Iceberg's
+  no snapshot: a run that dies afterwards leaves NULL columns, no row change). The merge (one
+  ``MERGE INTO``, or for merge-on-read a ``DELETE`` of the changed keys then an ``INSERT``: see
+  :func:`merge_and_publish`) lands on a branch of the run's own, created at the snapshot ``main``
+  pointed at when the run read its bookmark, the bookmark in its last snapshot's summary. Iceberg's
   ``fast_forward`` then moves ``main`` to the branch, only if ``main`` is still its ancestor: a
   run killed anywhere leaves ``main`` as it was or fully merged, and of two runs at once the
   second's fast-forward fails (:class:`ConcurrentRunError`), nothing of it is published, and it
@@ -83,16 +84,24 @@ def _partition_sql(fields: Sequence[PartitionField]) -> str:
     return f" PARTITIONED BY ({', '.join(parts)})" if parts else ""
 
 
-def _with_snapshot_properties(spark: "SparkSession", properties: dict[str, str], action: Any) -> Any:
-    """Run ``action()`` with ``properties`` in the snapshot summary of the commit it makes."""
-    keys = [f"spark.sql.iceberg.snapshot-property.{k}" for k in properties]
-    for key, value in zip(keys, properties.values()):
+def _with_conf(spark: "SparkSession", conf: dict[str, str], action: Any) -> Any:
+    """Run ``action()`` with the session's SQL ``conf`` set, each key restored afterwards."""
+    before = {key: spark.conf.get(key, None) for key in conf}
+    for key, value in conf.items():
         spark.conf.set(key, value)
     try:
         return action()
     finally:
-        for key in keys:
-            spark.conf.unset(key)
+        for key, previous in before.items():
+            if previous is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, previous)
+
+
+def _with_snapshot_properties(spark: "SparkSession", properties: dict[str, str], action: Any) -> Any:
+    """Run ``action()`` with ``properties`` in the snapshot summary of the commit it makes."""
+    return _with_conf(spark, {f"spark.sql.iceberg.snapshot-property.{k}": v for k, v in properties.items()}, action)
 
 
 def create_table(spark: "SparkSession", identifier: str, sql_name: str, rows: "DataFrame",
@@ -141,30 +150,40 @@ def evolve_schema(spark: "SparkSession", sql_name: str, wanted: Any, say: Any) -
 
 def merge_and_publish(spark: "SparkSession", identifier: str, sql_name: str, changes: "DataFrame",
                       key_columns: Sequence[str], base_snapshot: int, snapshot_properties: dict[str, str],
-                      refs: Sequence[str], lap: Callable[[str], None] | None = None) -> None:
-    """One ``MERGE`` of ``changes`` (one row per key, ``__action``) on a branch created at
-    ``base_snapshot``, then ``main`` fast-forwarded to it. ``lap(step)`` marks the steps' ends."""
+                      refs: Sequence[str], lap: Callable[[str], None] | None = None,
+                      replace_keys: bool = False, broadcast_bytes: int | None = None) -> None:
+    """The changes (one row per key, ``__action``) applied on a branch created at
+    ``base_snapshot``, then ``main`` fast-forwarded to it. ``lap(step)`` marks the steps' ends.
+
+    One ``MERGE``, or with ``replace_keys`` (merge-on-read, no snapshot reads among the changes:
+    every upsert replaces its key whatever the table holds) a ``DELETE`` of every changed key's
+    current row and an ``INSERT`` of the upserts: the delete is a semi join that reads the table's
+    key column only, where the ``MERGE``'s outer join shuffles and sorts every column of every
+    row; the insert joins nothing. Both commits land on the branch, the bookmark in the second,
+    and are published together. ``broadcast_bytes``: the semi join broadcasts the changed keys
+    when Spark estimates them at most this size (``spark.sql.autoBroadcastJoinThreshold`` for
+    the delete only; the caller bounds it by the driver's memory): the table is then read once,
+    not shuffled (1M changes into 10M rows: delete + insert 2.5 s, 4.4 s without the broadcast,
+    the ``MERGE`` 5.5 s)."""
     lap = lap or (lambda _step: None)
     table_columns = [f.name for f in spark.table(sql_name).schema.fields]
     present = set(changes.columns)
     view = f"upsert_changes_{uuid.uuid4().hex}"
     changes.selectExpr(*(q(c) if c in present else f"NULL AS {q(c)}" for c in table_columns),
                        "__action").createOrReplaceTempView(view)
-    keys = set(key_columns)
-    on = " AND ".join(f"t.{q(c)} = s.{q(c)}" for c in key_columns)
-    updates = ", ".join(f"t.{q(c)} = s.{q(c)}" for c in table_columns if c not in keys)
-    columns = ", ".join(q(c) for c in table_columns)
-    values = ", ".join(f"s.{q(c)}" for c in table_columns)
     branch = f"{BRANCH_PREFIX}{int(time.time() * 1000)}_{uuid.uuid4().hex[:8]}"
     spark.sql(f"ALTER TABLE {sql_name} CREATE BRANCH {q(branch)} AS OF VERSION {int(base_snapshot)}")
     target = f"{sql_name}.{q('branch_' + branch)}"
     lap("branch")
     try:
-        _with_snapshot_properties(spark, snapshot_properties, lambda: spark.sql(
-            f"MERGE INTO {target} t USING {view} s ON {on} "
-            "WHEN MATCHED AND s.__action = 'delete' THEN DELETE "
-            + (f"WHEN MATCHED AND s.__action = 'upsert' THEN UPDATE SET {updates} " if updates else "")
-            + f"WHEN NOT MATCHED AND s.__action <> 'delete' THEN INSERT ({columns}) VALUES ({values})"))
+        if replace_keys:
+            statements = _replace_keys_sql(target, view, table_columns, key_columns)
+            threshold = {"spark.sql.autoBroadcastJoinThreshold": str(broadcast_bytes)} if broadcast_bytes else {}
+            _with_conf(spark, threshold, lambda: spark.sql(statements[0]))
+            _with_snapshot_properties(spark, snapshot_properties, lambda: spark.sql(statements[1]))
+        else:
+            _with_snapshot_properties(spark, snapshot_properties,
+                                      lambda: spark.sql(_merge_sql(target, view, table_columns, key_columns)))
         lap("merge")
         pause_point("upsert.before-commit")
         _fast_forward(spark, identifier, branch, base_snapshot)
@@ -173,6 +192,34 @@ def merge_and_publish(spark: "SparkSession", identifier: str, sql_name: str, cha
         spark.catalog.dropTempView(view)
     _drop_stale_branches(spark, sql_name, refs)
     lap("publish")
+
+
+def _merge_sql(target: str, view: str, table_columns: Sequence[str], key_columns: Sequence[str]) -> str:
+    keys = set(key_columns)
+    on = " AND ".join(f"t.{q(c)} = s.{q(c)}" for c in key_columns)
+    updates = ", ".join(f"t.{q(c)} = s.{q(c)}" for c in table_columns if c not in keys)
+    columns = ", ".join(q(c) for c in table_columns)
+    values = ", ".join(f"s.{q(c)}" for c in table_columns)
+    return (f"MERGE INTO {target} t USING {view} s ON {on} "
+            "WHEN MATCHED AND s.__action = 'delete' THEN DELETE "
+            + (f"WHEN MATCHED AND s.__action = 'upsert' THEN UPDATE SET {updates} " if updates else "")
+            + f"WHEN NOT MATCHED AND s.__action <> 'delete' THEN INSERT ({columns}) VALUES ({values})")
+
+
+def _replace_keys_sql(target: str, view: str, table_columns: Sequence[str],
+                      key_columns: Sequence[str]) -> tuple[str, str]:
+    """The ``DELETE`` of every changed key's row and the ``INSERT`` of the upserts.
+
+    >>> delete, insert = _replace_keys_sql("db.t", "v", ["id", "x"], ["id"])
+    >>> delete
+    'DELETE FROM db.t t WHERE EXISTS (SELECT 1 FROM v s WHERE t.`id` = s.`id`)'
+    >>> insert
+    "INSERT INTO db.t SELECT `id`, `x` FROM v WHERE __action = 'upsert'"
+    """
+    on = " AND ".join(f"t.{q(c)} = s.{q(c)}" for c in key_columns)
+    columns = ", ".join(q(c) for c in table_columns)
+    return (f"DELETE FROM {target} t WHERE EXISTS (SELECT 1 FROM {view} s WHERE {on})",
+            f"INSERT INTO {target} SELECT {columns} FROM {view} WHERE __action = 'upsert'")
 
 
 def _fast_forward(spark: "SparkSession", identifier: str, branch: str, base_snapshot: int) -> None:

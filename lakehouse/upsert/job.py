@@ -48,6 +48,9 @@ CONCURRENT_RETRIES = 1
 #: ran it near its heap (10M rows of 2 partitions unrolled into the memory store ran out); the
 #: reference bench's 6 GB driver keeps its 1M changes in memory (no serialization, no second read)
 IN_MEMORY_CHANGES_PER_GIB = 250_000
+#: the changed keys of an increment kept in memory are broadcast to the delete's semi join when
+#: Spark estimates them at most this size (at most 1.5M keys at 6 GB: well under it)
+BROADCAST_KEYS_BYTES = 256 * 2**20
 #: when the driver's memory cannot be read (a Spark Connect server that does not expose it)
 IN_MEMORY_CHANGES = 500_000
 _KEY_SAMPLE = 50
@@ -198,9 +201,11 @@ def _run_once(spark: "SparkSession", options: UpsertOptions, say: Callable[[str]
     last = last_change_per_key(normalize(raw, layout), layout).localCheckpoint(eager=large, storageLevel=level)
     try:
         first_key = layout.key_columns[0]
+        actions: set[str] = set()
         for row in last.groupBy(F.col(first_key).isNull().alias("rejects"), "__action").agg(
                 F.count(F.lit(1)).alias("keys"), F.sum("__n").alias("changes")).collect():
             report.changes_read += int(row["changes"] or 0)
+            actions.add(str(row["__action"]))
             if row["rejects"]:
                 report.rejected += int(row["changes"] or 0)
             elif row["__action"] == "delete":
@@ -230,8 +235,13 @@ def _run_once(spark: "SparkSession", options: UpsertOptions, say: Callable[[str]
                                  "create it")
             evolve_schema(spark, target.sql_name, changes.drop("__action").schema, say)
             lap("schema")
+            # merge-on-read without snapshot reads: every upsert replaces its key, so the rows go as a
+            # delete of the changed keys and an insert (commit.merge_and_publish says why)
+            replace_keys = report.merge_mode == "merge-on-read" and "insert" not in actions
+            report.plan = "delete + insert" if replace_keys else "merge"
             merge_and_publish(spark, target.identifier, target.sql_name, changes, layout.key_columns, state.main,
-                              bookmark, state.refs, lap)
+                              bookmark, state.refs, lap, replace_keys=replace_keys,
+                              broadcast_bytes=BROADCAST_KEYS_BYTES if in_memory else None)
         pause_point("upsert.after-commit")
     finally:
         last.unpersist()  # a long-lived session (a Spark Connect server) keeps nothing of the run

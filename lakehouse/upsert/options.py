@@ -121,6 +121,7 @@ class UpsertReport:
     source: str
     table: str
     merge_mode: str
+    plan: str = ""                     # how the rows were applied: "merge", or "delete + insert"
     since: int | None = None           # the source snapshot the table reflected before (None: none)
     until: int | None = None           # ... and after this run
     changes_read: int = 0
@@ -153,5 +154,6 @@ class UpsertReport:
         if self.created:
             parts.append("table created")
         parts.extend(self.notes)
-        return (f"upsert {self.table} <- {self.source} ({self.merge_mode}): " + ", ".join(parts)
+        mode = f"{self.merge_mode}, {self.plan}" if self.plan else self.merge_mode
+        return (f"upsert {self.table} <- {self.source} ({mode}): " + ", ".join(parts)
                 + f", in {self.seconds:.1f}s")

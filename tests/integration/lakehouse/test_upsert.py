@@ -103,6 +103,7 @@ def test_plain_upserts_tombstones_schema_evolution_and_rejects(spark, tmp_path, 
     offsets[hash(gone.decode()) % 2] += 1
     second = run_round(batch)
     assert second.deletes > 0 and second.since == first.until and not second.rejected
+    assert second.plan == "delete + insert"  # merge-on-read, no snapshot reads: keys replaced
     third_batch = more(40, {"firmware": "2.1"}) + [(0, offsets[0], None, {"name": "orphan", "level": 1})]
     offsets[0] += 1
     third_batch += [(hash(gone.decode()) % 2, offsets[hash(gone.decode()) % 2], gone, {"name": "BACK", "level": 7})]
@@ -227,6 +228,7 @@ def test_debezium_changes_through_the_edge_register_and_upsert(spark, kafka_boot
     second = run_upsert(spark, UpsertOptions(source=source, table=table, cdc="debezium"), **QUIET)
     assert same(table_state(spark, table, "id"), debezium_replay(changes)), second.summary_line()
     assert second.rejected == 2
+    assert second.plan == "merge"  # snapshot reads insert only absent keys: one MERGE
     rejects = {(r._kafka_partition, r._kafka_offset): r.reason for r in spark.table(f"{table}_rejects").collect()}
     unknown = next((p, o) for p, o, _k, e in changes if e is not None and e["op"] == "x")
     keyless = next((p, o) for p, o, k, _e in changes if k is None)
