@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from lakehouse.fault_injection import pause_point
 from lakehouse.identifiers import quote_field_path, split_multipart, sql_string
 from lakehouse.windows.definition import OUTPUT_COLUMNS, quote_column
-from lakehouse.windows.history import table_log
+from lakehouse.windows.history import LATE_RECORDS_PROPERTY, late_records_value
 from lakehouse.windows.plan import WindowRun
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -76,7 +76,6 @@ class OutputTransaction:
     def __init__(self, run: WindowRun, properties: dict[str, str], output: str) -> None:
         self.run, self.properties, self.output = run, properties, output
         self.branch: str | None = None
-        self.published = False
         self.written = 0  # the rows the writes added (a MERGE's: the rows it inserted)
 
     def __enter__(self) -> "OutputTransaction":
@@ -99,35 +98,11 @@ class OutputTransaction:
         self.written += count
         return count
 
-    def record(self, properties: dict[str, str]) -> None:
-        """``properties``: the bookmark with what the writes observed (known only once they ran), in
-        one more commit, an empty append: on the run's branch; after a created or replaced output's
-        one write, on a branch at it, published at once if ``main`` still carries that write's
-        bookmark (else not recorded: the next run reads it as unknown)."""
-        created = self.output != "existing"
-        if not properties or properties == self.properties or self.output == "delta":
-            return
-        if created:
-            log = table_log(self.run.spark, self.run.target.sql_name)
-            head = log.snapshots.get(log.main) if log.main is not None else None
-            if head is None or any(head.summary.get(k) != v for k, v in self.properties.items()):
-                return
-            self.run.base_snapshot, self.output = head.snapshot_id, "existing"
-        self.properties = properties
-        self.write(WriteStep("append"))
-        if not created:
-            return
-        try:
-            self.publish()
-        except ConcurrentRunError:
-            self.run.say("windows: another run committed first: the late records are not recorded")
-
     def publish(self) -> None:
         """``main`` moved to the branch (:class:`ConcurrentRunError` when ``main`` moved since the
-        base); nothing to do after a single write, or once published."""
-        if self.branch is None or self.published:
+        base); nothing to do after a single write."""
+        if self.branch is None:
             return
-        self.published = True
         pause_point("windows.before-commit")
         _fast_forward(self.run, self.branch)
         _drop_stale_branches(self.run)  # fast_forward refreshed Spark's cached table: no REFRESH needed
@@ -142,6 +117,13 @@ class OutputTransaction:
             run.spark.sql(f"ALTER TABLE {run.target.sql_name} CREATE BRANCH {quote_column(self.branch)} "
                           f"AS OF VERSION {int(run.base_snapshot)}")
         return f"{run.target.sql_name}.{quote_column('branch_' + self.branch)}"
+
+
+def record_late_records(run: WindowRun, source_snapshot: int | None, late: int | None) -> None:
+    """After a full run published: its late records as the output's table property (no snapshot)."""
+    if run.target.table_format == "iceberg" and source_snapshot is not None and late is not None:
+        value = sql_string(late_records_value(source_snapshot, run.fingerprint, late))
+        run.spark.sql(f"ALTER TABLE {run.target.sql_name} SET TBLPROPERTIES ({sql_string(LATE_RECORDS_PROPERTY)} = {value})")
 
 
 def _observed(rows: "DataFrame") -> tuple["DataFrame", Any]:

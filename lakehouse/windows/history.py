@@ -9,10 +9,9 @@ Two questions:
   between (compaction's ``rewrite_data_files``, ``rewrite_manifests``: operation ``replace``)
   carry no bookmark but change no row, so the walk back from ``main`` passes over them to the last
   run's commit: maintenance never turns the next run into a full one. Any other commit without a
-  bookmark (someone else wrote rows) means no usable bookmark. A full run's last commit adds the
-  records it found late (:data:`LATE_RECORDS_PROPERTY`, observed by its writes; increments carry
-  it forward): a fixed windows' rerun takes the proven plan when it is 0
-  (:mod:`lakehouse.windows.strategy`).
+  bookmark (someone else wrote rows) means no usable bookmark. A full run then sets the records
+  it found late as a table property for its bookmark (:func:`late_records_of`; increments carry
+  them): a fixed windows' rerun takes the proven plan when they are 0.
 * **What happened to the source since?** (:func:`source_changes`): only appends (and ``replace``
   rewrites, which keep every record) allow an increment; a delete or overwrite, or a bookmark
   snapshot that is no ancestor of the current one (expired, rolled back), needs a full run.
@@ -32,12 +31,12 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
 __all__ = ("Bookmark", "DEFINITION_PROPERTY", "LATE_RECORDS_PROPERTY", "SOURCE_SNAPSHOT_PROPERTY", "Snapshot",
-           "TableLog", "bookmark_of", "bookmark_properties", "main_snapshot", "source_changes", "table_log",
-           "table_logs")
+           "TableLog", "bookmark_of", "bookmark_properties", "late_records_of", "late_records_value", "main_snapshot",
+           "source_changes", "table_log", "table_logs")
 
 SOURCE_SNAPSHOT_PROPERTY = "lakehouse.windows.source-snapshot"
 DEFINITION_PROPERTY = "lakehouse.windows.definition"
-#: the records the last full run found late (dropped: their window had closed when they arrived)
+#: the last full run's late records (dropped: their window had closed): a table property, or an increment's summary
 LATE_RECORDS_PROPERTY = "lakehouse.windows.late-records"
 #: snapshot operations that keep every record (and every row) of the snapshot before them
 REWRITES = ("replace",)
@@ -70,6 +69,22 @@ def bookmark_properties(source_snapshot: int | None, fingerprint: str, late: int
         return {}
     late_records = {} if late is None else {LATE_RECORDS_PROPERTY: str(late)}
     return {SOURCE_SNAPSHOT_PROPERTY: str(source_snapshot), DEFINITION_PROPERTY: fingerprint, **late_records}
+
+
+def late_records_value(source_snapshot: int, fingerprint: str, late: int) -> str:
+    """The table property value recording a full run's late records for one source snapshot and definition."""
+    return f"{int(source_snapshot)}:{fingerprint}:{int(late)}"
+
+
+def late_records_of(bookmark: Bookmark, properties: dict[str, str]) -> int | None:
+    """The late records the output's rows were computed with: carried in the bookmark's commit, or
+    the table property set for its source snapshot and definition; None: not recorded."""
+    if bookmark.late_records is not None:
+        return bookmark.late_records
+    source, _, rest = properties.get(LATE_RECORDS_PROPERTY, "").partition(":")
+    definition, _, count = rest.rpartition(":")
+    valid = source == str(bookmark.source_snapshot) and definition == bookmark.definition and count.isdigit()
+    return int(count) if valid else None
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from lakehouse.windows.commit import WriteStep
 from lakehouse.windows.definition import Grouping
-from lakehouse.windows.history import TableLog, bookmark_of, source_changes, table_log, table_logs
+from lakehouse.windows.history import TableLog, bookmark_of, late_records_of, source_changes, table_log, table_logs
 from lakehouse.windows.native import native_sliding_windows, sliding_tail_flags
 from lakehouse.windows.plan import WindowRun, compute_windows
 from lakehouse.windows.state import advance_state, build_state, state_at, state_sql_name, state_table, write_state
@@ -91,7 +91,8 @@ def plan_increment(run: WindowRun) -> tuple[IncrementPlan | None, str | None]:
         output_log = table_log(run.spark, target.sql_name)
         run.base_snapshot, run.output_refs = output_log.main, output_log.refs
         bookmark = bookmark_of(output_log.snapshots, output_log.main)
-        run.late_records = bookmark.late_records if bookmark and bookmark.definition == run.fingerprint else None
+        if bookmark is not None and bookmark.definition == run.fingerprint:
+            run.late_records = late_records_of(bookmark, target.properties())
         return None, "--full"
     # the output's, the source's and the window state's logs in one query (one Spark job)
     has_state = run.uses_state and run.spark.catalog.tableExists(state_table(options.output))
@@ -103,7 +104,7 @@ def plan_increment(run: WindowRun) -> tuple[IncrementPlan | None, str | None]:
         return None, f"{options.output} records no source snapshot"
     if bookmark.definition != run.fingerprint:
         return None, "the window definition changed since the last run"
-    run.late_records = bookmark.late_records
+    run.late_records = late_records_of(bookmark, target.properties())
     until = source_log.main
     if until is None:
         return None, "the source has no snapshot"

@@ -45,7 +45,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Callable
 
 from lakehouse.fault_injection import pause_point
-from lakehouse.windows.commit import ConcurrentRunError, OutputTransaction, WriteStep
+from lakehouse.windows.commit import ConcurrentRunError, OutputTransaction, WriteStep, record_late_records
 from lakehouse.windows.definition import WindowRecomputeOptions, WindowReport
 from lakehouse.windows.history import bookmark_properties, main_snapshot
 from lakehouse.windows.incremental import IncrementPlan, plan_increment, run_increment
@@ -223,10 +223,9 @@ def _full_run(run: WindowRun, report: WindowReport, output: str, started: float)
             report.fallback, report.detail = f"{_named(keys, count)} {why}", f"{count} key{'' if count == 1 else 's'} {why}"
             if replayed:
                 report.detail += f"; {replaying.detail(note.groups())}"
-        # the records found late: none in the groups the proven plan proved, the exact plan's count elsewhere
-        late = (replaying.late() if groups is not None else 0) if proven else note.late()
-        commit.record(bookmark_properties(until, run.fingerprint, late))
         commit.publish()
+    # the records found late: none in the groups the proven plan proved, the exact plan's count elsewhere
+    record_late_records(run, until, (replaying.late() if groups is not None else 0) if proven else note.late())
     say(f"windows: wrote {report.windows} window rows to {options.output} ({run.target.table_format})")
     if until is not None and run.uses_state:  # what the next incremental run starts from
         # sliding: the groups the edge's engines computed are marked, their increments replace their keys

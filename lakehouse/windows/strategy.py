@@ -52,7 +52,7 @@ class RunFacts:
     sliding: bool = False
     per_key: bool = True  # windows close per key (not per partition)
     has_state: bool = False  # the output's window state exists (increments of native windows)
-    late_records: int | None = None  # the last full run's late records (its commit's summary; None: unknown)
+    late_records: int | None = None  # the last full run's late records (history.late_records_of; None: unknown)
 
 
 def choose_strategy(facts: RunFacts) -> tuple[str, str]:

@@ -6,6 +6,7 @@ full one."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import uuid
@@ -20,8 +21,8 @@ from lakehouse.windows import (ConcurrentRunError, WindowRecomputeOptions, Windo
 from lakehouse.windows import commit as window_commit
 from lakehouse.windows import job as window_job
 from lakehouse.windows import state as window_state
-from lakehouse.windows.history import (LATE_RECORDS_PROPERTY, SOURCE_SNAPSHOT_PROPERTY, Bookmark, Snapshot,
-                                       bookmark_of, main_snapshot, table_log)
+from lakehouse.windows.history import (SOURCE_SNAPSHOT_PROPERTY, Bookmark, Snapshot,
+                                       bookmark_of, late_records_of, main_snapshot, table_log)
 from lakehouse.windows.state import STATE_SNAPSHOT_PROPERTY, state_sql_name, state_table
 from stream_edge.dataframe.windows.replay import make_engine, replay
 
@@ -93,9 +94,14 @@ def snapshot_log(spark, table: str) -> dict[int, Snapshot]:
 
 
 def read_bookmark(spark, table: str) -> Bookmark | None:
-    """The table's bookmark as ``main`` sees it."""
+    """The table's bookmark as ``main`` sees it, with the late records its rows were computed with
+    (carried in the commit, or the table property a full run sets after it)."""
     log = table_log(spark, table)
-    return bookmark_of(log.snapshots, log.main)
+    mark = bookmark_of(log.snapshots, log.main)
+    if mark is None:
+        return None
+    properties = {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
+    return dataclasses.replace(mark, late_records=late_records_of(mark, properties))
 
 
 def state_bookmark(spark, options: WindowRecomputeOptions) -> tuple[str | None]:
