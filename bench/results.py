@@ -74,12 +74,14 @@ def load_all(directory: Path = RESULTS_DIR) -> list:
 
 def git_commit() -> str:
     """The checkout's short commit (``+`` when bench/, stream_edge/, lakehouse/ or pipelines/ differ
-    from it), or ``unknown`` outside a git checkout."""
+    from it; saved results are the benches' output, not code: a run after another's unsaved result
+    is still of this commit), or ``unknown`` outside a git checkout."""
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
                               timeout=10, check=True).stdout.strip()
         dirty = subprocess.run(["git", "status", "--porcelain", "--", "bench", "stream_edge", "lakehouse",
-                                "pipelines"], cwd=ROOT, capture_output=True, text=True, timeout=10).stdout.strip()
+                                "pipelines", ":(exclude)bench/results"], cwd=ROOT, capture_output=True, text=True,
+                               timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return head + ("+" if dirty else "")
