@@ -79,7 +79,11 @@ def render(results: list, output: Path, with_dates: bool = False) -> Path:
             if first and second:
                 ax.annotate(f"{first / second:.2f}x", (g + 0.4 - width / 2, max(first, second)),
                             textcoords="offset points", xytext=(0, 14), ha="center", fontsize=9, weight="bold")
-        ax.set_xticks([g + 0.4 - width / 2 for g in range(len(groups))], groups, fontsize=8)
+        # many long group names (the sinks) overlap side by side: slanted, and wrapped at their colon
+        crowded = sum(len(g) for g in groups) > 90
+        labels = [g.replace(": ", ":\n") if crowded else g for g in groups]
+        ax.set_xticks([g + 0.4 - width / 2 for g in range(len(groups))], labels, fontsize=8,
+                      rotation=15 if crowded else 0, ha="right" if crowded else "center")
         ax.set_ylabel(result["unit"])
         ax.set_title(panel_title(result, with_dates), fontsize=9)
         ax.margins(y=0.25)
