@@ -37,6 +37,7 @@ from lakehouse.compaction import (CompactOptions, check_retention, expire_snapsh
 from lakehouse.iceberg_tables import IcebergTable
 from lakehouse.identifiers import quote_identifier
 from lakehouse.job_report import JobReport
+from lakehouse.spark_sql import read_table_properties
 from lakehouse.tables import open_table
 from lakehouse.upsert.commit import KEY_COLUMNS_PROPERTY
 
@@ -138,7 +139,7 @@ def compact_deletes(table: IcebergTable, report: JobReport) -> None:
     name = sql_string(table.sql_name)
     catalog = quote_identifier(table.catalog)
     files, deletes, live = delete_file_stats(table)
-    properties = {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {table.sql_name}").collect()}
+    properties = read_table_properties(spark, table.sql_name)
     target = compaction_target_bytes(table.file_stats()[2], scan_parallelism(spark))
     sort_order = key_sort_order(properties)
     strategy = f"strategy => 'sort', sort_order => {sql_string(sort_order)}, " if sort_order else ""

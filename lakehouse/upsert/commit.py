@@ -35,6 +35,7 @@ from lakehouse.fault_injection import pause_point
 from lakehouse.identifiers import quote_field_path, split_multipart, sql_string
 from lakehouse.identifiers import quote_identifier as q
 from lakehouse.schema_evolution import spark_type_text
+from lakehouse.spark_sql import with_conf, with_snapshot_properties
 from lakehouse.upsert.options import PartitionField
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -84,26 +85,6 @@ def _partition_sql(fields: Sequence[PartitionField]) -> str:
     return f" PARTITIONED BY ({', '.join(parts)})" if parts else ""
 
 
-def _with_conf(spark: "SparkSession", conf: dict[str, str], action: Any) -> Any:
-    """Run ``action()`` with the session's SQL ``conf`` set, each key restored afterwards."""
-    before = {key: spark.conf.get(key, None) for key in conf}
-    for key, value in conf.items():
-        spark.conf.set(key, value)
-    try:
-        return action()
-    finally:
-        for key, previous in before.items():
-            if previous is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, previous)
-
-
-def _with_snapshot_properties(spark: "SparkSession", properties: dict[str, str], action: Any) -> Any:
-    """Run ``action()`` with ``properties`` in the snapshot summary of the commit it makes."""
-    return _with_conf(spark, {f"spark.sql.iceberg.snapshot-property.{k}": v for k, v in properties.items()}, action)
-
-
 def create_table(spark: "SparkSession", identifier: str, sql_name: str, rows: "DataFrame",
                  partition_by: Sequence[PartitionField], table_properties_: dict[str, str],
                  snapshot_properties: dict[str, str]) -> None:
@@ -115,7 +96,7 @@ def create_table(spark: "SparkSession", identifier: str, sql_name: str, rows: "D
     props = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in table_properties_.items())
     pause_point("upsert.before-commit")
     try:
-        _with_snapshot_properties(spark, snapshot_properties, lambda: spark.sql(
+        with_snapshot_properties(spark, snapshot_properties, lambda: spark.sql(
             f"CREATE TABLE {sql_name} USING iceberg{_partition_sql(partition_by)} TBLPROPERTIES ({props}) "
             f"AS SELECT * FROM {view}"))
     except Exception as error:
@@ -179,10 +160,10 @@ def merge_and_publish(spark: "SparkSession", identifier: str, sql_name: str, cha
         if replace_keys:
             statements = _replace_keys_sql(target, view, table_columns, key_columns)
             threshold = {"spark.sql.autoBroadcastJoinThreshold": str(broadcast_bytes)} if broadcast_bytes else {}
-            _with_conf(spark, threshold, lambda: spark.sql(statements[0]))
-            _with_snapshot_properties(spark, snapshot_properties, lambda: spark.sql(statements[1]))
+            with_conf(spark, threshold, lambda: spark.sql(statements[0]))
+            with_snapshot_properties(spark, snapshot_properties, lambda: spark.sql(statements[1]))
         else:
-            _with_snapshot_properties(spark, snapshot_properties,
+            with_snapshot_properties(spark, snapshot_properties,
                                       lambda: spark.sql(_merge_sql(target, view, table_columns, key_columns)))
         lap("merge")
         pause_point("upsert.before-commit")

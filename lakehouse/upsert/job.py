@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Callable
 from lakehouse.fault_injection import pause_point
 from lakehouse.iceberg_tables import IcebergTable
 from lakehouse.identifiers import quote_identifier, split_multipart
+from lakehouse.spark_sql import read_table_properties
 from lakehouse.upsert.changes import (Layout, debezium_layout, key_fields_of, last_change_per_key, normalize,
                                       plain_layout, rejects_of)
 from lakehouse.upsert.commit import (ConcurrentRunError, create_table, evolve_schema, merge_and_publish,
@@ -166,7 +167,7 @@ def _run_once(spark: "SparkSession", options: UpsertOptions, say: Callable[[str]
     exists = target.exists()
     state = read_state(spark, target.sql_name) if exists else TableState(None, None, (), {})
     if exists:
-        properties = {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {target.sql_name}").collect()}
+        properties = read_table_properties(spark, target.sql_name)
         report.merge_mode = properties.get("write.merge.mode", "copy-on-write")
     report.rows_before, report.files_before = _stats(state.summary)
     report.since = state.bookmark

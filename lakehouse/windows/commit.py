@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from lakehouse.fault_injection import pause_point
 from lakehouse.identifiers import quote_field_path, split_multipart, sql_string
+from lakehouse.spark_sql import with_snapshot_properties
 from lakehouse.windows.definition import OUTPUT_COLUMNS, quote_column
 from lakehouse.windows.history import LATE_RECORDS_PROPERTY, late_records_value
 from lakehouse.windows.plan import WindowRun
@@ -193,20 +194,15 @@ def _merge(run: WindowRun, branch_name: str, rows: "DataFrame | None", keys: "Da
     inserted = changes.where("__op = 'insert'").count()
     view = f"windows_changes_{uuid.uuid4().hex}"
     changes.createOrReplaceTempView(view)
-    conf_keys = [f"spark.sql.iceberg.snapshot-property.{k}" for k in properties]
-    for key, value in zip(conf_keys, properties.values()):
-        spark.conf.set(key, value)
     try:
-        spark.sql(f"""
+        with_snapshot_properties(spark, properties, lambda: spark.sql(f"""
             MERGE INTO {branch_name} t USING {view} s
             ON s.__op = 'delete' AND t.key = s.key
             WHEN MATCHED THEN DELETE
             WHEN NOT MATCHED AND s.__op = 'insert' THEN
                 INSERT (key, window_start, window_end, value) VALUES (s.key, s.window_start, s.window_end, s.value)
-        """)
+        """))
     finally:
-        for key in conf_keys:
-            spark.conf.unset(key)
         spark.catalog.dropTempView(view)
     return inserted
 

@@ -41,6 +41,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from lakehouse.spark_sql import read_table_properties
 from lakehouse.windows.commit import WriteStep
 from lakehouse.windows.definition import Grouping
 from lakehouse.windows.history import TableLog, bookmark_of, late_records_of, source_changes, table_log, table_logs
@@ -92,7 +93,7 @@ def plan_increment(run: WindowRun) -> tuple[IncrementPlan | None, str | None]:
         run.base_snapshot, run.output_refs = output_log.main, output_log.refs
         bookmark = bookmark_of(output_log.snapshots, output_log.main)
         if bookmark is not None and bookmark.definition == run.fingerprint:
-            run.late_records = late_records_of(bookmark, target.properties())
+            run.late_records = late_records_of(bookmark, read_table_properties(run.spark, target.sql_name))
         return None, "--full"
     # the output's, the source's and the window state's logs in one query (one Spark job)
     has_state = run.uses_state and run.spark.catalog.tableExists(state_table(options.output))
@@ -104,7 +105,7 @@ def plan_increment(run: WindowRun) -> tuple[IncrementPlan | None, str | None]:
         return None, f"{options.output} records no source snapshot"
     if bookmark.definition != run.fingerprint:
         return None, "the window definition changed since the last run"
-    run.late_records = late_records_of(bookmark, target.properties())
+    run.late_records = late_records_of(bookmark, read_table_properties(run.spark, target.sql_name))
     until = source_log.main
     if until is None:
         return None, "the source has no snapshot"

@@ -69,9 +69,6 @@ class IcebergName:
     def exists(self) -> bool:
         return bool(self.spark.catalog.tableExists(self.identifier))
 
-    def properties(self) -> dict[str, str]:
-        return {str(r[0]): str(r[1]) for r in self.spark.sql(f"SHOW TBLPROPERTIES {self.sql_name}").collect()}
-
 
 def open_window_table(spark: "SparkSession", name: str, table_format: str | None,
                       default_catalog: str | None) -> Any:
